@@ -1,0 +1,223 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// Policy is the content of a policy file: the rules and migrations of one
+// merge, in file order.
+type Policy struct {
+	Rules      []values.Rule
+	Migrations []values.Migration
+}
+
+// ParsePolicy parses a policy file holding the optional keys rules and
+// migrations; file names the input in errors. An empty file, or one holding
+// only null or comments, is an empty policy. Errors are bad input and follow
+// the package format.
+func ParsePolicy(file string, data []byte) (*Policy, error) {
+	w := walker{file: file}
+	root, err := w.document(data)
+	if err != nil {
+		return nil, err
+	}
+	if root == nil {
+		return &Policy{}, nil
+	}
+	f, err := w.mapping(root, "", "rules", "migrations")
+	if err != nil {
+		return nil, err
+	}
+	rules, err := w.rules(f.get("rules"), f.path("rules"))
+	if err != nil {
+		return nil, err
+	}
+	migrations, err := w.migrations(f.get("migrations"), f.path("migrations"))
+	if err != nil {
+		return nil, err
+	}
+	return &Policy{Rules: rules, Migrations: migrations}, nil
+}
+
+// LoadPolicy reads and parses the policy file at path. A file that cannot be
+// read is bad input naming the path.
+func LoadPolicy(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("reading policy file: %w", err))
+	}
+	return ParsePolicy(path, data)
+}
+
+// rules parses a list of rules; nil n is no rules.
+func (w walker) rules(n *yaml.Node, field string) ([]values.Rule, error) {
+	if n == nil {
+		return nil, nil
+	}
+	items, err := w.sequence(n, field)
+	if err != nil {
+		return nil, err
+	}
+	rules := make([]values.Rule, 0, len(items))
+	for i, item := range items {
+		r, err := w.rule(item, index(field, i))
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+func (w walker) rule(n *yaml.Node, field string) (values.Rule, error) {
+	f, err := w.mapping(n, field, "path", "policy", "source", "expr")
+	if err != nil {
+		return values.Rule{}, err
+	}
+	text, pn, err := w.reqStr(f, "path")
+	if err != nil {
+		return values.Rule{}, err
+	}
+	pattern, err := values.ParsePattern(text)
+	if err != nil {
+		return values.Rule{}, w.fail(pn, f.path("path"), err)
+	}
+	text, pn, err = w.reqStr(f, "policy")
+	if err != nil {
+		return values.Rule{}, err
+	}
+	policy, err := values.ParsePolicy(text)
+	if err != nil {
+		return values.Rule{}, w.fail(pn, f.path("policy"), err)
+	}
+	var source *values.ObjectRef
+	if sn := f.get("source"); sn != nil {
+		if source, err = w.objectRef(sn, f.path("source")); err != nil {
+			return values.Rule{}, err
+		}
+	}
+	expr, err := w.expr(f)
+	if err != nil {
+		return values.Rule{}, err
+	}
+	r, err := values.NewRule(pattern, policy, source, expr)
+	if err != nil {
+		return values.Rule{}, w.fail(n, field, err)
+	}
+	return r, nil
+}
+
+// objectRef parses the source of a live or once rule.
+func (w walker) objectRef(n *yaml.Node, field string) (*values.ObjectRef, error) {
+	f, err := w.mapping(n, field, "apiVersion", "kind", "namespace", "name")
+	if err != nil {
+		return nil, err
+	}
+	var ref values.ObjectRef
+	if ref.APIVersion, _, err = w.reqStr(f, "apiVersion"); err != nil {
+		return nil, err
+	}
+	if ref.Kind, _, err = w.reqStr(f, "kind"); err != nil {
+		return nil, err
+	}
+	if ref.Namespace, err = w.optStr(f, "namespace"); err != nil {
+		return nil, err
+	}
+	if ref.Name, _, err = w.reqStr(f, "name"); err != nil {
+		return nil, err
+	}
+	return &ref, nil
+}
+
+// expr parses the optional yq expression of f; nil when absent.
+func (w walker) expr(f *fields) (*values.Expr, error) {
+	n := f.get("expr")
+	if n == nil {
+		return nil, nil
+	}
+	text, err := w.str(n, f.path("expr"))
+	if err != nil {
+		return nil, err
+	}
+	e, err := values.ParseExpr(text)
+	if err != nil {
+		return nil, w.fail(n, f.path("expr"), err)
+	}
+	return e, nil
+}
+
+// migrations parses a list of migrations with distinct names; nil n is none.
+func (w walker) migrations(n *yaml.Node, field string) ([]values.Migration, error) {
+	if n == nil {
+		return nil, nil
+	}
+	items, err := w.sequence(n, field)
+	if err != nil {
+		return nil, err
+	}
+	migrations := make([]values.Migration, 0, len(items))
+	seen := map[string]int{} // name → index
+	for i, item := range items {
+		m, err := w.migration(item, index(field, i))
+		if err != nil {
+			return nil, err
+		}
+		if j, ok := seen[m.Name]; ok {
+			return nil, w.failf(item, index(field, i)+".name",
+				"duplicate migration name %q (also %s, line %d)", m.Name, index(field, j), items[j].Line)
+		}
+		seen[m.Name] = i
+		migrations = append(migrations, m)
+	}
+	return migrations, nil
+}
+
+func (w walker) migration(n *yaml.Node, field string) (values.Migration, error) {
+	f, err := w.mapping(n, field, "name", "from", "to", "expr")
+	if err != nil {
+		return values.Migration{}, err
+	}
+	name, _, err := w.reqStr(f, "name")
+	if err != nil {
+		return values.Migration{}, err
+	}
+	from, err := w.constraint(f, "from")
+	if err != nil {
+		return values.Migration{}, err
+	}
+	to, err := w.constraint(f, "to")
+	if err != nil {
+		return values.Migration{}, err
+	}
+	if _, err := w.required(f, "expr"); err != nil {
+		return values.Migration{}, err
+	}
+	expr, err := w.expr(f)
+	if err != nil {
+		return values.Migration{}, err
+	}
+	m, err := values.NewMigration(name, from, to, expr)
+	if err != nil {
+		return values.Migration{}, w.fail(n, field, err)
+	}
+	return m, nil
+}
+
+// constraint returns the text of an optional semver constraint field after
+// checking that it parses.
+func (w walker) constraint(f *fields, key string) (string, error) {
+	s, err := w.optStr(f, key)
+	if err != nil {
+		return "", err
+	}
+	if _, err := values.ParseConstraint(s); err != nil {
+		return "", w.fail(f.get(key), f.path(key), err)
+	}
+	return s, nil
+}

@@ -1,0 +1,251 @@
+package spec
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// The apiVersion and kind an upgrade spec must declare.
+const (
+	APIVersion = "chart-upgrader.io/v1alpha1"
+	Kind       = "UpgradeSpec"
+)
+
+// DefaultWaitTimeout is how long the wait phase waits when a chart entry
+// gives no wait.timeout.
+const DefaultWaitTimeout = 20 * time.Minute
+
+// Spec is a parsed upgrade spec (DESIGN §4).
+type Spec struct {
+	File   string  // the file it was read from, as given
+	Charts []Chart // upgraded one after another, in this order; never empty
+}
+
+// Chart is one entry of a spec: a target and how to upgrade it.
+type Chart struct {
+	Target     Target
+	Chart      ChartRef
+	Rules      []values.Rule
+	Migrations []values.Migration
+	Wait       Wait
+}
+
+// ChartRef says where the new chart comes from.
+type ChartRef struct {
+	Name   string // chart name
+	Source string // a directory of .tgz files or chart dirs, or an http(s) Helm repo URL
+}
+
+// Wait bounds the wait phase of one chart.
+type Wait struct {
+	Timeout time.Duration // > 0; DefaultWaitTimeout when not given
+}
+
+// ParseSpec parses an upgrade spec; file names the input in errors and is
+// kept in Spec.File. The spec must declare APIVersion and Kind and list at
+// least one chart; no target may appear twice. Errors are bad input and
+// follow the package format.
+func ParseSpec(file string, data []byte) (*Spec, error) {
+	w := walker{file: file}
+	root, err := w.document(data)
+	if err != nil {
+		return nil, err
+	}
+	if root == nil {
+		return nil, w.failf(nil, "", "empty upgrade spec (want apiVersion: %s, kind: %s and charts)", APIVersion, Kind)
+	}
+	if root.Kind == yaml.MappingNode {
+		// Say what the file is meant to be before complaining about its fields.
+		if err := w.header(root); err != nil {
+			return nil, err
+		}
+	}
+	f, err := w.mapping(root, "", "apiVersion", "kind", "charts")
+	if err != nil {
+		return nil, err
+	}
+	n, err := w.required(f, "charts")
+	if err != nil {
+		return nil, err
+	}
+	items, err := w.sequence(n, "charts")
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, w.failf(n, "charts", "no charts listed (want at least one)")
+	}
+	s := &Spec{File: file}
+	seen := map[Target]int{} // target → index
+	for i, item := range items {
+		c, err := w.chart(item, index("charts", i))
+		if err != nil {
+			return nil, err
+		}
+		if j, ok := seen[c.Target]; ok {
+			return nil, w.failf(item, index("charts", i)+".target",
+				"duplicate target %s (also charts[%d], line %d)", c.Target, j+1, items[j].Line)
+		}
+		seen[c.Target] = i
+		s.Charts = append(s.Charts, c)
+	}
+	return s, nil
+}
+
+// LoadSpec reads and parses the upgrade spec at path. A file that cannot be
+// read is bad input naming the path.
+func LoadSpec(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("reading upgrade spec: %w", err))
+	}
+	return ParseSpec(path, data)
+}
+
+// header checks apiVersion and kind of the root mapping.
+func (w walker) header(root *yaml.Node) error {
+	want := map[string]string{"apiVersion": APIVersion, "kind": Kind}
+	for _, key := range []string{"apiVersion", "kind"} {
+		var v *yaml.Node
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if k := resolve(root.Content[i]); k.Kind == yaml.ScalarNode && k.Value == key {
+				v = resolve(root.Content[i+1])
+				break
+			}
+		}
+		if isNull(v) {
+			return w.failf(root, "", "missing required field %q (want %s: %s)", key, key, want[key])
+		}
+		s, err := w.str(v, key)
+		if err != nil {
+			return err
+		}
+		if s != want[key] {
+			return w.failf(v, key, "unsupported %s %q (want %s)", key, s, want[key])
+		}
+	}
+	return nil
+}
+
+func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
+	f, err := w.mapping(n, field, "target", "chart", "rules", "migrations", "wait")
+	if err != nil {
+		return Chart{}, err
+	}
+	var c Chart
+	tn, err := w.required(f, "target")
+	if err != nil {
+		return Chart{}, err
+	}
+	if c.Target, err = w.target(tn, f.path("target")); err != nil {
+		return Chart{}, err
+	}
+	cn, err := w.required(f, "chart")
+	if err != nil {
+		return Chart{}, err
+	}
+	if c.Chart, err = w.chartRef(cn, f.path("chart")); err != nil {
+		return Chart{}, err
+	}
+	if c.Rules, err = w.rules(f.get("rules"), f.path("rules")); err != nil {
+		return Chart{}, err
+	}
+	if c.Migrations, err = w.migrations(f.get("migrations"), f.path("migrations")); err != nil {
+		return Chart{}, err
+	}
+	if c.Wait, err = w.wait(f.get("wait"), f.path("wait")); err != nil {
+		return Chart{}, err
+	}
+	return c, nil
+}
+
+func (w walker) target(n *yaml.Node, field string) (Target, error) {
+	f, err := w.mapping(n, field, "kind", "namespace", "name")
+	if err != nil {
+		return Target{}, err
+	}
+	var t Target
+	kind, kn, err := w.reqStr(f, "kind")
+	if err != nil {
+		return Target{}, err
+	}
+	if t.Kind, err = targetKind(kind); err != nil {
+		return Target{}, w.fail(kn, f.path("kind"), err)
+	}
+	var vn *yaml.Node
+	if t.Namespace, vn, err = w.reqStr(f, "namespace"); err != nil {
+		return Target{}, err
+	}
+	if err := checkNamespace(t.Namespace); err != nil {
+		return Target{}, w.fail(vn, f.path("namespace"), err)
+	}
+	if t.Name, vn, err = w.reqStr(f, "name"); err != nil {
+		return Target{}, err
+	}
+	if err := checkName(t.Name); err != nil {
+		return Target{}, w.fail(vn, f.path("name"), err)
+	}
+	return t, nil
+}
+
+func (w walker) chartRef(n *yaml.Node, field string) (ChartRef, error) {
+	f, err := w.mapping(n, field, "name", "source")
+	if err != nil {
+		return ChartRef{}, err
+	}
+	var c ChartRef
+	if c.Name, _, err = w.reqStr(f, "name"); err != nil {
+		return ChartRef{}, err
+	}
+	var sn *yaml.Node
+	if c.Source, sn, err = w.reqStr(f, "source"); err != nil {
+		return ChartRef{}, err
+	}
+	if strings.Contains(c.Source, "://") {
+		u, err := url.Parse(c.Source)
+		if err != nil {
+			return ChartRef{}, w.fail(sn, f.path("source"), fmt.Errorf("bad repository URL: %w", err))
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return ChartRef{}, w.failf(sn, f.path("source"),
+				"unsupported source %q (want a directory or an http(s) Helm repository URL)", c.Source)
+		}
+	}
+	return c, nil
+}
+
+func (w walker) wait(n *yaml.Node, field string) (Wait, error) {
+	out := Wait{Timeout: DefaultWaitTimeout}
+	if n == nil {
+		return out, nil
+	}
+	f, err := w.mapping(n, field, "timeout")
+	if err != nil {
+		return Wait{}, err
+	}
+	tn := f.get("timeout")
+	if tn == nil {
+		return out, nil
+	}
+	text, err := w.str(tn, f.path("timeout"))
+	if err != nil {
+		return Wait{}, err
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return Wait{}, w.fail(tn, f.path("timeout"), fmt.Errorf("bad duration (want e.g. 20m or 1h30m): %w", err))
+	}
+	if d <= 0 {
+		return Wait{}, w.failf(tn, f.path("timeout"), "must be positive, not %s", text)
+	}
+	out.Timeout = d
+	return out, nil
+}

@@ -1,0 +1,316 @@
+package values
+
+import (
+	"fmt"
+	"strings"
+)
+
+// leaf decides one path: the rule's policy on the migrated user value, then
+// the overrides, then the readonly check; it records the decision when the
+// path is worth one.
+func (m *merger) leaf(vals [nTrees]node, decided int, liveHere bool) {
+	u0, u, over := vals[tUser0], vals[tUser], vals[tOver]
+	old, nw := vals[tOld], vals[tNew]
+	if !m.hasOld {
+		old = node{}
+	}
+
+	d := Decision{Path: FormatPath(m.keys), Policy: PolicyUser, Old: old.value(), New: nw.value(), User: u0.value()}
+	var rule *Rule
+	if decided >= 0 {
+		rule = &m.in.Rules[decided]
+		d.Policy, d.Rule = rule.Policy, decided+1
+		m.ruleUsed[decided] = true
+	}
+	d.Secret = secretPath(m.keys) || holdsSecret(u0.v) || holdsSecret(nw.v) || holdsSecret(over.v) ||
+		(rule != nil && rule.Source != nil && rule.Source.IsSecret())
+
+	// the policy, on the user value after migrations
+	var result node
+	switch {
+	case liveHere:
+		result = m.decideLive(&d, decided, u)
+	default:
+		result = m.decidePolicy(&d, u, old, nw)
+	}
+
+	migrated := !sameNode(u0, u)
+	if migrated {
+		d.Reason = fmt.Sprintf("migration %s changed the user value (%s → %s); %s",
+			strings.Join(m.migrationsAt(), ", "), showNode(u0, d.Secret), showNode(u, d.Secret), d.Reason)
+	}
+
+	if over.set {
+		prior := d.Action
+		result = over
+		d.Action = ActionOverride
+		d.Reason = fmt.Sprintf("explicit %s (the %s policy gave: %s)", m.overrideOrigin(m.keys), d.Policy, prior)
+	}
+
+	if d.Policy == PolicyReadonly {
+		m.checkReadonly(&d, u0, old, nw, result, migrated, over.set)
+	}
+
+	d.Result = result.value()
+	if result.set {
+		setPath(m.result, m.keys, deepCopy(result.v))
+	}
+
+	if d.Action == ActionKeep && m.hasOld && nw.set && !sameNode(old, nw) && !equal(result.v, nw.v) {
+		m.warn(WarnShadowedDefault, d.Path, fmt.Sprintf("user value %s hides new default %s (old default %s)",
+			showNode(result, d.Secret), showNode(nw, d.Secret), showNode(old, d.Secret)))
+	}
+	if d.Action == ActionPin {
+		m.warn(WarnPinned, d.Path, fmt.Sprintf("old default %s pinned; the new chart's %s is not applied",
+			showNode(old, d.Secret), describeNew(nw, d.Secret)))
+	}
+
+	interesting := u0.set || u.set || over.set || result.set || liveHere || migrated ||
+		(m.hasOld && !sameNode(old, nw))
+	if interesting {
+		m.decisions = append(m.decisions, d)
+	}
+}
+
+func describeNew(nw node, secret bool) string {
+	if !nw.set {
+		return "removal of the key"
+	}
+	return "default " + showNode(nw, secret)
+}
+
+func showNode(n node, secret bool) string {
+	if !n.set {
+		return "(unset)"
+	}
+	return show(n.v, secret)
+}
+
+// decidePolicy applies every policy but live and once.
+func (m *merger) decidePolicy(d *Decision, u, old, nw node) node {
+	changed := m.hasOld && !sameNode(old, nw)
+	noUser := func() node {
+		d.Action = ActionDefault
+		switch {
+		case changed && nw.set:
+			d.Reason = "no user value: the new default applies"
+		case changed:
+			d.Reason = "no user value; the new chart drops this default"
+		default:
+			d.Reason = "no user value"
+		}
+		return node{}
+	}
+	keep := func(reason string) node {
+		d.Action, d.Reason = ActionKeep, reason
+		return u
+	}
+	drop := func(reason string) node {
+		d.Action, d.Reason = ActionDrop, reason
+		return node{}
+	}
+
+	switch d.Policy {
+	case PolicyUser:
+		if u.set {
+			return keep("user value kept")
+		}
+		return noUser()
+	case PolicyChart:
+		if u.set {
+			return drop("user value dropped: the chart's default applies")
+		}
+		return noUser()
+	case PolicyFollow:
+		switch {
+		case !u.set:
+			return noUser()
+		case !m.hasOld:
+			return keep("no old chart to compare with: user value kept")
+		case old.set && equal(u.v, old.v):
+			return drop("user value equals the old default: dropped so the new default applies")
+		default:
+			return keep("user value differs from the old default: kept as a customisation")
+		}
+	case PolicyKeep, PolicyReadonly:
+		switch {
+		case u.set:
+			return keep("user value kept")
+		case changed && old.set:
+			d.Action, d.Reason = ActionPin, "the new chart changes this default: old default pinned"
+			return old
+		case !m.hasOld:
+			d.Action, d.Reason = ActionDefault, "no user value and no old chart to pin from"
+			return node{}
+		default:
+			return noUser()
+		}
+	case PolicyMax, PolicyMin:
+		return m.decideBound(d, u, nw, keep, drop, noUser)
+	case PolicyRemove:
+		if u.set {
+			d.Action, d.Reason = ActionRemove, "user value removed by a remove rule"
+			return node{}
+		}
+		return noUser()
+	case PolicyLive, PolicyOnce:
+		// a live rule matched an ancestor of a path below its own: the rule
+		// decides its path as a whole, this leaf is under it
+		d.Action, d.Reason = ActionDefault, "under a "+string(d.Policy)+" path"
+		return node{}
+	}
+	return noUser()
+}
+
+func (m *merger) decideBound(d *Decision, u, nw node, keep, drop func(string) node, noUser func() node) node {
+	if !u.set {
+		return noUser()
+	}
+	if !nw.set {
+		return keep("no new default to compare with: user value kept")
+	}
+	c, ok := compareValues(u.v, nw.v)
+	if !ok {
+		return keep("user value and new default are not comparable numbers or quantities: user value kept")
+	}
+	uv, nv := show(u.v, d.Secret), show(nw.v, d.Secret)
+	if d.Policy == PolicyMax {
+		if c >= 0 {
+			return keep(fmt.Sprintf("user value %s ≥ new default %s: kept", uv, nv))
+		}
+		return drop(fmt.Sprintf("user value %s < new default %s: dropped so the larger new default applies", uv, nv))
+	}
+	if c <= 0 {
+		return keep(fmt.Sprintf("user value %s ≤ new default %s: kept", uv, nv))
+	}
+	return drop(fmt.Sprintf("user value %s > new default %s: dropped so the smaller new default applies", uv, nv))
+}
+
+// decideLive applies a live or once rule at its own path.
+func (m *merger) decideLive(d *Decision, decided int, u node) node {
+	r := &m.in.Rules[decided]
+	lv := m.live[decided]
+	if lv.value.Set {
+		d.Action = ActionSet
+		if r.Policy == PolicyOnce {
+			d.Reason = fmt.Sprintf("generated once: pinned from live %s", r.Source)
+		} else {
+			d.Reason = fmt.Sprintf("derived from live %s", r.Source)
+		}
+		return node{lv.value.V, true}
+	}
+	if r.Policy == PolicyOnce {
+		m.warn(WarnLiveMissing, d.Path, lv.missing+": the chart will generate a new value")
+		if u.set {
+			d.Action, d.Reason = ActionKeep, lv.missing+": user value kept"
+			return u
+		}
+		d.Action, d.Reason = ActionDefault, lv.missing+": left unset so the chart generates it"
+		return node{}
+	}
+	m.warn(WarnLiveMissing, d.Path, lv.missing+": fell back to the user value")
+	if u.set {
+		d.Action, d.Reason = ActionKeep, lv.missing+": user value kept"
+		return u
+	}
+	d.Action, d.Reason = ActionDefault, lv.missing+": no user value, the chart default applies"
+	return node{}
+}
+
+// checkReadonly refuses when a migration or an override changes the value
+// Helm renders with, compared with what keep gives without them.
+func (m *merger) checkReadonly(d *Decision, u0, old, nw, result node, migrated, overridden bool) {
+	if !migrated && !overridden {
+		return
+	}
+	var baseline node
+	switch {
+	case u0.set:
+		baseline = u0
+	case m.hasOld && old.set && !sameNode(old, nw):
+		baseline = old
+	default:
+		baseline = nw
+	}
+	final := result
+	if !final.set {
+		final = nw
+	}
+	if sameNode(effectiveNode(baseline), effectiveNode(final)) {
+		return
+	}
+	by := "migration " + strings.Join(m.migrationsAt(), ", ")
+	if overridden {
+		by = m.overrideOrigin(m.keys)
+	}
+	m.refusals = append(m.refusals, fmt.Sprintf("%s (rule %d) would change from %s to %s by %s",
+		d.Path, d.Rule, showNode(effectiveNode(baseline), d.Secret), showNode(effectiveNode(final), d.Secret), by))
+	d.Reason = "REFUSED: readonly value would change; " + d.Reason
+}
+
+// effectiveNode: a null user value deletes the default, so renders unset.
+func effectiveNode(n node) node {
+	if n.set && n.v == nil {
+		return node{}
+	}
+	return n
+}
+
+
+// migrationsAt names the migrations that changed the current path.
+func (m *merger) migrationsAt() []string {
+	var names []string
+	for i := 1; i < len(m.steps); i++ {
+		a, aok := lookup(m.steps[i-1], m.keys)
+		b, bok := lookup(m.steps[i], m.keys)
+		if !sameNode(node{a, aok}, node{b, bok}) {
+			names = append(names, m.stepNames[i-1])
+		}
+	}
+	if len(names) == 0 {
+		// the change happened above this path (an ancestor replaced)
+		names = append(names, m.stepNames...)
+	}
+	return names
+}
+
+// noOldChartWarnings: follow, keep and readonly need the old chart.
+func (m *merger) noOldChartWarnings() {
+	if m.hasOld {
+		return
+	}
+	for i, r := range m.in.Rules {
+		if !m.ruleUsed[i] {
+			continue
+		}
+		switch r.Policy {
+		case PolicyFollow:
+			m.warn(WarnNoOldChart, r.Pattern.String(), fmt.Sprintf("rule %d (follow) has no old chart to compare with: it behaves as user", i+1))
+		case PolicyKeep, PolicyReadonly:
+			m.warn(WarnNoOldChart, r.Pattern.String(), fmt.Sprintf("rule %d (%s) has no old chart: no old default can be pinned", i+1, r.Policy))
+		}
+	}
+}
+
+// orphans warns about user keys that a non-empty map of the new defaults
+// does not have: a typo, or a key the new chart dropped.
+func (m *merger) orphans(keys []string, result map[string]any, defaults any) {
+	dm, ok := defaults.(map[string]any)
+	if !ok || len(dm) == 0 {
+		return
+	}
+	for _, k := range sortedKeys(result) {
+		if k == "global" {
+			continue
+		}
+		path := append(append([]string(nil), keys...), k)
+		dv, ok := dm[k]
+		if !ok {
+			m.warn(WarnOrphan, FormatPath(path), fmt.Sprintf("the new chart's defaults have no key %q here: a typo, or a key the chart dropped", k))
+			continue
+		}
+		if sub, ok := result[k].(map[string]any); ok {
+			m.orphans(path, sub, dv)
+		}
+	}
+}

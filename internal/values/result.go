@@ -1,0 +1,106 @@
+package values
+
+import "encoding/json"
+
+// Action is what a decision did to one path of the new user values.
+type Action string
+
+// The actions, as reported.
+const (
+	ActionKeep     Action = "keep"     // the user's value is carried over
+	ActionDrop     Action = "drop"     // the user's value is dropped; the new default applies
+	ActionPin      Action = "pin"      // the old default is written, so the effective value does not change
+	ActionSet      Action = "set"      // a value computed from a live object is written
+	ActionRemove   Action = "remove"   // the user's value is removed by a remove rule
+	ActionDefault  Action = "default"  // no value is written; the chart default applies
+	ActionOverride Action = "override" // an explicit --set or -f value is written
+)
+
+// WarningKind classifies a warning (DESIGN §3).
+type WarningKind string
+
+// The warning kinds.
+const (
+	WarnShadowedDefault WarningKind = "shadowed-default"
+	WarnOrphan          WarningKind = "orphan"
+	WarnNoOldChart      WarningKind = "no-old-chart"
+	WarnLiveMissing     WarningKind = "live-missing"
+	WarnRegeneratedData WarningKind = "regenerated-data"
+	WarnPinned          WarningKind = "pinned"
+)
+
+// Value is an optional value: Set false means "not set", which differs from
+// a YAML null (Set true, V nil). Unset values are left out of JSON.
+type Value struct {
+	V   any
+	Set bool
+}
+
+func some(v any) Value { return Value{V: v, Set: true} }
+
+// IsZero reports an unset value (for the json omitzero option).
+func (v Value) IsZero() bool { return !v.Set }
+
+// MarshalJSON encodes the value itself; null for a YAML null.
+func (v Value) MarshalJSON() ([]byte, error) { return json.Marshal(v.V) }
+
+// Decision is one line of the report: how one path was decided.
+type Decision struct {
+	Path   string `json:"path"`
+	Policy Policy `json:"policy"`
+	// Rule is the 1-based index of the deciding rule in its file; 0 means no
+	// rule matched and the default policy (user) decided.
+	Rule   int    `json:"rule"`
+	Old    Value  `json:"old,omitzero"`
+	New    Value  `json:"new,omitzero"`
+	User   Value  `json:"user,omitzero"`
+	Result Value  `json:"result,omitzero"`
+	Action Action `json:"action"`
+	Reason string `json:"reason"`
+	// Secret marks values that reports must redact.
+	Secret bool `json:"-"`
+}
+
+// Warning is something a person should look at; Path is a values path, or
+// a template file for regenerated-data.
+type Warning struct {
+	Kind    WarningKind `json:"kind"`
+	Path    string      `json:"path"`
+	Message string      `json:"message"`
+}
+
+// Result is the outcome of a merge.
+type Result struct {
+	From      string         `json:"from"`
+	To        string         `json:"to"`
+	Values    map[string]any `json:"values"`
+	SHA256    string         `json:"sha256"`
+	Decisions []Decision     `json:"decisions"`
+	Warnings  []Warning      `json:"warnings"`
+	// YAML is the canonical encoding of Values; SHA256 is its hash.
+	YAML []byte `json:"-"`
+}
+
+// Redacted returns a copy whose decisions show no secret value; Values is
+// shared, not copied. Reports are printed from the redacted copy.
+func (r *Result) Redacted() *Result {
+	out := *r
+	out.Decisions = make([]Decision, len(r.Decisions))
+	for i, d := range r.Decisions {
+		if d.Secret {
+			d.Old, d.New, d.User, d.Result = redact(d.Old), redact(d.New), redact(d.User), redact(d.Result)
+		}
+		out.Decisions[i] = d
+	}
+	return &out
+}
+
+// Redaction is what reports show instead of a secret value.
+const Redaction = "<redacted>"
+
+func redact(v Value) Value {
+	if !v.Set {
+		return v
+	}
+	return some(Redaction)
+}
