@@ -1,0 +1,49 @@
+# Makefile: an index of what can be run. Each target calls go or scripts/.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Version=$(VERSION)
+GO      ?= go
+EXAMPLES := package/examples
+
+.PHONY: all build test demo demo-merge bench fuzz lint testenv clean
+
+all: lint build test
+
+## build: static bin/chart-upgrader (CGO off, version from git)
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/chart-upgrader ./cmd/chart-upgrader
+
+## testenv: build kube-apiserver + etcd from the Go module proxy (cached outside the repo)
+testenv:
+	@scripts/testenv >/dev/null
+
+## test: every test, the end-to-end ones against a real kube-apiserver + etcd
+test:
+	scripts/test
+
+## demo: the main job on the bundled example
+demo: build
+	scripts/demo
+
+## demo-merge: the offline merge of the bundled example charts, with the decision table
+demo-merge: build
+	bin/chart-upgrader merge -o table \
+		--values $(EXAMPLES)/values.yaml \
+		--old-chart $(EXAMPLES)/charts/demo-app-1.0.0 \
+		--chart $(EXAMPLES)/charts/demo-app-2.0.0 \
+		--policy $(EXAMPLES)/policy.yaml \
+		--live $(EXAMPLES)/live.yaml
+
+## bench: the merge benchmarks (figures in README "Performance")
+bench:
+	scripts/bench
+
+## fuzz: a short bounded run of every fuzz target
+fuzz:
+	scripts/fuzz
+
+## lint: gofmt check and go vet
+lint:
+	scripts/lint
+
+clean:
+	rm -rf bin

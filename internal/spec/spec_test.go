@@ -1,0 +1,388 @@
+package spec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// doc joins lines into a YAML file; lines[i] is line i+1, which keeps the
+// expected line numbers of the tests easy to check.
+func doc(lines ...string) []byte { return []byte(strings.Join(lines, "\n") + "\n") }
+
+var designSpec = doc(
+	`apiVersion: chart-upgrader.io/v1alpha1`, // 1
+	`kind: UpgradeSpec`,
+	`charts:`,
+	`- target: {kind: ManagedChart, namespace: fleet-local, name: harvester-crd}`,
+	`  chart: {name: harvester-crd, source: /charts}`, // 5
+	`- target: {kind: managedchart, namespace: fleet-local, name: harvester}`,
+	`  chart: {name: harvester, source: https://charts.example.com}`,
+	`  rules:`,
+	`  - {path: "harvester-network-controller.**.image.tag", policy: chart}`,
+	`  - {path: "**.resources", policy: max}`, // 10
+	`  - {path: "promote.**", policy: readonly}`,
+	`  - path: storageClass.defaultStorageClass`,
+	`    policy: live`,
+	`    source: {apiVersion: storage.k8s.io/v1, kind: StorageClass, name: harvester-longhorn}`,
+	`    expr: '.metadata.annotations["storageclass.kubernetes.io/is-default-class"] == "true"'`, // 15
+	`  migrations:`,
+	`  - {name: drop-kube-vip-config, from: "<1.1.0", expr: 'del(.kube-vip.config)'}`,
+	`  - {name: bump, from: 1.10, to: ">=1.2.0", expr: '.a = 1'}`,
+	`  wait: {timeout: 45m}`,
+)
+
+func TestParseSpec(t *testing.T) {
+	s, err := ParseSpec("spec.yaml", designSpec)
+	require.NoError(t, err)
+	assert.Equal(t, "spec.yaml", s.File)
+	require.Len(t, s.Charts, 2)
+
+	crd := s.Charts[0]
+	assert.Equal(t, Target{Kind: KindManagedChart, Namespace: "fleet-local", Name: "harvester-crd"}, crd.Target)
+	assert.Equal(t, ChartRef{Name: "harvester-crd", Source: "/charts"}, crd.Chart)
+	assert.Empty(t, crd.Rules)
+	assert.Empty(t, crd.Migrations)
+	assert.Equal(t, DefaultWaitTimeout, crd.Wait.Timeout)
+
+	h := s.Charts[1]
+	assert.Equal(t, "managedchart/fleet-local/harvester", h.Target.String())
+	assert.Equal(t, KindManagedChart, h.Target.Kind, "kind is case-insensitive and canonicalised")
+	assert.Equal(t, ChartRef{Name: "harvester", Source: "https://charts.example.com"}, h.Chart)
+	require.Len(t, h.Rules, 4)
+	var patterns []string
+	var policies []values.Policy
+	for _, r := range h.Rules {
+		patterns = append(patterns, r.Pattern.String())
+		policies = append(policies, r.Policy)
+	}
+	assert.Equal(t, []string{"harvester-network-controller.**.image.tag", "**.resources", "promote.**",
+		"storageClass.defaultStorageClass"}, patterns)
+	assert.Equal(t, []values.Policy{values.PolicyChart, values.PolicyMax, values.PolicyReadonly, values.PolicyLive}, policies)
+	live := h.Rules[3]
+	require.NotNil(t, live.Source)
+	assert.Equal(t, values.ObjectRef{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Name: "harvester-longhorn"}, *live.Source)
+	require.NotNil(t, live.Expr)
+	assert.Equal(t, `.metadata.annotations["storageclass.kubernetes.io/is-default-class"] == "true"`, live.Expr.String())
+
+	require.Len(t, h.Migrations, 2)
+	assert.Equal(t, "drop-kube-vip-config", h.Migrations[0].Name)
+	assert.Equal(t, "del(.kube-vip.config)", h.Migrations[0].Expr.String())
+	assert.NotNil(t, h.Migrations[0].From)
+	assert.Nil(t, h.Migrations[0].To)
+	assert.Equal(t, "bump", h.Migrations[1].Name)
+	assert.NotNil(t, h.Migrations[1].To)
+	assert.Equal(t, 45*time.Minute, h.Wait.Timeout)
+}
+
+func TestParseSpecWaitDefaults(t *testing.T) {
+	for _, wait := range []string{``, `  wait:`, `  wait: {}`, `  wait: {timeout: null}`} {
+		s, err := ParseSpec("spec.yaml", doc(
+			`apiVersion: chart-upgrader.io/v1alpha1`,
+			`kind: UpgradeSpec`,
+			`charts:`,
+			`- target: {kind: ManagedChart, namespace: fleet-local, name: harvester}`,
+			`  chart: {name: harvester, source: /charts}`,
+			wait,
+		))
+		require.NoError(t, err, wait)
+		assert.Equal(t, 20*time.Minute, s.Charts[0].Wait.Timeout, wait)
+	}
+}
+
+func TestParsePolicy(t *testing.T) {
+	p, err := ParsePolicy("policy.yaml", doc(
+		`# anchors and aliases are followed`,
+		`x-src: &src {apiVersion: v1, kind: Secret, namespace: cattle-system, name: tls}`,
+	))
+	require.Error(t, err, "x-src is not a policy field")
+
+	p, err = ParsePolicy("policy.yaml", doc(
+		`rules:`,
+		`- {path: "a.*.image.tag", policy: chart}`,
+		`- path: 'tls["ca.crt"]'`,
+		`  policy: once`,
+		`  source: &src {apiVersion: v1, kind: Secret, namespace: cattle-system, name: tls}`,
+		`  expr: '.data["ca.crt"]'`,
+		`- path: tls.key`,
+		`  policy: once`,
+		`  source: *src`,
+		`  expr: '.data["tls.key"]'`,
+		`- {path: "**", policy: follow}`,
+		`migrations:`,
+		`- name: rename`,
+		`  from: "< 1.2"`,
+		`  expr: '.b = .a | del(.a)'`,
+	))
+	require.NoError(t, err)
+	require.Len(t, p.Rules, 4)
+	assert.Equal(t, `tls["ca.crt"]`, p.Rules[1].Pattern.String())
+	assert.Equal(t, values.PolicyOnce, p.Rules[1].Policy)
+	assert.Equal(t, p.Rules[1].Source, p.Rules[2].Source)
+	assert.Equal(t, "cattle-system", p.Rules[2].Source.Namespace)
+	assert.Equal(t, values.PolicyFollow, p.Rules[3].Policy)
+	require.Len(t, p.Migrations, 1)
+	assert.Equal(t, "rename", p.Migrations[0].Name)
+}
+
+func TestParsePolicyEmpty(t *testing.T) {
+	for _, in := range []string{"", "\n", "# nothing\n", "---\n", "null\n", "{}\n", "rules:\nmigrations:\n", "rules: []\n", "a: 1\n---\n"} {
+		p, err := ParsePolicy("policy.yaml", []byte(in))
+		if in == "a: 1\n---\n" {
+			require.Error(t, err, "unknown field a")
+			continue
+		}
+		require.NoError(t, err, "%q", in)
+		assert.Empty(t, p.Rules, "%q", in)
+		assert.Empty(t, p.Migrations, "%q", in)
+	}
+	// A trailing empty document is not a second document.
+	p, err := ParsePolicy("policy.yaml", doc(`rules: [{path: a, policy: chart}]`, `---`))
+	require.NoError(t, err)
+	assert.Len(t, p.Rules, 1)
+}
+
+func TestBadInput(t *testing.T) {
+	const (
+		specHead = "apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts:"
+		target1  = "- target: {kind: ManagedChart, namespace: fleet-local, name: harvester}"
+		chart1   = "  chart: {name: harvester, source: /charts}"
+	)
+	tests := []struct {
+		name   string
+		spec   bool // parse as an upgrade spec, else as a policy file
+		in     []byte
+		prefix string // file:line: field:
+		frag   string
+	}{
+		// Policy files.
+		{"unknown policy", false, doc(
+			`rules:`,
+			`- {path: a, policy: chart}`,
+			`- path: b`,
+			`  policy: prefer-magic`),
+			`policy.yaml:4: rules[2].policy: `, `unknown policy "prefer-magic" (want one of user, chart,`},
+		{"unknown top-level field", false, doc(`rules: []`, `apiVersion: v1`),
+			`policy.yaml:2: apiVersion: `, `unknown field (want one of rules, migrations)`},
+		{"unknown rule field", false, doc(`rules:`, `- path: a`, `  polcy: chart`),
+			`policy.yaml:3: rules[1].polcy: `, `unknown field (want one of path, policy, source, expr)`},
+		{"unknown field with special characters", false, doc(`rules:`, `- {path: a, policy: chart, "a.b": 1}`),
+			`policy.yaml:2: rules[1]["a.b"]: `, `unknown field`},
+		{"unknown source field", false, doc(
+			`rules:`,
+			`- path: a`,
+			`  policy: live`,
+			`  source: {apiVersion: v1, kind: ConfigMap, namespce: x, name: y}`,
+			`  expr: .data.a`),
+			`policy.yaml:4: rules[1].source.namespce: `, `unknown field`},
+		{"unknown migration field", false, doc(`migrations:`, `- {name: a, expr: .a, form: "<1"}`),
+			`policy.yaml:2: migrations[1].form: `, `unknown field (want one of name, from, to, expr)`},
+		{"rules is a map", false, doc(`rules:`, `  a: chart`),
+			`policy.yaml:2: rules: `, `want a list, not a map`},
+		{"rule is a string", false, doc(`rules:`, `- a.b`),
+			`policy.yaml:2: rules[1]: `, `want a map, not a string`},
+		{"path is a list", false, doc(`rules:`, `- path: [a, b]`, `  policy: chart`),
+			`policy.yaml:2: rules[1].path: `, `want a string, not a list`},
+		{"policy is a bool", false, doc(`rules:`, `- {path: a, policy: true}`),
+			`policy.yaml:2: rules[1].policy: `, `want a string, not a bool`},
+		{"missing path", false, doc(`rules:`, `- {path: a, policy: chart}`, `- policy: chart`),
+			`policy.yaml:3: rules[2]: `, `missing required field "path"`},
+		{"missing policy", false, doc(`rules:`, `- path: a`),
+			`policy.yaml:2: rules[1]: `, `missing required field "policy"`},
+		{"null path", false, doc(`rules:`, `- policy: chart`, `  path:`),
+			`policy.yaml:3: rules[1].path: `, `missing a value`},
+		{"empty policy", false, doc(`rules:`, `- {path: a, policy: ""}`),
+			`policy.yaml:2: rules[1].policy: `, `must not be empty`},
+		{"bad path pattern", false, doc(`rules:`, `- {path: "a..b", policy: chart}`),
+			`policy.yaml:2: rules[1].path: `, `path "a..b" at offset`},
+		{"live without source", false, doc(`rules:`, `- path: a.b`, `  policy: live`, `  expr: .x`),
+			`policy.yaml:2: rules[1]: `, `policy live needs a source object`},
+		{"live on a pattern", false, doc(
+			`rules:`,
+			`- path: a.*`,
+			`  policy: live`,
+			`  source: {apiVersion: v1, kind: ConfigMap, name: y}`,
+			`  expr: .data.a`),
+			`policy.yaml:2: rules[1]: `, `needs a concrete path`},
+		{"chart with expr", false, doc(`rules:`, `- {path: a, policy: chart, expr: .a}`),
+			`policy.yaml:2: rules[1]: `, `policy chart takes no expr`},
+		{"source without name", false, doc(
+			`rules:`,
+			`- path: a`,
+			`  policy: once`,
+			`  source: {apiVersion: v1, kind: Secret}`,
+			`  expr: .data.a`),
+			`policy.yaml:4: rules[1].source: `, `missing required field "name"`},
+		{"expr does not parse", false, doc(
+			`rules:`,
+			`- path: a`,
+			`  policy: live`,
+			`  source: {apiVersion: v1, kind: ConfigMap, name: y}`,
+			`  expr: '.data[[['`),
+			`policy.yaml:5: rules[1].expr: `, `does not parse`},
+		{"bad from constraint", false, doc(`migrations:`, `- name: a`, `  from: "<<1.x!"`, `  expr: .a`),
+			`policy.yaml:3: migrations[1].from: `, `bad version constraint "<<1.x!"`},
+		{"bad to constraint", false, doc(`migrations:`, `- {name: a, to: "banana", expr: .a}`),
+			`policy.yaml:2: migrations[1].to: `, `bad version constraint "banana"`},
+		{"migration without expr", false, doc(`migrations:`, `- name: a`, `  from: "<1.0.0"`),
+			`policy.yaml:2: migrations[1]: `, `missing required field "expr"`},
+		{"migration without name", false, doc(`migrations:`, `- {expr: .a}`),
+			`policy.yaml:2: migrations[1]: `, `missing required field "name"`},
+		{"migration expr does not parse", false, doc(`migrations:`, `- {name: a, expr: 'del(.a'}`),
+			`policy.yaml:2: migrations[1].expr: `, `does not parse`},
+		{"duplicate migration names", false, doc(
+			`migrations:`,
+			`- {name: a, expr: .a}`,
+			`- {name: b, expr: .b}`,
+			`- {name: a, expr: .c}`),
+			`policy.yaml:4: migrations[3].name: `, `duplicate migration name "a" (also migrations[1], line 2)`},
+		{"duplicate field", false, doc(`rules:`, `- path: a`, `  policy: chart`, `  policy: user`),
+			`policy.yaml:4: rules[1].policy: `, `duplicate field (first at line 3)`},
+		{"merge key", false, doc(`base: &b {policy: chart}`, `rules:`, `- <<: *b`, `  path: a`),
+			`policy.yaml:1: base: `, `unknown field`},
+		{"merge key in a rule", false, doc(`rules:`, `- <<: {policy: chart}`, `  path: a`),
+			`policy.yaml:2: rules[1]: `, `merge keys (<<) are not supported`},
+		{"root is a list", false, doc(`- path: a`, `  policy: chart`),
+			`policy.yaml:1: `, `want a map, not a list`},
+		{"invalid YAML", false, doc(`rules:`, `- path: a`, `  policy: chart: x`),
+			`policy.yaml:3: `, `invalid YAML: mapping values are not allowed`},
+		{"tab indentation", false, doc(`rules:`, "\t- {path: a, policy: chart}"),
+			`policy.yaml:2: `, `invalid YAML: found character that cannot start any token`},
+		{"two documents", false, doc(`rules: []`, `---`, `migrations: []`),
+			`policy.yaml:2: `, `a second YAML document`},
+		{"unknown anchor", false, doc(`rules: *nope`),
+			`policy.yaml: `, `invalid YAML: unknown anchor 'nope' referenced`},
+
+		// Upgrade specs.
+		{"empty spec", true, nil,
+			`spec.yaml: `, `empty upgrade spec`},
+		{"missing apiVersion", true, doc(`kind: UpgradeSpec`, `charts: []`),
+			`spec.yaml:1: `, `missing required field "apiVersion"`},
+		{"wrong apiVersion", true, doc(`apiVersion: chart-upgrader.io/v1`, `kind: UpgradeSpec`),
+			`spec.yaml:1: apiVersion: `, `unsupported apiVersion "chart-upgrader.io/v1" (want chart-upgrader.io/v1alpha1)`},
+		{"wrong kind", true, doc(`apiVersion: chart-upgrader.io/v1alpha1`, `kind: Policy`, `rules: []`),
+			`spec.yaml:2: kind: `, `unsupported kind "Policy" (want UpgradeSpec)`},
+		{"a policy file as spec", true, doc(`rules: []`),
+			`spec.yaml:1: `, `missing required field "apiVersion"`},
+		{"missing charts", true, doc(`apiVersion: chart-upgrader.io/v1alpha1`, `kind: UpgradeSpec`),
+			`spec.yaml:1: `, `missing required field "charts"`},
+		{"no charts", true, doc(`apiVersion: chart-upgrader.io/v1alpha1`, `kind: UpgradeSpec`, `charts: []`),
+			`spec.yaml:3: charts: `, `no charts listed`},
+		{"charts is a map", true, doc(specHead, `  harvester: {}`),
+			`spec.yaml:4: charts: `, `want a list, not a map`},
+		{"unknown chart field", true, doc(specHead, target1, chart1, `  waitt: {timeout: 1m}`),
+			`spec.yaml:6: charts[1].waitt: `, `unknown field (want one of target, chart, rules, migrations, wait)`},
+		{"missing target", true, doc(specHead, `- chart: {name: harvester, source: /charts}`),
+			`spec.yaml:4: charts[1]: `, `missing required field "target"`},
+		{"unsupported target kind", true, doc(specHead, `- target: {kind: HelmChart, namespace: kube-system, name: x}`, chart1),
+			`spec.yaml:4: charts[1].target.kind: `, `unsupported kind "HelmChart" (want ManagedChart)`},
+		{"missing target namespace", true, doc(specHead, `- target: {kind: ManagedChart, name: x}`, chart1),
+			`spec.yaml:4: charts[1].target: `, `missing required field "namespace"`},
+		{"bad target namespace", true, doc(specHead, `- target: {kind: ManagedChart, namespace: Fleet_Local, name: x}`, chart1),
+			`spec.yaml:4: charts[1].target.namespace: `, `namespace "Fleet_Local" is not a valid namespace`},
+		{"target name is a list", true, doc(specHead, `- target: {kind: ManagedChart, namespace: a, name: [x]}`, chart1),
+			`spec.yaml:4: charts[1].target.name: `, `want a string, not a list`},
+		{"missing chart source", true, doc(specHead, target1, `  chart: {name: harvester}`),
+			`spec.yaml:5: charts[1].chart: `, `missing required field "source"`},
+		{"unsupported source scheme", true, doc(specHead, target1, `  chart: {name: harvester, source: "ftp://x/charts"}`),
+			`spec.yaml:5: charts[1].chart.source: `, `unsupported source "ftp://x/charts"`},
+		{"bad duration", true, doc(specHead, target1, chart1, `  wait: {timeout: 20 minutes}`),
+			`spec.yaml:6: charts[1].wait.timeout: `, `bad duration`},
+		{"duration without unit", true, doc(specHead, target1, chart1, `  wait:`, `    timeout: 600`),
+			`spec.yaml:7: charts[1].wait.timeout: `, `bad duration`},
+		{"negative duration", true, doc(specHead, target1, chart1, `  wait: {timeout: -5m}`),
+			`spec.yaml:6: charts[1].wait.timeout: `, `must be positive`},
+		{"duplicate target", true, doc(specHead, target1, chart1,
+			`- target: {kind: managedChart, namespace: fleet-local, name: harvester}`, chart1),
+			`spec.yaml:6: charts[2].target: `, `duplicate target managedchart/fleet-local/harvester (also charts[1], line 4)`},
+		{"rule error in a spec", true, doc(specHead, target1, chart1, `  rules:`, `  - {path: a, policy: chart}`, `  - {path: b, policy: prefer-magic}`),
+			`spec.yaml:8: charts[1].rules[2].policy: `, `unknown policy "prefer-magic"`},
+		{"migration error in a spec", true, doc(specHead, target1, chart1, `  migrations:`, `  - {name: m, from: "~>", expr: .a}`),
+			`spec.yaml:7: charts[1].migrations[1].from: `, `bad version constraint`},
+		{"invalid YAML in a spec", true, doc(specHead, target1, `  chart: {name: harvester, source: /charts`),
+			`spec.yaml:`, `invalid YAML: did not find expected ',' or '}'`},
+		{"second document in a spec", true, doc(specHead, target1, chart1, `---`, `kind: UpgradeSpec`),
+			`spec.yaml:6: `, `a second YAML document`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			if tt.spec {
+				_, err = ParseSpec("spec.yaml", tt.in)
+			} else {
+				_, err = ParsePolicy("policy.yaml", tt.in)
+			}
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, outcome.ErrBadInput), "not bad input: %v", err)
+			assert.Equal(t, outcome.ExitBadInput, outcome.Code(err))
+			msg := err.Error()
+			assert.True(t, strings.HasPrefix(msg, tt.prefix), "want prefix %q, got %q", tt.prefix, msg)
+			assert.Contains(t, msg, tt.frag)
+			assert.Equal(t, strings.ToLower(msg[:1]), msg[:1])
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "spec.yaml")
+	require.NoError(t, os.WriteFile(specPath, designSpec, 0o600))
+	s, err := LoadSpec(specPath)
+	require.NoError(t, err)
+	assert.Equal(t, specPath, s.File)
+	assert.Len(t, s.Charts, 2)
+
+	policyPath := filepath.Join(dir, "policy.yaml")
+	require.NoError(t, os.WriteFile(policyPath, doc(`rules:`, `- {path: a, policy: bogus}`), 0o600))
+	_, err = LoadPolicy(policyPath)
+	require.ErrorIs(t, err, outcome.ErrBadInput)
+	assert.True(t, strings.HasPrefix(err.Error(), policyPath+":2: rules[1].policy: "), err.Error())
+
+	missing := filepath.Join(dir, "missing.yaml")
+	_, err = LoadSpec(missing)
+	require.ErrorIs(t, err, outcome.ErrBadInput)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	assert.Contains(t, err.Error(), missing)
+	_, err = LoadPolicy(missing)
+	require.ErrorIs(t, err, outcome.ErrBadInput)
+	assert.Contains(t, err.Error(), missing)
+}
+
+func TestParseTarget(t *testing.T) {
+	good := map[string]Target{
+		"managedchart/fleet-local/harvester":              {KindManagedChart, "fleet-local", "harvester"},
+		"ManagedChart/fleet-local/rancher-monitoring-crd": {KindManagedChart, "fleet-local", "rancher-monitoring-crd"},
+		"MANAGEDCHART/a/b.c":                              {KindManagedChart, "a", "b.c"},
+	}
+	for in, want := range good {
+		got, err := ParseTarget(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+		assert.Equal(t, strings.ToLower(in), got.String())
+	}
+	bad := map[string]string{
+		"":                            `want KIND/NAMESPACE/NAME`,
+		"harvester":                   `want KIND/NAMESPACE/NAME`,
+		"fleet-local/harvester":       `want KIND/NAMESPACE/NAME`,
+		"managedchart/a/b/c":          `want KIND/NAMESPACE/NAME`,
+		"helmchart/kube-system/x":     `unsupported kind "helmchart" (want ManagedChart)`,
+		"managedchart//harvester":     `namespace "" is not a valid namespace`,
+		"managedchart/Fleet/x":        `namespace "Fleet" is not a valid namespace`,
+		"managedchart/fleet-local/":   `name "" is not a valid object name`,
+		"managedchart/fleet-local/X_": `name "X_" is not a valid object name`,
+	}
+	for in, frag := range bad {
+		_, err := ParseTarget(in)
+		require.ErrorIs(t, err, outcome.ErrBadInput, in)
+		assert.Contains(t, err.Error(), `target "`+in+`": `+frag)
+	}
+}

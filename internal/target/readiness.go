@@ -1,0 +1,192 @@
+package target
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// Want is what an apply wrote; readiness is judged against it, so status
+// written before the apply never counts.
+type Want struct {
+	Version    string
+	ValuesHash string
+}
+
+// Readiness is the judgement of one look at the objects.
+type Readiness struct {
+	Ready           bool
+	Waiting         []string // why it is not ready yet, one line each
+	ReadyClusters   int64
+	DesiredClusters int64
+	NonReady        []string // the non-ready resources Fleet reports
+}
+
+// Progress is one line for a person watching the wait.
+func (r Readiness) Progress() string {
+	s := fmt.Sprintf("ready %d/%d", r.ReadyClusters, r.DesiredClusters)
+	if len(r.Waiting) > 0 {
+		s += "; waiting: " + r.Waiting[0]
+	}
+	if len(r.NonReady) > 0 {
+		s += "; not ready: " + r.NonReady[0]
+		if len(r.NonReady) > 1 {
+			s += fmt.Sprintf(" (+%d more)", len(r.NonReady)-1)
+		}
+	}
+	return s
+}
+
+// Evaluate judges readiness exactly as DESIGN §5 "wait" says: the target
+// carries the applied version and values hash; Bundle mcc-<name> has
+// spec.helm.version = target (and the applied values, when they are in the
+// Bundle) and has observed its generation; every BundleDeployment applied
+// its deploymentID and is ready; the summary says desiredReady > 0 clusters
+// all ready, none unavailable, and the Ready condition is True.
+func Evaluate(want Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) Readiness {
+	var r Readiness
+	wait := func(format string, args ...any) { r.Waiting = append(r.Waiting, fmt.Sprintf(format, args...)) }
+	if mc == nil {
+		wait("the managedchart does not exist")
+		return r
+	}
+	if mc.Version != want.Version {
+		wait("managedchart spec.version is %q, not %q", mc.Version, want.Version)
+	}
+	if want.ValuesHash != "" {
+		if mc.Annotations[AnnotationVersion] != want.Version || mc.Annotations[AnnotationValuesHash] != want.ValuesHash {
+			wait("managedchart is not annotated with the applied version and values")
+		}
+		if mc.ValuesHash() != want.ValuesHash {
+			wait("managedchart values differ from the applied ones (changed by someone else?)")
+		}
+	}
+	if mc.Paused {
+		wait("managedchart is paused")
+	}
+	if b == nil {
+		wait("bundle %s does not exist yet", BundleName(mc.Name))
+		return r
+	}
+	s := b.Status
+	r.ReadyClusters, r.DesiredClusters = s.Summary.Ready, s.Summary.DesiredReady
+	for _, nr := range s.Summary.NonReadyResources {
+		r.NonReady = append(r.NonReady, nr.Line())
+	}
+	if b.HelmVersion != want.Version {
+		wait("bundle %s is at version %q, not %q yet", b.Name, b.HelmVersion, want.Version)
+	}
+	if b.HasValues && want.ValuesHash != "" {
+		if h, _ := values.Hash(b.Values); h != want.ValuesHash {
+			wait("bundle %s does not carry the applied values yet", b.Name)
+		}
+	}
+	if s.ObservedGeneration != b.Generation {
+		wait("bundle %s generation %d not observed yet (observed %d)", b.Name, b.Generation, s.ObservedGeneration)
+	}
+	if b.Paused {
+		wait("bundle %s is paused", b.Name)
+	}
+	if len(bds) == 0 {
+		wait("no bundledeployments of %s yet", b.Name)
+	}
+	notApplied, notReady := 0, 0
+	var pending []string
+	for _, bd := range bds {
+		switch {
+		case bd.DeploymentID == "" || bd.AppliedDeploymentID != bd.DeploymentID:
+			notApplied++
+			pending = append(pending, bd.Namespace+"/"+bd.Name+" not applied")
+		case !bd.Ready:
+			notReady++
+			line := bd.Namespace + "/" + bd.Name + " not ready"
+			if len(bd.NonReady) > 0 {
+				line += ": " + bd.NonReady[0]
+			}
+			pending = append(pending, line)
+		}
+	}
+	if notApplied > 0 {
+		wait("%d of %d bundledeployments have not applied their deployment", notApplied, len(bds))
+	}
+	if notReady > 0 {
+		wait("%d of %d bundledeployments are not ready", notReady, len(bds))
+	}
+	if len(r.NonReady) == 0 && len(pending) > 0 {
+		sort.Strings(pending)
+		if len(pending) > 10 {
+			pending = pending[:10]
+		}
+		r.NonReady = pending
+	}
+	if s.Summary.DesiredReady <= 0 || s.Summary.Ready != s.Summary.DesiredReady {
+		wait("bundle summary: %d of %d clusters ready", s.Summary.Ready, s.Summary.DesiredReady)
+	}
+	if s.Unavailable != 0 {
+		wait("bundle %s: %d unavailable", b.Name, s.Unavailable)
+	}
+	if c, ok := s.Condition("Ready"); !ok || c.Status != "True" {
+		msg := c.Message
+		if msg == "" {
+			msg = "no Ready condition"
+		}
+		wait("bundle %s is not Ready: %s", b.Name, msg)
+	}
+	r.Ready = len(r.Waiting) == 0
+	return r
+}
+
+// Line renders a non-ready resource for a person.
+func (n NonReadyResource) Line() string {
+	s := n.Name
+	if n.State != "" {
+		s += " (" + n.State + ")"
+	}
+	if n.Message != "" {
+		s += ": " + n.Message
+	}
+	for i, d := range n.Details {
+		if i == 3 {
+			s += fmt.Sprintf("; +%d more", len(n.Details)-3)
+			break
+		}
+		s += "; " + d
+	}
+	return s
+}
+
+// Health is the preflight's judgement of a target before an upgrade: it is
+// Ready, with no ErrApplied or Modified clusters. Problems are lines a
+// person can act on, naming the offending resources.
+func Health(mc *ManagedChart, b *Bundle) []string {
+	s := mc.Status
+	where := "managedchart status"
+	if b != nil {
+		s, where = b.Status, "bundle "+b.Name
+	}
+	var problems []string
+	if s.Summary.ErrApplied > 0 {
+		problems = append(problems, fmt.Sprintf("%s: %d cluster(s) in ErrApplied", where, s.Summary.ErrApplied))
+	}
+	if s.Summary.Modified > 0 {
+		problems = append(problems, fmt.Sprintf("%s: %d cluster(s) Modified", where, s.Summary.Modified))
+	}
+	c, ok := s.Condition("Ready")
+	switch {
+	case !ok:
+		problems = append(problems, fmt.Sprintf("%s has no Ready condition", where))
+	case c.Status != "True":
+		msg := c.Message
+		if msg == "" {
+			msg = c.Reason
+		}
+		problems = append(problems, fmt.Sprintf("%s is not Ready: %s", where, msg))
+	}
+	if len(problems) > 0 {
+		for _, nr := range s.Summary.NonReadyResources {
+			problems = append(problems, "  "+nr.Line())
+		}
+	}
+	return problems
+}
