@@ -259,3 +259,27 @@ func (c *Client) PendingRelease(ctx context.Context, namespace, release string) 
 	}
 	return "", nil
 }
+
+// Look reads the Bundle and BundleDeployments of a ManagedChart once, for a
+// readiness judgement without a watch.
+func (c *Client) Look(ctx context.Context, mc *ManagedChart) (*Bundle, []BundleDeployment, error) {
+	b, err := c.Bundle(ctx, mc.Namespace, mc.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := c.Dynamic.Resource(BundleDeploymentGVR).List(ctx, metav1.ListOptions{LabelSelector: BundleSelector(mc.Namespace, mc.Name)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing bundledeployments of %s: %w", BundleName(mc.Name), err)
+	}
+	bds := make([]BundleDeployment, 0, len(list.Items))
+	for i := range list.Items {
+		bds = append(bds, ParseBundleDeployment(&list.Items[i]))
+	}
+	return b, bds, nil
+}
+
+// AppliedWant is what the annotations say was applied.
+func (m *ManagedChart) AppliedWant() (Want, bool) {
+	w := Want{Version: m.Annotations[AnnotationVersion], ValuesHash: m.Annotations[AnnotationValuesHash]}
+	return w, w.Version != "" && w.ValuesHash != ""
+}

@@ -103,7 +103,7 @@ type Condition struct {
 // Summary is Fleet's BundleSummary.
 type Summary struct {
 	DesiredReady, Ready, NotReady, ErrApplied, Modified, WaitApplied, OutOfSync, Pending int64
-	NonReadyResources []NonReadyResource
+	NonReadyResources                                                                    []NonReadyResource
 }
 
 // NonReadyResource is a BundleDeployment that is not ready, with why.

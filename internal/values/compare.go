@@ -34,12 +34,34 @@ func bothNumbers(a, b any) (float64, float64, bool) {
 	return x, y, okA && okB
 }
 
+// number returns a numeric value of any Go number type as a float64 (the
+// defaults of a chart may come from callers that did not normalise them).
 func number(v any) (float64, bool) {
 	switch n := v.(type) {
 	case int64:
 		return float64(n), true
 	case float64:
 		return n, true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int16:
+		return float64(n), true
+	case int8:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	case uint16:
+		return float64(n), true
+	case uint8:
+		return float64(n), true
+	case float32:
+		return float64(n), true
 	}
 	return 0, false
 }
@@ -49,7 +71,7 @@ func quantity(v any) (resource.Quantity, bool) {
 	switch x := v.(type) {
 	case string:
 		s = x
-	case int64, float64:
+	case int64, float64, int, int32, int16, int8, uint, uint64, uint32, uint16, uint8, float32:
 		s = fmt.Sprint(x)
 	default:
 		return resource.Quantity{}, false

@@ -6,31 +6,30 @@ import (
 )
 
 // leaf decides one path: the rule's policy on the migrated user value, then
-// the overrides, then the readonly check; it records the decision when the
+// the overrides, then the readonly checks; it records the decision when the
 // path is worth one.
-func (m *merger) leaf(vals [nTrees]node, decided int, liveHere bool) {
+func (m *merger) leaf(vals [nTrees]node, states ruleState, decided int, liveHere bool, at cursor) {
 	u0, u, over := vals[tUser0], vals[tUser], vals[tOver]
 	old, nw := vals[tOld], vals[tNew]
 	if !m.hasOld {
 		old = node{}
 	}
 
-	d := Decision{Path: FormatPath(m.keys), Policy: PolicyUser, Old: old.value(), New: nw.value(), User: u0.value()}
+	d := Decision{Path: at.path, Policy: PolicyUser, Old: old.value(), New: nw.value(), User: u0.value()}
 	var rule *Rule
 	if decided >= 0 {
 		rule = &m.in.Rules[decided]
 		d.Policy, d.Rule = rule.Policy, decided+1
 		m.ruleUsed[decided] = true
 	}
-	d.Secret = secretPath(m.keys) || holdsSecret(u0.v) || holdsSecret(nw.v) || holdsSecret(over.v) ||
+	d.Secret = at.secret || holdsSecret(u0.v) || holdsSecret(nw.v) || holdsSecret(over.v) ||
 		(rule != nil && rule.Source != nil && rule.Source.IsSecret())
 
 	// the policy, on the user value after migrations
 	var result node
-	switch {
-	case liveHere:
+	if liveHere {
 		result = m.decideLive(&d, decided, u)
-	default:
+	} else {
 		result = m.decidePolicy(&d, u, old, nw)
 	}
 
@@ -50,13 +49,17 @@ func (m *merger) leaf(vals [nTrees]node, decided int, liveHere bool) {
 	if d.Policy == PolicyReadonly {
 		m.checkReadonly(&d, u0, old, nw, result, migrated, over.set)
 	}
+	if len(states) > 0 && (isMap(u0) || isMap(old) || isMap(nw) || isMap(result)) {
+		m.checkReadonlyBelow(&d, states, u0, old, nw, result, migrated, over.set)
+	}
 
 	d.Result = result.value()
 	if result.set {
 		setPath(m.result, m.keys, deepCopy(result.v))
 	}
 
-	if d.Action == ActionKeep && m.hasOld && nw.set && !sameNode(old, nw) && !equal(result.v, nw.v) {
+	if d.Action == ActionKeep && (d.Policy == PolicyUser || d.Policy == PolicyFollow) &&
+		m.hasOld && nw.set && !sameNode(old, nw) && !equal(result.v, nw.v) {
 		m.warn(WarnShadowedDefault, d.Path, fmt.Sprintf("user value %s hides new default %s (old default %s)",
 			showNode(result, d.Secret), showNode(nw, d.Secret), showNode(old, d.Secret)))
 	}
@@ -248,6 +251,118 @@ func (m *merger) checkReadonly(d *Decision, u0, old, nw, result node, migrated, 
 	d.Reason = "REFUSED: readonly value would change; " + d.Reason
 }
 
+// checkReadonlyBelow checks the readonly paths below a leaf whose subtree
+// is decided as a whole, because some tree holds a non-map here (a
+// migration, an override or the new chart replaced a map): the readonly
+// values under it must keep their effective value all the same.
+func (m *merger) checkReadonlyBelow(d *Decision, states ruleState, u0, old, nw, result node, migrated, overridden bool) {
+	readonly := false
+	for i := range states {
+		if m.in.Rules[i].Policy == PolicyReadonly {
+			readonly = true
+		}
+	}
+	if !readonly {
+		return
+	}
+	cause := "the new chart's change of " + d.Path
+	switch {
+	case overridden:
+		cause = m.overrideOrigin(m.keys)
+	case migrated:
+		cause = "migration " + strings.Join(m.migrationsAt(), ", ")
+	}
+	base := effSide{u: u0}
+	fin := effSide{u: result}
+	oldDef := old
+	if !m.hasOld {
+		oldDef = nw
+	}
+	var walk func(sub []string, st ruleState, base, fin effSide, old, nw node)
+	walk = func(sub []string, st ruleState, base, fin effSide, old, nw node) {
+		keys := sortedKeys(asMap(base.u), asMap(old), asMap(nw))
+		for _, k := range keys {
+			path := append(append([]string(nil), sub...), k)
+			b, f := base.descend(k), fin.descend(k)
+			o, n := child(old, k), child(nw, k)
+			next := make(ruleState, len(st))
+			decided := -1
+			for i := range st {
+				r := &m.in.Rules[i]
+				next[i] = r.Pattern.step(st[i], k)
+				if next[i]&r.Pattern.accept() != 0 {
+					decided = i
+					break
+				}
+			}
+			if decided >= 0 {
+				if m.in.Rules[decided].Policy != PolicyReadonly {
+					continue
+				}
+				def := o // keep pins the old default; a key new in the chart comes from the new one
+				if !o.set {
+					def = n
+				}
+				was, now := effectiveNode(b.value(def)), effectiveNode(f.value(n))
+				if !sameNode(was, now) {
+					full := FormatPath(append(append([]string(nil), m.keys...), path...))
+					m.refusals = append(m.refusals, fmt.Sprintf("%s (rule %d) would change from %s to %s by %s",
+						full, decided+1, showNode(was, d.Secret), showNode(now, d.Secret), cause))
+					d.Reason = "REFUSED: a readonly value below would change; " + d.Reason
+				}
+				continue
+			}
+			walk(path, next[:len(st)], b, f, o, n)
+		}
+	}
+	walk(nil, states, base, fin, oldDef, nw)
+}
+
+// effSide follows one side's user values down a path: cut once a non-map
+// user value replaced an ancestor (nothing below it renders).
+type effSide struct {
+	u   node
+	cut bool
+}
+
+func (e effSide) descend(k string) effSide {
+	if e.cut {
+		return e
+	}
+	if !e.u.set {
+		return effSide{}
+	}
+	if mm, ok := e.u.v.(map[string]any); ok {
+		v, set := mm[k]
+		return effSide{u: node{v, set}}
+	}
+	return effSide{cut: true}
+}
+
+// value is what renders at this path with default d.
+func (e effSide) value(d node) node {
+	if e.cut {
+		return node{}
+	}
+	v, ok := coalesce(e.u.v, e.u.set, d.v, d.set)
+	return node{v, ok}
+}
+
+func child(n node, k string) node {
+	if mm, ok := n.v.(map[string]any); ok && n.set {
+		v, set := mm[k]
+		return node{v, set}
+	}
+	return node{}
+}
+
+func asMap(n node) map[string]any {
+	if mm, ok := n.v.(map[string]any); ok && n.set {
+		return mm
+	}
+	return nil
+}
+
 // effectiveNode: a null user value deletes the default, so renders unset.
 func effectiveNode(n node) node {
 	if n.set && n.v == nil {
@@ -255,7 +370,6 @@ func effectiveNode(n node) node {
 	}
 	return n
 }
-
 
 // migrationsAt names the migrations that changed the current path.
 func (m *merger) migrationsAt() []string {

@@ -42,7 +42,8 @@ type Override struct {
 // still returned so the refusal can be reported. A migration that fails on
 // these values is bad input (outcome.ErrBadInput).
 func Merge(in Input) (*Result, error) {
-	m := &merger{in: &in, hasOld: in.OldDefaults != nil, result: map[string]any{}}
+	m := &merger{in: &in, hasOld: in.OldDefaults != nil, result: map[string]any{}, secretKeys: map[string]bool{}}
+
 	if err := m.migrate(); err != nil {
 		return nil, err
 	}
@@ -79,9 +80,7 @@ func Merge(in Input) (*Result, error) {
 	if res.YAML, err = Marshal(m.result); err != nil {
 		return nil, err
 	}
-	if res.SHA256, err = Hash(m.result); err != nil {
-		return nil, err
-	}
+	res.SHA256 = hashBytes(res.YAML)
 	if len(m.refusals) > 0 {
 		return res, outcome.Refused(fmt.Errorf("readonly values would change: %s", strings.Join(m.refusals, "; ")))
 	}
@@ -114,7 +113,10 @@ type merger struct {
 	warnings  []Warning
 	refusals  []string
 	ruleUsed  []bool
-	keys      []string
+
+	keys       []string        // the path the walk stands on
+	stateBufs  []ruleState     // per depth, reused
+	secretKeys map[string]bool // isSecretKey, cached
 }
 
 type liveValue struct {
@@ -128,8 +130,8 @@ func (m *merger) warn(kind WarningKind, path, msg string) {
 
 // migrate applies the migrations whose version constraints match.
 func (m *merger) migrate() error {
-	u0 := normalize(deepCopy(m.in.User)).(map[string]any)
-	if m.in.User == nil {
+	u0, _ := normalize(m.in.User).(map[string]any)
+	if u0 == nil {
 		u0 = map[string]any{}
 	}
 	m.steps = []map[string]any{u0}

@@ -2,7 +2,6 @@ package values
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -148,14 +147,12 @@ func parseBracket(s string) (string, int, error) {
 	return "", 0, fmt.Errorf("unterminated bracketed key")
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
 // FormatPath renders a concrete path the way patterns are written: plain keys
 // joined by dots, other keys bracketed (`a.b["c.d"]`). The root is "".
 func FormatPath(keys []string) string {
 	var b strings.Builder
 	for i, k := range keys {
-		if plainKey.MatchString(k) {
+		if isPlainKey(k) {
 			if i > 0 {
 				b.WriteByte('.')
 			}
@@ -189,6 +186,9 @@ func (p Pattern) closure(s matchState) matchState {
 
 // step reads one key.
 func (p Pattern) step(s matchState, key string) matchState {
+	if s == 0 {
+		return 0
+	}
 	var next matchState
 	for i, seg := range p.segs {
 		if s&(1<<uint(i)) == 0 {

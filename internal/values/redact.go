@@ -1,16 +1,37 @@
 package values
 
-import (
-	"regexp"
-)
+import "strings"
 
-// secretKey matches keys whose values reports must not show.
-var secretKey = regexp.MustCompile(`(?i)(password|passwd|passphrase|secret|token|key|cert|credential|private|auth)`)
+// secretWords mark a key whose value reports must not show.
+var secretWords = []string{"password", "passwd", "passphrase", "secret", "token", "key", "cert",
+	"credential", "private", "auth"}
+
+// isSecretKey reports whether a path key looks secret (case-insensitive
+// substring: "tls.key", "caCert", "adminPassword", "apiToken").
+func isSecretKey(k string) bool {
+	l := strings.ToLower(k)
+	for _, w := range secretWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretKey caches isSecretKey per key: the same keys recur on every path.
+func (m *merger) secretKey(k string) bool {
+	v, ok := m.secretKeys[k]
+	if !ok {
+		v = isSecretKey(k)
+		m.secretKeys[k] = v
+	}
+	return v
+}
 
 // secretPath reports whether any key on the path looks secret.
 func secretPath(keys []string) bool {
 	for _, k := range keys {
-		if secretKey.MatchString(k) {
+		if isSecretKey(k) {
 			return true
 		}
 	}
@@ -18,12 +39,14 @@ func secretPath(keys []string) bool {
 }
 
 // holdsSecret reports whether a value holds a secret-looking key anywhere
-// below it (maps inside lists included).
+// below it (maps inside lists included). A key named exactly "key" inside a
+// value is not counted: lists of tolerations and selectors use it for label
+// keys.
 func holdsSecret(v any) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if secretKey.MatchString(k) || holdsSecret(e) {
+			if (k != "key" && isSecretKey(k)) || holdsSecret(e) {
 				return true
 			}
 		}

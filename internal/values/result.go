@@ -1,6 +1,9 @@
 package values
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Action is what a decision did to one path of the new user values.
 type Action string
@@ -41,8 +44,17 @@ func some(v any) Value { return Value{V: v, Set: true} }
 // IsZero reports an unset value (for the json omitzero option).
 func (v Value) IsZero() bool { return !v.Set }
 
-// MarshalJSON encodes the value itself; null for a YAML null.
-func (v Value) MarshalJSON() ([]byte, error) { return json.Marshal(v.V) }
+// MarshalJSON encodes the value itself; null for a YAML null. Characters
+// such as < and > are written as they are.
+func (v Value) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v.V); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // Decision is one line of the report: how one path was decided.
 type Decision struct {

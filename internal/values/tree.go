@@ -150,23 +150,11 @@ func equal(a, b any) bool {
 			}
 		}
 		return true
-	case int64:
-		switch y := b.(type) {
-		case int64:
-			return x == y
-		case float64:
-			return float64(x) == y
-		}
-		return false
-	case float64:
-		switch y := b.(type) {
-		case int64:
-			return x == float64(y)
-		case float64:
-			return x == y
-		}
-		return false
 	default:
+		if x, xok := number(a); xok {
+			y, yok := number(b)
+			return yok && x == y
+		}
 		return a == b
 	}
 }
@@ -269,8 +257,12 @@ func Hash(v map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return hashBytes(b), nil
+}
+
+func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	return hex.EncodeToString(sum[:])
 }
 
 // sortedKeys returns the keys of the maps, merged and sorted.

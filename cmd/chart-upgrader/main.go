@@ -1,0 +1,19 @@
+// Command chart-upgrader upgrades Helm charts deployed through Rancher
+// ManagedCharts, deciding every value by an explicit, reported policy.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,135 @@
+package chart
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+// Release options Check renders with.
+const (
+	checkNamespace = "default"
+	checkRevision  = 2 // an upgrade: there is a revision before it
+)
+
+// Check tells whether c installs with userValues as the complete user values
+// of an upgrade, the way `helm template` would tell, offline: dependency
+// conditions and tags are applied, the coalesced values are validated against
+// the values.schema.json of the chart and of each enabled subchart, and the
+// templates are rendered (release name = chart name, namespace "default",
+// IsUpgrade, default capabilities; `lookup` finds nothing) and must give
+// valid YAML.
+//
+// A schema or template failure is marked outcome.Refused and carries Helm's
+// message. A chart that cannot be installed whatever the values (a library
+// chart, a dependency missing from charts/) is marked outcome.BadInput.
+// Check changes neither c nor userValues.
+func Check(c *chart.Chart, userValues map[string]any) error {
+	if c == nil || c.Metadata == nil {
+		return outcome.BadInput(errors.New("checking chart: no chart"))
+	}
+	name := nameVersion(c)
+	if c.Metadata.Type == "library" {
+		return outcome.BadInput(fmt.Errorf("checking chart %s: a library chart cannot be installed", name))
+	}
+	if err := checkDependencies(c); err != nil {
+		return outcome.BadInput(fmt.Errorf("checking chart %s: %w", name, err))
+	}
+	if err := checkSubchartTables(c, userValues); err != nil {
+		return outcome.Refused(fmt.Errorf("checking the merged values against chart %s: %w", name, err))
+	}
+
+	cp := clone(c)
+	vals := copyMap(userValues)
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(cp, vals); err != nil {
+		return outcome.Refused(fmt.Errorf("processing the dependencies of chart %s with the merged values: %w", name, err))
+	}
+	opts := chartutil.ReleaseOptions{
+		Name:      c.Name(),
+		Namespace: checkNamespace,
+		Revision:  checkRevision,
+		IsUpgrade: true,
+	}
+	top, err := chartutil.ToRenderValues(cp, vals, opts, chartutil.DefaultCapabilities.Copy())
+	if err != nil {
+		return outcome.Refused(fmt.Errorf("validating the merged values against chart %s: %w", name, trimmed{err}))
+	}
+	var e engine.Engine // no client: lookup returns nothing, no DNS
+	files, err := e.Render(cp, top)
+	if err != nil {
+		return outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
+	}
+	for f := range files {
+		if strings.HasSuffix(f, "NOTES.txt") {
+			delete(files, f)
+		}
+	}
+	if _, _, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder); err != nil {
+		return outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
+	}
+	return nil
+}
+
+// checkDependencies fails when Chart.yaml lists a dependency that charts/
+// does not hold, as `helm install` does.
+func checkDependencies(c *chart.Chart) error {
+	var missing []string
+	for _, d := range c.Metadata.Dependencies {
+		if d == nil {
+			continue
+		}
+		found := false
+		for _, sub := range c.Dependencies() {
+			if sub.Name() == d.Name {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, d.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("listed in Chart.yaml but missing from charts/: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// checkSubchartTables fails when the user values of a subchart (by name or
+// alias) are not a map, which Helm reports obscurely.
+func checkSubchartTables(c *chart.Chart, userValues map[string]any) error {
+	names := map[string]bool{}
+	for _, sub := range c.Dependencies() {
+		names[sub.Name()] = true
+	}
+	for _, d := range c.Metadata.Dependencies {
+		if d != nil && d.Alias != "" {
+			names[d.Alias] = true
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(names)) {
+		v, ok := userValues[n]
+		if _, isMap := v.(map[string]any); ok && v != nil && !isMap {
+			return fmt.Errorf("the values of subchart %q must be a map, not %T", n, v)
+		}
+	}
+	return nil
+}
+
+// trimmed drops the trailing newlines Helm ends its schema errors with.
+type trimmed struct{ err error }
+
+func (t trimmed) Error() string { return strings.TrimRight(t.err.Error(), "\n") }
+func (t trimmed) Unwrap() error { return t.err }

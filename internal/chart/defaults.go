@@ -1,0 +1,57 @@
+package chart
+
+import (
+	"errors"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+// Defaults returns the default values Helm renders c with when the user sets
+// nothing: the chart's values.yaml coalesced with those of every subchart
+// under charts/, at any depth, each under its name (or alias) in its parent,
+// globals copied down, and import-values applied. Subcharts count whatever
+// their condition or tags say, so the defaults of an optional subchart are
+// there for a user who enables it.
+//
+// The result is a fresh normalised tree: changing it never changes c.
+func Defaults(c *chart.Chart) (map[string]any, error) {
+	if c == nil || c.Metadata == nil {
+		return nil, outcome.BadInput(errors.New("computing chart defaults: no chart"))
+	}
+	cp := clone(c)
+	enableAll(cp)
+	if err := chartutil.ProcessDependenciesWithMerge(cp, map[string]any{}); err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("computing the defaults of chart %s: %w", nameVersion(c), err))
+	}
+	vals, err := chartutil.CoalesceValues(cp, map[string]any{})
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("computing the defaults of chart %s: %w", nameVersion(c), err))
+	}
+	return normalized(vals), nil
+}
+
+// enableAll drops the conditions and tags of every dependency of c, so Helm's
+// dependency processing keeps all subcharts.
+func enableAll(c *chart.Chart) {
+	for _, d := range c.Metadata.Dependencies {
+		if d != nil {
+			d.Condition = ""
+			d.Tags = nil
+		}
+	}
+	for _, sub := range c.Dependencies() {
+		enableAll(sub)
+	}
+}
+
+// nameVersion names a chart in messages: "harvester-1.4.0".
+func nameVersion(c *chart.Chart) string {
+	if c == nil || c.Metadata == nil {
+		return "<none>"
+	}
+	return c.Metadata.Name + "-" + c.Metadata.Version
+}

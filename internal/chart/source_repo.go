@@ -1,0 +1,309 @@
+package chart
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/repo"
+	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+// userAgent identifies chart-upgrader to repositories.
+const userAgent = "chart-upgrader"
+
+// repoSource is a Helm chart repository served over HTTP(S).
+type repoSource struct {
+	base   *url.URL
+	client *http.Client
+	opts   SourceOptions
+
+	mu    sync.Mutex
+	index *repo.IndexFile // nil until fetched
+}
+
+func newRepoSource(ref string, opts SourceOptions) (*repoSource, error) {
+	u, err := url.Parse(ref)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("chart source: %w", err))
+	}
+	if u.Host == "" {
+		return nil, outcome.BadInput(fmt.Errorf("chart source %q: no host in the URL", u.Redacted()))
+	}
+	client, err := httpClient(opts)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("chart source %q: %w", u.Redacted(), err))
+	}
+	return &repoSource{base: u, client: client, opts: opts}, nil
+}
+
+// httpClient returns opts.HTTPClient after checking it verifies TLS, or the
+// default client.
+func httpClient(opts SourceOptions) (*http.Client, error) {
+	if opts.HTTPClient != nil {
+		if opts.CAFile != "" {
+			return nil, errors.New("a CA file cannot be combined with an HTTP client of one's own")
+		}
+		if t, ok := opts.HTTPClient.Transport.(*http.Transport); ok && t.TLSClientConfig != nil && t.TLSClientConfig.InsecureSkipVerify {
+			return nil, errors.New("the HTTP client skips TLS verification, which chart-upgrader never does")
+		}
+		return opts.HTTPClient, nil
+	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if opts.CAFile != "" {
+		pem, err := os.ReadFile(opts.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading CA file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %q holds no PEM certificate", opts.CAFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	transport := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		transport = t.Clone()
+	}
+	transport.TLSClientConfig = tlsConfig
+	return &http.Client{Transport: transport, Timeout: DefaultHTTPTimeout, CheckRedirect: noDowngrade}, nil
+}
+
+// noDowngrade follows at most 10 redirects and never from https to http.
+func noDowngrade(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("refusing a redirect from https to %s", req.URL.Redacted())
+	}
+	return nil
+}
+
+func (s *repoSource) String() string { return s.base.Redacted() }
+
+func (s *repoSource) Versions(ctx context.Context, name string) ([]string, error) {
+	idx, err := s.fetchIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	entries, ok := idx.Entries[name]
+	if !ok || len(entries) == 0 {
+		return nil, s.noName(idx, name)
+	}
+	versions := make([]string, 0, len(entries))
+	for _, e := range entries {
+		versions = append(versions, e.Version)
+	}
+	return sortVersions(versions), nil
+}
+
+func (s *repoSource) Load(ctx context.Context, name, version string) (*chart.Chart, error) {
+	idx, err := s.fetchIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	entries, ok := idx.Entries[name]
+	if !ok || len(entries) == 0 {
+		return nil, s.noName(idx, name)
+	}
+	var entry *repo.ChartVersion
+	for _, e := range entries {
+		if e.Version == version {
+			entry = e
+			break
+		}
+		if entry == nil && sameVersion(version, e.Version) {
+			entry = e
+		}
+	}
+	if entry == nil {
+		versions, _ := s.Versions(ctx, name)
+		return nil, notFoundVersion(s, name, version, versions)
+	}
+	if len(entry.URLs) == 0 {
+		return nil, outcome.BadInput(fmt.Errorf("chart %s version %s in %s: the index gives no URL", name, entry.Version, s))
+	}
+	ref, err := repo.ResolveReferenceURL(s.base.String(), entry.URLs[0])
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("chart %s version %s in %s: %w", name, entry.Version, s, err))
+	}
+	u, err := url.Parse(ref)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("chart %s version %s in %s: %w", name, entry.Version, s, err))
+	}
+	data, err := s.get(ctx, u, s.opts.MaxArchiveBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDigest(data, entry.Digest); err != nil {
+		return nil, fmt.Errorf("chart archive %s: %w", u.Redacted(), err)
+	}
+	c, err := loadArchive(bytes.NewReader(data), limits{archive: s.opts.MaxArchiveBytes, content: MaxChartBytes})
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("loading chart %s: %w", u.Redacted(), err))
+	}
+	if err := checkLoaded(c, u.Redacted(), name, entry.Version); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkDigest compares data with the sha256 digest of an index entry; an
+// empty digest checks nothing.
+func checkDigest(data []byte, digest string) error {
+	want := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(digest), "sha256:"))
+	if want == "" {
+		return nil
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != want {
+		return fmt.Errorf("sha256 digest %s does not match %s from the index", got, want)
+	}
+	return nil
+}
+
+func (s *repoSource) noName(idx *repo.IndexFile, name string) error {
+	names := make([]string, 0, len(idx.Entries))
+	for n := range idx.Entries {
+		names = append(names, n)
+	}
+	return notFoundName(s, name, names)
+}
+
+// fetchIndex gets index.yaml on first use. A failed fetch is not kept, so a
+// later call tries again.
+func (s *repoSource) fetchIndex(ctx context.Context) (*repo.IndexFile, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.index != nil {
+		return s.index, nil
+	}
+	u := s.base.JoinPath("index.yaml")
+	data, err := s.get(ctx, u, s.opts.MaxIndexBytes)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := parseIndex(data, u.Redacted())
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("reading repository index %s: %w", u.Redacted(), err))
+	}
+	s.index = idx
+	return idx, nil
+}
+
+// get fetches u, refusing a body larger than max. A 4xx status is marked
+// outcome.BadInput: asking again will not help.
+func (s *repoSource) get(ctx context.Context, u *url.URL, max int64) ([]byte, error) {
+	name := u.Redacted()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("fetching %s: %w", name, err))
+	}
+	req.Header.Set("User-Agent", userAgent)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", name, scrub(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		err := fmt.Errorf("fetching %s: HTTP %s", name, resp.Status)
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			return nil, outcome.BadInput(err)
+		}
+		return nil, err
+	}
+	tooLarge := fmt.Errorf("fetching %s: the response is larger than the limit of %s: %w", name, formatBytes(max), errTooLarge)
+	if resp.ContentLength > max {
+		return nil, tooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", name, err)
+	}
+	if int64(len(data)) > max {
+		return nil, tooLarge
+	}
+	return data, nil
+}
+
+// scrub drops the URL, which may hold credentials, from a client error; the
+// caller names the URL itself.
+func scrub(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err
+	}
+	return err
+}
+
+// parseIndex reads a repository index with the rules of Helm's loader:
+// JSON or strict YAML, invalid entries skipped, versions sorted highest
+// first, apiVersion required.
+func parseIndex(data []byte, source string) (*repo.IndexFile, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, repo.ErrEmptyIndexYaml
+	}
+	idx := &repo.IndexFile{}
+	var err error
+	if json.Valid(data) {
+		err = json.Unmarshal(data, idx)
+	} else {
+		err = yaml.UnmarshalStrict(data, idx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if idx.APIVersion == "" {
+		return nil, repo.ErrNoAPIVersion
+	}
+	for name, cvs := range idx.Entries {
+		kept := cvs[:0]
+		for _, cv := range cvs {
+			if cv == nil {
+				slog.Warn("skipping an empty index entry", "chart", name, "index", source)
+				continue
+			}
+			if cv.Metadata == nil {
+				cv.Metadata = &chart.Metadata{}
+			}
+			if cv.APIVersion == "" {
+				cv.APIVersion = chart.APIVersionV1
+			}
+			if err := cv.Validate(); err != nil && !skippable(err) {
+				slog.Warn("skipping an invalid index entry", "chart", name, "version", cv.Version, "index", source, "error", err)
+				continue
+			}
+			kept = append(kept, cv)
+		}
+		idx.Entries[name] = kept
+	}
+	idx.SortEntries()
+	return idx, nil
+}
+
+// skippable is the validation error Helm lets through in an index: some
+// repositories strip aliases, making dependency names repeat.
+func skippable(err error) bool {
+	var verr chart.ValidationError
+	return errors.As(err, &verr) && strings.HasPrefix(verr.Error(), "validation: more than one dependency with name or alias")
+}

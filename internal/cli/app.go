@@ -1,0 +1,97 @@
+// Package cli holds the chart-upgrader commands: each file declares one
+// command's flags and calls into the packages that do the work. Run executes
+// the whole CLI in-process, so tests run it like a user does.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+// envPrefix starts the environment variable every flag also reads.
+const envPrefix = "CHART_UPGRADER_"
+
+// Run runs the CLI with args (args[0] is the program name) and returns the
+// exit code of DESIGN §8. Errors are printed to stderr, one line each.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return outcome.ExitOK
+	}
+	var exit ucli.ExitCoder
+	if errors.As(err, &exit) && !isOutcome(err) {
+		// urfave's own usage errors (unknown flag, missing required flag)
+		fmt.Fprintf(stderr, "chart-upgrader: %v\n", err)
+		return outcome.ExitBadInput
+	}
+	fmt.Fprintf(stderr, "chart-upgrader: %v\n", err)
+	return outcome.Code(err)
+}
+
+func isOutcome(err error) bool {
+	return errors.Is(err, outcome.ErrBadInput) || errors.Is(err, outcome.ErrRefused) ||
+		errors.Is(err, outcome.ErrTimeout) || errors.Is(err, outcome.ErrLockHeld)
+}
+
+func newApp(stdout, stderr io.Writer) *ucli.App {
+	app := &ucli.App{
+		Name:    "chart-upgrader",
+		Usage:   "upgrade Helm charts deployed through Rancher ManagedCharts, deciding every value by policy",
+		Version: Version,
+		Commands: []*ucli.Command{
+			mergeCommand(),
+			upgradeCommand(),
+			preflightCommand(),
+		},
+		Writer:    stdout,
+		ErrWriter: stderr,
+		// --set values hold commas (Helm syntax): a slice flag value is one
+		// item; in an environment variable, items are separated by newlines.
+		SliceFlagSeparator:   "\n",
+		HideHelpCommand:      true,
+		EnableBashCompletion: false,
+		// usage errors are returned, not printed with os.Exit
+		ExitErrHandler: func(*ucli.Context, error) {},
+		OnUsageError: func(c *ucli.Context, err error, _ bool) error {
+			return outcome.BadInput(fmt.Errorf("%s: %w (see --help)", c.Command.FullName(), err))
+		},
+	}
+	for _, c := range app.Commands {
+		withEnv(c)
+	}
+	return app
+}
+
+// withEnv makes every flag of the command (and its subcommands) also read
+// CHART_UPGRADER_<FLAG>, and says so in the help.
+func withEnv(c *ucli.Command) {
+	for _, f := range c.Flags {
+		env := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Names()[0], "-", "_"))
+		switch x := f.(type) {
+		case *ucli.StringFlag:
+			x.EnvVars = append(x.EnvVars, env)
+		case *ucli.StringSliceFlag:
+			x.EnvVars = append(x.EnvVars, env)
+		case *ucli.BoolFlag:
+			x.EnvVars = append(x.EnvVars, env)
+		case *ucli.DurationFlag:
+			x.EnvVars = append(x.EnvVars, env)
+		case *ucli.IntFlag:
+			x.EnvVars = append(x.EnvVars, env)
+		}
+	}
+	for _, sub := range c.Subcommands {
+		withEnv(sub)
+	}
+}

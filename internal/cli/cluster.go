@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/phase"
+)
+
+// clusterFlags are accepted by every command that talks to a cluster.
+func clusterFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig `FILE` (default: $KUBECONFIG, else the in-cluster service account)"},
+		&ucli.StringFlag{Name: "state-dir", Usage: "journal `DIR` (default: /host/var/lib/chart-upgrader when /host exists, else $XDG_STATE_HOME/chart-upgrader)"},
+		&ucli.StringFlag{Name: "lock-file", Usage: "host lock `FILE` (default: /host/run/chart-upgrader/upgrade.lock when /host exists, else in the state dir)"},
+		&ucli.StringFlag{Name: "termination-log", Value: phase.DefaultTerminationLog, Usage: "`FILE` for the one-line result (the default is written only when it exists)"},
+		&ucli.StringFlag{Name: "node-name", EnvVars: []string{"SYSTEM_UPGRADE_NODE_NAME"}, Usage: "this node's `NAME`, for the Lease identity and Events (default: the host name)"},
+		&ucli.StringFlag{Name: "log-format", Value: "auto", Usage: "`FORMAT` of the logs on stderr: text, json, or auto (text on a terminal)"},
+		&ucli.DurationFlag{Name: "lease-duration", Value: 30 * time.Second, Usage: "how long a crashed process holds the apply `DURATION` before another may take over"},
+	}
+}
+
+// targetFlags name what to upgrade.
+func targetFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "spec", Usage: "upgrade spec `FILE` (charts in order, with their sources, rules and migrations)"},
+		&ucli.StringFlag{Name: "target", Usage: "one target, `managedchart/NAMESPACE/NAME` (instead of --spec)"},
+		&ucli.StringFlag{Name: "chart-source", Usage: "with --target: a `DIR` of charts (.tgz or directories) or a Helm repository URL"},
+		&ucli.StringFlag{Name: "chart-name", Usage: "with --target: the chart `NAME` in the source (default: the ManagedChart's spec.chart)"},
+		&ucli.StringFlag{Name: "policy", Usage: "with --target: policy `FILE` (rules: and migrations:)"},
+		&ucli.StringSliceFlag{Name: "set", Usage: "with --target: explicit value `PATH=VALUE` after the rules; repeatable"},
+		&ucli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: "with --target: explicit values `FILE` after the rules; repeatable"},
+		&ucli.StringFlag{Name: "version", Usage: "chart `VERSION` to upgrade to (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
+		&ucli.DurationFlag{Name: "timeout", Usage: "how long to wait for readiness, overriding the spec's wait.timeout (`DURATION`, default 20m)"},
+		&ucli.BoolFlag{Name: "allow-downgrade", Usage: "allow a target version older than the deployed one"},
+		&ucli.BoolFlag{Name: "unpause", Usage: "upgrade (and unpause) a target that someone else paused"},
+		&ucli.BoolFlag{Name: "require-nodes-ready", Usage: "refuse unless every node is Ready"},
+		&ucli.StringFlag{Name: "ca-file", Usage: "extra CA certificates `FILE` for Helm repository URLs"},
+	}
+}
+
+// options gathers the flags of a cluster command.
+func options(c *ucli.Context) phase.Options {
+	return phase.Options{
+		SpecFile: c.String("spec"), Target: c.String("target"), ChartSource: c.String("chart-source"),
+		ChartName: c.String("chart-name"), PolicyFile: c.String("policy"),
+		Set: c.StringSlice("set"), Files: c.StringSlice("file"),
+		Version: c.String("version"), Timeout: c.Duration("timeout"),
+		AllowDowngrade: c.Bool("allow-downgrade"), Unpause: c.Bool("unpause"), RequireNodesReady: c.Bool("require-nodes-ready"),
+		Kubeconfig: c.String("kubeconfig"), StateDir: c.String("state-dir"), LockFile: c.String("lock-file"),
+		TerminationLog: c.String("termination-log"), NodeName: c.String("node-name"),
+		LeaseDuration: c.Duration("lease-duration"), CAFile: c.String("ca-file"),
+		Log: logger(c.App.ErrWriter, c.String("log-format")), Out: c.App.Writer,
+	}
+}
+
+// logger logs to w: text on a terminal, JSON otherwise (or as asked).
+func logger(w io.Writer, format string) *slog.Logger {
+	if format == "auto" {
+		format = "json"
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			format = "text"
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, nil))
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
+}

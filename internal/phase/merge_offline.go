@@ -1,0 +1,158 @@
+package phase
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/Masterminds/semver/v3"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/strvals"
+
+	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// MergeFiles are the inputs of an offline merge, each named as its flag.
+type MergeFiles struct {
+	Values      string   // --values: the user values U
+	Chart       string   // --chart: the new chart (directory or .tgz)
+	OldChart    string   // --old-chart: the deployed chart, for Dold
+	Policy      string   // --policy: rules and migrations
+	Live        string   // --live: Kubernetes objects for live and once rules
+	Set         []string // --set: Helm strvals, applied after the rules
+	Files       []string // -f: value files, applied after the rules, before --set
+	FromVersion string   // --from-version: default the old chart's version
+	ToVersion   string   // --to-version: default the new chart's version
+}
+
+// MergeOffline reads every input from files, merges and checks that the new
+// chart validates and renders with the result. Bad input of any kind wraps
+// outcome.ErrBadInput and names the flag and file; a readonly violation or a
+// chart that does not validate or render wraps outcome.ErrRefused, with the
+// Result returned for the report when the merge itself ran.
+func MergeOffline(ctx context.Context, f MergeFiles) (*values.Result, error) {
+	in, newChart, err := loadOffline(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return MergeAndCheck(in, newChart)
+}
+
+// MergeAndCheck merges and then checks the chart with the new values.
+func MergeAndCheck(in values.Input, newChart *chart.Chart) (*values.Result, error) {
+	res, err := values.Merge(in)
+	if err != nil {
+		return res, err
+	}
+	if err := chartpkg.Check(newChart, res.Values); err != nil {
+		return res, fmt.Errorf("chart %s %s with the merged values: %w", newChart.Name(), newChart.Metadata.Version, err)
+	}
+	return res, nil
+}
+
+func loadOffline(_ context.Context, f MergeFiles) (values.Input, *chart.Chart, error) {
+	var in values.Input
+	if f.Values == "" {
+		return in, nil, outcome.BadInput(fmt.Errorf("--values is required"))
+	}
+	if f.Chart == "" {
+		return in, nil, outcome.BadInput(fmt.Errorf("--chart is required"))
+	}
+	var err error
+	if in.User, err = readValues("--values", f.Values); err != nil {
+		return in, nil, err
+	}
+	newChart, err := chartpkg.Load(f.Chart)
+	if err != nil {
+		return in, nil, fmt.Errorf("--chart: %w", err)
+	}
+	if in.NewDefaults, err = chartpkg.Defaults(newChart); err != nil {
+		return in, nil, fmt.Errorf("--chart %s: %w", f.Chart, err)
+	}
+	in.ToVersion = newChart.Metadata.Version
+	if f.OldChart != "" {
+		oldChart, err := chartpkg.Load(f.OldChart)
+		if err != nil {
+			return in, nil, fmt.Errorf("--old-chart: %w", err)
+		}
+		if in.OldDefaults, err = chartpkg.Defaults(oldChart); err != nil {
+			return in, nil, fmt.Errorf("--old-chart %s: %w", f.OldChart, err)
+		}
+		in.FromVersion = oldChart.Metadata.Version
+	}
+	if in.FromVersion, err = versionFlag("--from-version", f.FromVersion, in.FromVersion); err != nil {
+		return in, nil, err
+	}
+	if in.ToVersion, err = versionFlag("--to-version", f.ToVersion, in.ToVersion); err != nil {
+		return in, nil, err
+	}
+	if f.Policy != "" {
+		p, err := spec.LoadPolicy(f.Policy)
+		if err != nil {
+			return in, nil, fmt.Errorf("--policy: %w", err)
+		}
+		in.Rules, in.Migrations = p.Rules, p.Migrations
+	}
+	if f.Live != "" {
+		data, err := os.ReadFile(f.Live)
+		if err != nil {
+			return in, nil, outcome.BadInput(fmt.Errorf("--live: %w", err))
+		}
+		if in.Live, err = values.ParseLive(data); err != nil {
+			return in, nil, outcome.BadInput(fmt.Errorf("--live %s: %w", f.Live, err))
+		}
+	}
+	if in.Overrides, err = Overrides(f.Files, f.Set); err != nil {
+		return in, nil, err
+	}
+	in.RegeneratedData = chartpkg.RegeneratedData(newChart)
+	return in, newChart, nil
+}
+
+// Overrides reads -f files, then --set values, in the order Helm applies them.
+func Overrides(files, sets []string) ([]values.Override, error) {
+	var out []values.Override
+	for _, file := range files {
+		v, err := readValues("-f", file)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, values.Override{Origin: "-f " + file, Values: v})
+	}
+	for _, s := range sets {
+		v := map[string]any{}
+		if err := strvals.ParseInto(s, v); err != nil {
+			return nil, outcome.BadInput(fmt.Errorf("--set %q: %w", s, err))
+		}
+		out = append(out, values.Override{Origin: "--set " + s, Values: values.Normalize(v).(map[string]any)})
+	}
+	return out, nil
+}
+
+// readValues reads a values file; errors name the flag and the file.
+func readValues(flag, path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("%s: %w", flag, err))
+	}
+	v, err := values.Parse(data)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("%s %s: %w", flag, path, err))
+	}
+	return v, nil
+}
+
+// versionFlag returns the flag's version when given (it must be semver),
+// else the default.
+func versionFlag(flag, given, def string) (string, error) {
+	if given == "" {
+		return def, nil
+	}
+	if _, err := semver.NewVersion(given); err != nil {
+		return "", outcome.BadInput(fmt.Errorf("%s %q: not a semantic version: %w", flag, given, err))
+	}
+	return given, nil
+}

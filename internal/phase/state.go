@@ -1,0 +1,72 @@
+package phase
+
+import (
+	"helm.sh/helm/v3/pkg/chart"
+
+	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/journal"
+	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// State is one chart's upgrade as the phases fill it in.
+type State struct {
+	Opts     *Options
+	Env      *Env
+	Journal  *journal.Store
+	Identity string // this process's Lease identity
+	Chart    spec.Chart
+	Source   chartpkg.Source
+
+	// resolve
+	MC        *target.ManagedChart // as last read
+	From, To  string
+	NewChart  *chart.Chart
+	OldChart  *chart.Chart // nil when the source lacks the deployed version
+	Situation Situation
+
+	// merge
+	Merge        *values.Result
+	MergedFrom   string // resourceVersion of the ManagedChart the merge read
+	MergeInput   values.Input
+	NoChange     bool // the merge changes nothing: no write
+	Want         target.Want
+	Entry        journal.Entry
+	Leader       bool // this process holds the Lease and applies
+	lease        *journal.Lease
+	stopLease    func()
+	leaseLost    <-chan struct{}
+	events       *Events
+	observer     *target.Observer
+	stopObserver func()
+}
+
+// Ref is the target as managedchart/NAMESPACE/NAME.
+func (s *State) Ref() string { return s.Chart.Target.String() }
+
+// saveJournal records a finished phase in the journal entry of this
+// upgrade. The journal is local: it never writes to the cluster.
+func (s *State) saveJournal(phase string, rec journal.Record) error {
+	if s.Journal == nil || s.To == "" {
+		return nil
+	}
+	if s.Entry.Target == "" {
+		e, ok, err := s.Journal.Load(s.Ref(), s.To)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			e = journal.Entry{Target: s.Ref(), FromVersion: s.From, ToVersion: s.To}
+		}
+		s.Entry = e
+	}
+	if s.Entry.Phases == nil {
+		s.Entry.Phases = map[string]journal.Record{}
+	}
+	if s.Merge != nil {
+		s.Entry.ValuesHash = s.Merge.SHA256
+	}
+	s.Entry.Phases[phase] = rec
+	return s.Journal.Save(s.Entry)
+}

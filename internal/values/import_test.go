@@ -1,0 +1,82 @@
+package values_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The pure packages (DESIGN §9) must not reach a cluster or run Helm
+// actions, not even transitively.
+var pureImports = []struct {
+	pkg      string
+	optional bool // may not exist yet
+}{
+	{"github.com/chart-upgrader/chart-upgrader/internal/values", false},
+	{"github.com/chart-upgrader/chart-upgrader/internal/spec", true},
+}
+
+// forbiddenImport reports why an import path is not allowed in a pure
+// package, or "" when it is.
+func forbiddenImport(path string) string {
+	switch {
+	case path == "k8s.io/client-go" || strings.HasPrefix(path, "k8s.io/client-go/"):
+		return "client-go talks to a cluster"
+	case path == "helm.sh/helm/v3/pkg/action":
+		return "Helm's action package runs releases"
+	}
+	return ""
+}
+
+func TestForbiddenImport(t *testing.T) {
+	assert.NotEmpty(t, forbiddenImport("k8s.io/client-go"))
+	assert.NotEmpty(t, forbiddenImport("k8s.io/client-go/dynamic"))
+	assert.NotEmpty(t, forbiddenImport("helm.sh/helm/v3/pkg/action"))
+	assert.Empty(t, forbiddenImport("k8s.io/client-go-extra"))
+	assert.Empty(t, forbiddenImport("k8s.io/apimachinery/pkg/api/resource"))
+	assert.Empty(t, forbiddenImport("helm.sh/helm/v3/pkg/chartutil"))
+	assert.Empty(t, forbiddenImport("helm.sh/helm/v3/pkg/actionx"))
+}
+
+// TestPureImports runs `go list -deps` on each pure package.
+func TestPureImports(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not available")
+	}
+	for _, p := range pureImports {
+		t.Run(p.pkg, func(t *testing.T) {
+			cmd := exec.Command(goBin, "list", "-deps", p.pkg)
+			out, err := cmd.Output()
+			if err != nil {
+				stderr := ""
+				if ee, ok := err.(*exec.ExitError); ok {
+					stderr = string(ee.Stderr)
+				}
+				if p.optional && missingPackage(stderr) {
+					t.Skipf("%s does not exist yet: %s", p.pkg, strings.TrimSpace(stderr))
+				}
+				require.NoError(t, err, "go list -deps %s: %s", p.pkg, stderr)
+			}
+			deps := strings.Fields(string(out))
+			require.NotEmpty(t, deps)
+			for _, d := range deps {
+				if why := forbiddenImport(d); why != "" {
+					t.Errorf("%s imports %s (transitively): %s", p.pkg, d, why)
+				}
+			}
+		})
+	}
+}
+
+func missingPackage(stderr string) bool {
+	for _, s := range []string{"cannot find package", "is not in std", "no required module provides", "matched no packages", "no Go files", "directory not found", "does not contain package"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
