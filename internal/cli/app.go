@@ -53,6 +53,8 @@ func newApp(stdout, stderr io.Writer) *ucli.App {
 			mergeCommand(),
 			upgradeCommand(),
 			preflightCommand(),
+			statusCommand(),
+			rollbackCommand(),
 		},
 		Writer:    stdout,
 		ErrWriter: stderr,

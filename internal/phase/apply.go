@@ -38,12 +38,14 @@ func (applyPhase) Run(ctx context.Context, s *State) error {
 	if s.Situation == SituationDone || s.Situation == SituationApplied || s.NoChange {
 		return nil
 	}
-	created, err := s.Env.Target.EnsureBackup(ctx, s.MC)
-	if err != nil {
-		return err
-	}
-	if created {
-		s.Opts.Log.Info("backup written", "secret", target.BackupName(s.MC.Name, s.MC.Version))
+	if s.Restore == nil {
+		created, err := s.Env.Target.EnsureBackup(ctx, s.MC)
+		if err != nil {
+			return err
+		}
+		if created {
+			s.Opts.Log.Info("backup written", "secret", target.BackupName(s.MC.Name, s.MC.Version))
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		select {
@@ -54,19 +56,10 @@ func (applyPhase) Run(ctx context.Context, s *State) error {
 		if s.Opts.BeforeUpdate != nil {
 			s.Opts.BeforeUpdate(ctx, attempt)
 		}
-		mc, err := s.Env.Target.Apply(ctx, s.MC, target.Update{
-			Version: s.To, Values: s.Merge.Values, Unpause: true,
-			Annotations: map[string]string{
-				target.AnnotationVersion:         s.To,
-				target.AnnotationValuesHash:      s.Merge.SHA256,
-				target.AnnotationAppliedAt:       time.Now().UTC().Format(time.RFC3339),
-				target.AnnotationPreviousVersion: s.From,
-				target.AnnotationPaused:          "", // we unpause: drop our pause mark
-			},
-		})
+		mc, err := s.Env.Target.Apply(ctx, s.MC, s.update())
 		if err == nil {
 			s.MC, s.Situation = mc, SituationApplied
-			s.Opts.Log.Info("applied", "version", s.To, "values_sha256", s.Merge.SHA256, "attempts", attempt)
+			s.Opts.Log.Info("applied", "version", s.To, "values_sha256", s.Want.ValuesHash, "attempts", attempt)
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt == maxConflicts {
@@ -82,8 +75,27 @@ func (applyPhase) Run(ctx context.Context, s *State) error {
 	}
 }
 
+// update is the one write of the apply: the merged values at the target
+// version, or, for a rollback, the whole backed-up spec.
+func (s *State) update() target.Update {
+	up := target.Update{Version: s.To, Unpause: true,
+		Annotations: map[string]string{
+			target.AnnotationVersion:         s.To,
+			target.AnnotationValuesHash:      s.Want.ValuesHash,
+			target.AnnotationAppliedAt:       time.Now().UTC().Format(time.RFC3339),
+			target.AnnotationPreviousVersion: s.From,
+			target.AnnotationPaused:          "", // we unpause: drop our pause mark
+		}}
+	if s.Restore != nil {
+		up.Spec = s.Restore.Spec
+	} else {
+		up.Values = s.Merge.Values
+	}
+	return up
+}
+
 // reread reads the target again and, unless it is already applied, merges
-// again on what it holds now.
+// again on what it holds now (a rollback restores the backup as it is).
 func reread(ctx context.Context, s *State) error {
 	mc, found, err := s.Env.Target.Get(ctx, s.MC.Namespace, s.MC.Name)
 	if err != nil {
@@ -95,6 +107,9 @@ func reread(ctx context.Context, s *State) error {
 	s.MC = mc
 	if w, ok := mc.AppliedWant(); ok && w.Version == s.To && w.ValuesHash == mc.ValuesHash() && mc.Version == s.To {
 		s.Situation, s.Want = SituationApplied, w
+		return nil
+	}
+	if s.Restore != nil {
 		return nil
 	}
 	return computeMerge(ctx, s)

@@ -26,6 +26,9 @@ type State struct {
 	OldChart  *chart.Chart // nil when the source lacks the deployed version
 	Situation Situation
 
+	// rollback: the backup to restore instead of merged values
+	Restore *target.Backup
+
 	// merge
 	Merge        *values.Result
 	MergedFrom   string // resourceVersion of the ManagedChart the merge read
