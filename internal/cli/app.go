@@ -25,7 +25,7 @@ const envPrefix = "CHART_UPGRADER_"
 // exit code of DESIGN §8. Errors are printed to stderr, one line each.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, normalizeArgs(args))
 	if err == nil {
 		return outcome.ExitOK
 	}
@@ -65,19 +65,45 @@ func newApp(stdout, stderr io.Writer) *ucli.App {
 		EnableBashCompletion: false,
 		// usage errors are returned, not printed with os.Exit
 		ExitErrHandler: func(*ucli.Context, error) {},
-		OnUsageError: func(c *ucli.Context, err error, _ bool) error {
-			return outcome.BadInput(fmt.Errorf("%s: %w (see --help)", c.Command.FullName(), err))
-		},
+		OnUsageError:   usageError,
 	}
 	for _, c := range app.Commands {
-		withEnv(c)
+		prepare(c)
 	}
 	return app
 }
 
-// withEnv makes every flag of the command (and its subcommands) also read
-// CHART_UPGRADER_<FLAG>, and says so in the help.
-func withEnv(c *ucli.Command) {
+// usageError turns urfave's usage errors (unknown flag, flag without its
+// value) into bad input (exit 2), without printing the help.
+func usageError(c *ucli.Context, err error, _ bool) error {
+	where := "usage"
+	if c.Command != nil && c.Command.Name != "" {
+		where = c.Command.Name
+	}
+	return outcome.BadInput(fmt.Errorf("%s: %w (see --help)", where, err))
+}
+
+// normalizeArgs writes --file as -f, so the two forms of the repeatable
+// flag can be mixed in one command line (urfave refuses mixed forms), in
+// the order given.
+func normalizeArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch {
+		case a == "--file":
+			a = "-f"
+		case strings.HasPrefix(a, "--file="):
+			a = "-f=" + strings.TrimPrefix(a, "--file=")
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// prepare makes every flag of the command (and its subcommands) also read
+// CHART_UPGRADER_<FLAG>, and turns its usage errors into exit 2.
+func prepare(c *ucli.Command) {
+	c.OnUsageError = usageError
 	for _, f := range c.Flags {
 		env := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Names()[0], "-", "_"))
 		switch x := f.(type) {
@@ -94,6 +120,6 @@ func withEnv(c *ucli.Command) {
 		}
 	}
 	for _, sub := range c.Subcommands {
-		withEnv(sub)
+		prepare(sub)
 	}
 }

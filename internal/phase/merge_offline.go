@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/chart"
@@ -48,6 +49,8 @@ func MergeAndCheck(in values.Input, newChart *chart.Chart) (*values.Result, erro
 		return res, err
 	}
 	if err := chartpkg.Check(newChart, res.Values); err != nil {
+		// schema and template errors may quote the values: never a secret
+		err = values.Scrub(err, values.SecretStrings(res.Values))
 		return res, fmt.Errorf("chart %s %s with the merged values: %w", newChart.Name(), newChart.Metadata.Version, err)
 	}
 	return res, nil
@@ -127,7 +130,8 @@ func Overrides(files, sets []string) ([]values.Override, error) {
 		if err := strvals.ParseInto(s, v); err != nil {
 			return nil, outcome.BadInput(fmt.Errorf("--set %q: %w", s, err))
 		}
-		out = append(out, values.Override{Origin: "--set " + s, Values: values.Normalize(v).(map[string]any)})
+		// the origin names the paths, never the values (they may be secret)
+		out = append(out, values.Override{Origin: "--set " + strings.Join(values.LeafPaths(v), ","), Values: values.Normalize(v).(map[string]any)})
 	}
 	return out, nil
 }

@@ -76,6 +76,13 @@ func (r *Result) Summary() string {
 	if len(hash) > 12 {
 		hash = hash[:12]
 	}
-	return fmt.Sprintf("merge %s → %s: %d decisions (%s), %d warnings, values sha256 %s",
-		from, to, len(r.Decisions), strings.Join(parts, ", "), len(r.Warnings), hash)
+	return fmt.Sprintf("merge %s → %s: %s (%s), %s, values sha256 %s",
+		from, to, plural(len(r.Decisions), "decision"), strings.Join(parts, ", "), plural(len(r.Warnings), "warning"), hash)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -139,6 +139,9 @@ func ParseConstraint(s string) (*semver.Constraints, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad version constraint %q: %w", s, err)
 	}
+	// upgrades run from and to release candidates too: "<2.0.0" matches
+	// 1.9.9-rc.1
+	c.IncludePrerelease = true
 	return c, nil
 }
 
