@@ -27,7 +27,8 @@ func ResolveRepo(ctx context.Context, repoURL, chartName, constraint string, dev
 		return "", err
 	}
 	var version string
-	err = retry(ctx, opts, fmt.Sprintf("chart %s in %q", chartName, src), func(ctx context.Context) error {
+	// chart's errors name the chart and the source; retry's name them too.
+	err = retry(ctx, opts, fmt.Sprintf("chart %s in %s", chartName, src), func(ctx context.Context) error {
 		v, err := chart.Latest(ctx, src, chartName, constraint, devel)
 		switch {
 		case err == nil, errors.Is(err, outcome.ErrBadInput):

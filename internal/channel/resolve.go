@@ -51,6 +51,9 @@ func Resolve(ctx context.Context, rawURL string, opts Options) (string, error) {
 	err = retry(ctx, opts, what, func(ctx context.Context) error {
 		v, err := ask(ctx, client, u, opts)
 		version = v
+		if err != nil && !isTransient(err) {
+			return prefix(what, err)
+		}
 		return err
 	})
 	if err != nil {

@@ -16,10 +16,17 @@ func (t *transient) Unwrap() error { return t.err }
 
 func retryable(err error) error { return &transient{err: err} }
 
+// isTransient tells whether err is marked worth another attempt.
+func isTransient(err error) bool {
+	var t *transient
+	return errors.As(err, &t)
+}
+
 // retry calls try until it succeeds or fails with an error not marked
 // transient, at most o.Attempts times within o.Timeout, each call bounded by
 // o.AttemptTimeout, waiting o.Backoff (doubled each time) between calls.
-// Errors are prefixed with what. The end of the caller's context is reported
+// An error not marked transient is returned as it is; the last transient one,
+// and running out of time, are prefixed with what. The end of the caller's context is reported
 // with its cause; running out of attempts or of o.Timeout is a plain failure
 // (exit 1), never a timed-out outcome.
 func retry(ctx context.Context, o Options, what string, try func(context.Context) error) error {
@@ -32,9 +39,8 @@ func retry(ctx context.Context, o Options, what string, try func(context.Context
 		err := try(actx)
 		attemptExpired := errors.Is(actx.Err(), context.DeadlineExceeded)
 		acancel()
-		var t *transient
-		if err == nil || !errors.As(err, &t) {
-			return prefix(what, err)
+		if err == nil || !isTransient(err) {
+			return err
 		}
 		switch {
 		case parent.Err() != nil:

@@ -55,6 +55,8 @@ func newApp(stdout, stderr io.Writer) *ucli.App {
 			preflightCommand(),
 			statusCommand(),
 			rollbackCommand(),
+			resolveCommand(),
+			channelCommand(),
 		},
 		Writer:    stdout,
 		ErrWriter: stderr,

@@ -24,8 +24,8 @@ func resolveCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "require-semver", Usage: "with --channel: refuse a version that is not semver"},
 			&ucli.StringFlag{Name: "ca-file", Usage: "extra CA certificates `FILE` (TLS is always verified)"},
 			&ucli.DurationFlag{Name: "timeout", Value: channel.DefaultTimeout, Usage: "give up after `DURATION`, retries included"},
-			&ucli.StringFlag{Name: "cluster-id", Usage: "sent as X-SUC-Cluster-ID (`ID`)"},
-			&ucli.StringFlag{Name: "current-version", Usage: "sent as X-SUC-Latest-Version (`VERSION`)"},
+			&ucli.StringFlag{Name: "cluster-id", Usage: "the cluster `ID` to send as X-SUC-Cluster-ID"},
+			&ucli.StringFlag{Name: "current-version", Usage: "the `VERSION` to send as X-SUC-Latest-Version"},
 		},
 		Action: func(c *ucli.Context) error {
 			version, err := channel.ResolveQuery(c.Context, channel.Query{
