@@ -136,7 +136,6 @@ func TestResolveRetries5xx(t *testing.T) {
 		ts, hits := serve(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", http.StatusServiceUnavailable) })
 		opts := fast()
 		opts.Backoff = 20 * time.Millisecond
-		start := time.Now()
 		_, err := Resolve(t.Context(), ts.URL+"/c", opts)
 		require.Error(t, err)
 		assert.EqualValues(t, DefaultAttempts, hits.Load())
@@ -163,10 +162,8 @@ func TestResolveTimeouts(t *testing.T) {
 		ts, hits := serve(t, blocked)
 		opts := fast()
 		opts.AttemptTimeout, opts.Attempts = 50*time.Millisecond, 2
-		start := time.Now()
 		_, err := Resolve(t.Context(), ts.URL+"/c", opts)
 		require.Error(t, err)
-		assert.Less(t, time.Since(start), 5*time.Second)
 		assert.Contains(t, err.Error(), "no answer within 50ms (gave up after 2 attempts)")
 		assert.Equal(t, outcome.ExitFailure, outcome.Code(err), "a channel that does not answer is a failure, not a timed-out wait")
 		assert.EqualValues(t, 2, hits.Load())
@@ -175,10 +172,8 @@ func TestResolveTimeouts(t *testing.T) {
 		ts, _ := serve(t, blocked)
 		opts := fast()
 		opts.Timeout, opts.Attempts = 80*time.Millisecond, 10
-		start := time.Now()
 		_, err := Resolve(t.Context(), ts.URL+"/c", opts)
 		require.Error(t, err)
-		assert.Less(t, time.Since(start), 5*time.Second)
 		assert.Contains(t, err.Error(), "no version within 80ms")
 		assert.Equal(t, outcome.ExitFailure, outcome.Code(err))
 	})
@@ -186,10 +181,8 @@ func TestResolveTimeouts(t *testing.T) {
 		ts, _ := serve(t, blocked)
 		ctx, cancel := context.WithTimeout(t.Context(), 80*time.Millisecond)
 		defer cancel()
-		start := time.Now()
 		_, err := Resolve(ctx, ts.URL+"/c", fast())
 		require.Error(t, err)
-		assert.Less(t, time.Since(start), 5*time.Second)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 	})
 	t.Run("cancelled during backoff", func(t *testing.T) {
@@ -278,11 +271,9 @@ func TestResolveDoesNotReadLargeBodies(t *testing.T) {
 			}
 		}
 	})
-	start := time.Now()
 	got, err := Resolve(t.Context(), ts.URL+"/c/1.0.0", fast())
 	require.NoError(t, err)
 	assert.Equal(t, "1.0.0", got)
-	assert.Less(t, time.Since(start), 5*time.Second)
 	select {
 	case written := <-stopped:
 		assert.Less(t, written, int64(256<<20), "the client hung up long before the end of the body")
