@@ -136,6 +136,7 @@ func TestResolveRetries5xx(t *testing.T) {
 		ts, hits := serve(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", http.StatusServiceUnavailable) })
 		opts := fast()
 		opts.Backoff = 20 * time.Millisecond
+		start := time.Now()
 		_, err := Resolve(t.Context(), ts.URL+"/c", opts)
 		require.Error(t, err)
 		assert.EqualValues(t, DefaultAttempts, hits.Load())
