@@ -1,0 +1,322 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cli"
+	"github.com/chart-upgrader/chart-upgrader/internal/phase"
+	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}) }
+
+// fixture is one test's world: a namespace on the shared API server, a
+// Fleet simulator serving it, a directory of charts, and the local files
+// of one "node" (state dir, lock file, termination log).
+type fixture struct {
+	t      *testing.T
+	env    *testenv.Env
+	ns     string
+	sim    *fleetsim.Sim
+	charts string
+	node   node
+	tc     *target.Client
+}
+
+// node is the local side of one chart-upgrader process.
+type node struct {
+	name, stateDir, lockFile, termLog string
+}
+
+func newNode(t *testing.T, name string) node {
+	dir := t.TempDir()
+	return node{name: name, stateDir: filepath.Join(dir, "state"), lockFile: filepath.Join(dir, "run", "upgrade.lock"),
+		termLog: filepath.Join(dir, "termination-log")}
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	env := testenv.ForTest(t)
+	f := &fixture{t: t, env: env, ns: env.Namespace(t), charts: t.TempDir(), node: newNode(t, "node-1")}
+	copyDir(t, filepath.Join(repoRoot(t), "package", "examples", "charts"), f.charts)
+	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(f.charts), Namespace: f.ns})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = sim.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.NoError(t, sim.WaitForSync(t.Context()))
+	f.sim = sim
+	f.tc = &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}
+	return f
+}
+
+func repoRoot(t *testing.T) string {
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	return root
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	require.NoError(t, filepath.Walk(from, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		dst := filepath.Join(to, rel)
+		if info.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	}))
+}
+
+// install creates a ManagedChart of demo-app at version with the user
+// values, and waits until the simulator reports it deployed and ready.
+func (f *fixture) install(name, version string, values map[string]any) *target.ManagedChart {
+	f.t.Helper()
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
+		"metadata": map[string]any{"name": name, "namespace": f.ns},
+		"spec": map[string]any{
+			"chart": "demo-app", "version": version, "releaseName": name, "defaultNamespace": f.ns,
+			"repoName": "demo-charts", "timeoutSeconds": int64(600), "values": values,
+			"targets": []any{map[string]any{"clusterName": "local"}},
+		},
+	}}
+	_, err := f.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(f.ns).Create(f.t.Context(), obj, metav1.CreateOptions{})
+	require.NoError(f.t, err)
+	return f.waitReady(name, target.Want{Version: version})
+}
+
+// waitReady waits (by watch) until the ManagedChart is ready for want.
+func (f *fixture) waitReady(name string, want target.Want) *target.ManagedChart {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.t.Context(), 60*time.Second)
+	defer cancel()
+	obs, err := f.tc.Observe(ctx, f.ns, name)
+	require.NoError(f.t, err)
+	r, err := obs.WaitReady(ctx, want, time.Hour, nil)
+	require.NoError(f.t, err, "%s never became ready: %v", name, r.Waiting)
+	mc, _, _ := obs.Snapshot()
+	return mc
+}
+
+func (f *fixture) get(name string) *target.ManagedChart {
+	f.t.Helper()
+	mc, found, err := f.tc.Get(f.t.Context(), f.ns, name)
+	require.NoError(f.t, err)
+	require.True(f.t, found)
+	return mc
+}
+
+// writeFile writes a file in a temporary directory and returns its path.
+func (f *fixture) writeFile(name, content string) string {
+	f.t.Helper()
+	path := filepath.Join(f.t.TempDir(), name)
+	require.NoError(f.t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+// policy is the bundled example policy with its namespaced sources moved
+// to the test's namespace and its StorageClass to the release's.
+func (f *fixture) policy(release string) string {
+	data, err := os.ReadFile(filepath.Join(repoRoot(f.t), "package", "examples", "policy.yaml"))
+	require.NoError(f.t, err)
+	p := strings.ReplaceAll(string(data), "namespace: demo-system", "namespace: "+f.ns)
+	p = strings.ReplaceAll(p, "name: demo-app-longhorn", "name: "+release+"-longhorn")
+	return f.writeFile("policy.yaml", p)
+}
+
+// userValues is what an installer wrote: see package/examples/values.yaml.
+func userValues() map[string]any {
+	return map[string]any{
+		"webhook":      map[string]any{"image": map[string]any{"tag": "v0.4.1"}},
+		"resources":    map[string]any{"requests": map[string]any{"memory": "512Mi"}, "limits": map[string]any{"cpu": "250m"}},
+		"storageClass": map[string]any{"defaultStorageClass": true, "replicaCount": int64(2)},
+		"promote": map[string]any{"clusterPodCIDR": "10.52.0.0/16", "clusterServiceCIDR": "10.53.0.0/16",
+			"clusterDNS": "10.53.0.10"},
+		"kubeVip": map[string]any{"config": map[string]any{"address": "192.168.1.10"}},
+	}
+}
+
+// clusterArgs are the flags every cluster command of this node gets.
+func (f *fixture) clusterArgs(n node) []string {
+	return []string{"--kubeconfig", f.env.KubeconfigPath(), "--state-dir", n.stateDir, "--lock-file", n.lockFile,
+		"--termination-log", n.termLog, "--node-name", n.name, "--log-format", "json"}
+}
+
+// result is what one run printed and returned.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs chart-upgrader in-process as node n: command, then args.
+func (f *fixture) cli(n node, command string, args ...string) result {
+	f.t.Helper()
+	var out, errb bytes.Buffer
+	full := append([]string{"chart-upgrader", command}, args...)
+	full = append(full, f.clusterArgs(n)...)
+	code := cli.Run(f.t.Context(), full, &out, &errb)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// upgradeArgs upgrades one target of the fixture to version with a policy.
+func (f *fixture) upgradeArgs(name, version, policy string, extra ...string) []string {
+	args := []string{"--target", "managedchart/" + f.ns + "/" + name, "--chart-source", f.charts, "--version", version,
+		"--timeout", "60s"}
+	if policy != "" {
+		args = append(args, "--policy", policy)
+	}
+	return append(args, extra...)
+}
+
+// writeCounter counts the requests that are not reads.
+type writeCounter struct {
+	next   http.RoundTripper
+	writes atomic.Int64
+	mu     sync.Mutex
+	seen   []string
+}
+
+func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		w.writes.Add(1)
+		w.mu.Lock()
+		w.seen = append(w.seen, r.Method+" "+r.URL.Path)
+		w.mu.Unlock()
+	}
+	return w.next.RoundTrip(r)
+}
+
+// upgradeCounting runs the upgrade in-process with the API transport
+// wrapped, and returns its error, its log and the write requests it made.
+func (f *fixture) upgradeCounting(n node, opts phase.Options) (error, string, *writeCounter) {
+	f.t.Helper()
+	var logs bytes.Buffer
+	wc := &writeCounter{}
+	opts.Kubeconfig, opts.StateDir, opts.LockFile, opts.TerminationLog, opts.NodeName =
+		f.env.KubeconfigPath(), n.stateDir, n.lockFile, n.termLog, n.name
+	opts.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	opts.Out = &logs
+	opts.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
+	err := phase.Upgrade(f.t.Context(), opts)
+	return err, logs.String(), wc
+}
+
+// backups lists the backup Secrets of a target.
+func (f *fixture) backups(name string) []corev1.Secret {
+	f.t.Helper()
+	list, err := f.env.Kube().CoreV1().Secrets(f.ns).List(f.t.Context(), metav1.ListOptions{LabelSelector: target.LabelBackupOf + "=" + name})
+	require.NoError(f.t, err)
+	return list.Items
+}
+
+// secretData reads one key of a Secret.
+func (f *fixture) secretData(name, key string) []byte {
+	f.t.Helper()
+	s, err := f.env.Kube().CoreV1().Secrets(f.ns).Get(f.t.Context(), name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	return s.Data[key]
+}
+
+func (f *fixture) configMap(name string) map[string]string {
+	f.t.Helper()
+	cm, err := f.env.Kube().CoreV1().ConfigMaps(f.ns).Get(f.t.Context(), name, metav1.GetOptions{})
+	require.NoError(f.t, err)
+	return cm.Data
+}
+
+func (f *fixture) leaseExists(name string) bool {
+	_, err := f.env.Kube().CoordinationV1().Leases(f.ns).Get(f.t.Context(), "chart-upgrader-"+name, metav1.GetOptions{})
+	return !apierrors.IsNotFound(err)
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// binary builds chart-upgrader once per test binary, for tests that need
+// separate processes (crashes, many nodes at once).
+func binary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "chart-upgrader-e2e-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "chart-upgrader")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/chart-upgrader")
+		cmd.Dir = repoRoot(t)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, binErr)
+	return binPath
+}
+
+// process starts chart-upgrader as a separate process for node n.
+func (f *fixture) process(n node, env []string, command string, args ...string) *exec.Cmd {
+	full := append([]string{command}, args...)
+	full = append(full, f.clusterArgs(n)...)
+	cmd := exec.Command(binary(f.t), full...)
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// runProcess runs chart-upgrader as a process and returns its exit code
+// (-1 when killed by a signal) and combined output.
+func (f *fixture) runProcess(n node, env []string, command string, args ...string) (int, string) {
+	f.t.Helper()
+	cmd := f.process(n, env, command, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err == nil {
+		return 0, out.String()
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String()
+	}
+	f.t.Fatalf("running chart-upgrader: %v", err)
+	return 0, ""
+}
+
+var _ = io.Discard

@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/phase"
+	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+var releaseSeq atomic.Int64
+
+// release returns a ManagedChart (and release) name unique in the test
+// binary: the chart's StorageClass is cluster-scoped and named after it.
+func release() string { return fmt.Sprintf("app%d", releaseSeq.Add(1)) }
+
+// demoteStorageClass is what an operator does to make another
+// StorageClass the default.
+func (f *fixture) demoteStorageClass(name string) {
+	f.t.Helper()
+	patch := `{"metadata":{"annotations":{"storageclass.kubernetes.io/is-default-class":"false"}}}`
+	_, err := f.env.Kube().StorageV1().StorageClasses().Patch(f.t.Context(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.NoError(f.t, err)
+}
+
+func TestUpgradeHappyPath(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", userValues())
+	certBefore := f.secretData("demo-app-webhook-certs", "tls.crt")
+	require.NotEmpty(t, certBefore)
+	f.demoteStorageClass(name + "-longhorn")
+
+	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+
+	// the decision report and the phases
+	for _, want := range []string{"webhook.image.tag", "follow #1", "drop", "storageClass.defaultStorageClass", "live #4",
+		"promote.clusterPodCIDR", "readonly #3", "webhook.certs.cert", "once #5",
+		"upgraded managedchart/" + f.ns + "/" + name + " 1.0.0 → 2.0.0"} {
+		assert.Contains(t, r.stdout, want)
+	}
+	for _, p := range []string{"resolve", "preflight", "merge", "apply", "wait", "verify"} {
+		assert.Contains(t, r.stderr, `"msg":"phase done","target":"managedchart/`+f.ns+"/"+name+`","phase":"`+p+`"`)
+	}
+
+	// the annotations are the cluster-wide record
+	mc := f.get(name)
+	assert.Equal(t, "2.0.0", mc.Version)
+	assert.Equal(t, "2.0.0", mc.Annotations[target.AnnotationVersion])
+	assert.Equal(t, mc.ValuesHash(), mc.Annotations[target.AnnotationValuesHash])
+	assert.Equal(t, "1.0.0", mc.Annotations[target.AnnotationPreviousVersion])
+	assert.NotEmpty(t, mc.Annotations[target.AnnotationAppliedAt])
+	assert.False(t, mc.Paused)
+
+	// every DESIGN §1 problem, end to end, in what Helm deployed
+	cm := f.configMap(name + "-config")
+	assert.Equal(t, "registry.example.com/demo/webhook:v0.5.6", cm["webhookImage"], "the pinned tag followed the chart")
+	assert.Equal(t, "10.52.0.0/16", cm["clusterPodCIDR"], "readonly CIDR kept although 2.0.0's default is 10.42.0.0/16")
+	assert.Equal(t, "10.53.0.10", cm["clusterDNS"])
+	assert.Equal(t, "2", cm["replicaCount"], "a user customisation kept")
+	assert.Equal(t, `{"cpu":"250m","memory":"512Mi"}`, cm["requests"], "max kept 512Mi, took the new 250m")
+	assert.NotContains(t, cm, "kubeVipAddress", "the migration removed kubeVip.config")
+	assert.Equal(t, certBefore, f.secretData("demo-app-webhook-certs", "tls.crt"), "once kept the certificate byte for byte")
+	sc, err := f.env.Kube().StorageV1().StorageClasses().Get(t.Context(), name+"-longhorn", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "false", sc.Annotations["storageclass.kubernetes.io/is-default-class"])
+	got, _ := mc.Values["storageClass"].(map[string]any)
+	assert.Equal(t, false, got["defaultStorageClass"], "live wrote false although the ManagedChart said true")
+
+	// one backup of the spec from before, the termination log, Events
+	bk := f.backups(name)
+	require.Len(t, bk, 1)
+	assert.Equal(t, target.BackupName(name, "1.0.0"), bk[0].Name)
+	var spec map[string]any
+	require.NoError(t, yaml.Unmarshal(bk[0].Data[target.BackupKeySpec], &spec))
+	assert.Equal(t, "1.0.0", spec["version"])
+	term, err := os.ReadFile(f.node.termLog)
+	require.NoError(t, err)
+	assert.Contains(t, string(term), "ok: upgraded")
+	events, err := f.env.Kube().CoreV1().Events(f.ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	require.NoError(t, err)
+	reasons := map[string]bool{}
+	for _, e := range events.Items {
+		reasons[e.Reason] = true
+		assert.NotContains(t, e.Message, string(certBefore[:40]))
+	}
+	for _, want := range []string{"PhaseResolve", "PhaseMerge", "PhaseApply", "PhaseWait", "PhaseVerify"} {
+		assert.True(t, reasons[want], "event %s missing (have %v)", want, reasons)
+	}
+	assert.False(t, f.leaseHeld(name), "the lease is released")
+}
+
+func (f *fixture) leaseHeld(name string) bool {
+	l, err := f.env.Kube().CoordinationV1().Leases(f.ns).Get(f.t.Context(), "chart-upgrader-"+name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
+}
+
+func TestRerunAfterSuccessMakesNoWrites(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", userValues())
+	opts := phase.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: "2.0.0",
+		PolicyFile: f.policy(name)}
+	err, logs, first := f.upgradeCounting(f.node, opts)
+	require.NoError(t, err, logs)
+	assert.Greater(t, first.writes.Load(), int64(0))
+	before := f.get(name)
+
+	err, logs, again := f.upgradeCounting(f.node, opts)
+	require.NoError(t, err, logs)
+	assert.Zero(t, again.writes.Load(), "a re-run wrote: %v", again.seen)
+	assert.Contains(t, logs, "nothing to do")
+	assertUnchanged(t, before, f.get(name))
+
+	// another node, with its own journal, knows from the annotations
+	err, logs, other := f.upgradeCounting(newNode(t, "node-2"), opts)
+	require.NoError(t, err, logs)
+	assert.Zero(t, other.writes.Load(), "another node wrote: %v", other.seen)
+	t.Logf("writes: first run %d (%v), re-run %d, other node %d", first.writes.Load(), first.seen, again.writes.Load(), other.writes.Load())
+}
+
+func TestOnceWithoutTheRuleTheCertificateChanges(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", userValues())
+	certBefore := f.secretData("demo-app-webhook-certs", "tls.crt")
+	policy := f.writeFile("policy.yaml", "rules:\n- {path: \"**.image.tag\", policy: follow}\n")
+	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", policy)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "regenerated-data")
+	assert.Contains(t, r.stdout, "templates/webhook-certs.yaml")
+	assert.NotEqual(t, certBefore, f.secretData("demo-app-webhook-certs", "tls.crt"), "without a once rule the chart regenerates the certificate")
+}
+
+func TestFollowRefreshesAPinnedTagButKeepsACustomisation(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	vals := userValues()
+	vals["image"] = map[string]any{"tag": "v1.0.0-hotfix"} // a real customisation
+	f.install(name, "1.0.0", vals)
+	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	cm := f.configMap(name + "-config")
+	assert.Equal(t, "registry.example.com/demo/webhook:v0.5.6", cm["webhookImage"])
+	assert.Equal(t, "registry.example.com/demo/app:v1.0.0-hotfix", cm["image"])
+	assert.Contains(t, r.stdout, "shadowed-default")
+}
+
+func TestReadonlyViolationIsRefusedWithoutWrites(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", userValues())
+	before := f.get(name)
+	err, logs, wc := f.upgradeCounting(f.node, phase.Options{Target: "managedchart/" + f.ns + "/" + name,
+		ChartSource: f.charts, Version: "2.0.0", PolicyFile: f.policy(name), Set: []string{"promote.clusterPodCIDR=10.99.0.0/16"}})
+	require.Error(t, err)
+	assert.Equal(t, 3, exitCode(err), logs)
+	assert.Contains(t, err.Error(), "promote.clusterPodCIDR")
+	assert.Zero(t, wc.writes.Load(), "writes: %v", wc.seen)
+	assertUnchanged(t, before, f.get(name))
+	assert.Empty(t, f.backups(name))
+	assert.False(t, f.leaseExists(name))
+}
+
+func TestLiveStorageClassUnchangedKeepsTrue(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", userValues())
+	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	sc, err := f.env.Kube().StorageV1().StorageClasses().Get(t.Context(), name+"-longhorn", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "true", sc.Annotations["storageclass.kubernetes.io/is-default-class"])
+}
+
+func exitCode(err error) int {
+	return outcomeCode(err)
+}
+
+var _ = strings.Contains
+var _ corev1.Secret
+var _ = values.Hash

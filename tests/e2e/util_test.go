@@ -1,0 +1,22 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/target"
+)
+
+func outcomeCode(err error) int { return outcome.Code(err) }
+
+// assertUnchanged: nobody wrote the spec or the annotations (the
+// simulator's status writes change the resourceVersion, not these).
+func assertUnchanged(t *testing.T, before, after *target.ManagedChart) {
+	t.Helper()
+	assert.Equal(t, before.Generation, after.Generation, "spec changed")
+	assert.Equal(t, before.Annotations, after.Annotations, "annotations changed")
+	assert.Equal(t, before.Version, after.Version)
+	assert.Equal(t, before.ValuesHash(), after.ValuesHash())
+}

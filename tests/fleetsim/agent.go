@@ -1,0 +1,286 @@
+package fleetsim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// applied is what the agent deployed for one BundleDeployment.
+type applied struct {
+	id        string
+	at        time.Time // zero when deployed before this simulator ran
+	release   string
+	resources []resourceKey
+}
+
+// syncAgent is the Fleet agent of one cluster for one BundleDeployment:
+// deploy spec.deploymentID when it is new (Helm on the local cluster), then
+// report the status the chart's fault calls for. Readiness that is due later
+// is re-checked by a delayed requeue, not by polling.
+func (s *Sim) syncAgent(ctx context.Context, k string) error {
+	bd, exists := s.fresh.get(BundleDeploymentsGVR, s.bds, k)
+	if !exists {
+		return s.undeploy(ctx, k)
+	}
+	labels := bd.GetLabels()
+	bundleNS, cluster := labels[LabelBundleNamespace], labels[LabelCluster]
+	mcName, ok := managedChartOf(labels[LabelBundleName])
+	if !ok {
+		return nil
+	}
+	f := s.Fault(bundleNS, mcName)
+	v := viewOf(bd)
+	if f.Stale || v.DeploymentID == "" { // frozen, or paused before its first deployment
+		return nil
+	}
+	if f.ErrApplied != "" {
+		return s.writeAgentStatus(ctx, bd, failedStatus(v.AppliedID, f.ErrApplied))
+	}
+	a := s.appliedOf(k)
+	if a.id != v.DeploymentID {
+		if v.AppliedID == v.DeploymentID && !v.DeployFailed {
+			a = applied{id: v.DeploymentID} // deployed by an earlier simulator
+		} else {
+			var err error
+			if a, err = s.deploy(ctx, k, bd, bundleNS, mcName, cluster == LocalCluster); err != nil {
+				if werr := s.writeAgentStatus(ctx, bd, failedStatus(v.AppliedID, err.Error())); werr != nil {
+					s.log.Info("writing a failed deployment", "bundleDeployment", k, "err", werr)
+				}
+				return err
+			}
+		}
+		s.setApplied(k, a)
+	}
+	// A deployment once reported ready stays ready unless NeverReady: Delay
+	// and ReadyOverTime hold back new deployments only.
+	wasReady := v.Ready && v.AppliedID == v.DeploymentID && !v.DeployFailed
+	now := time.Now()
+	readyAt := a.at.Add(f.Delay + spread(f.ReadyOverTime, clusterIndex(cluster), s.opts.Clusters))
+	ready := !f.NeverReady && (wasReady || !now.Before(readyAt))
+	if err := s.writeAgentStatus(ctx, bd, appliedStatus(a, ready, f.Modified)); err != nil {
+		return err
+	}
+	if !ready && !f.NeverReady {
+		s.agentQueue.AddAfter(k, readyAt.Sub(now))
+	}
+	return nil
+}
+
+// spread is when cluster i of n becomes ready within d.
+func spread(d time.Duration, i, n int) time.Duration {
+	if d <= 0 || n <= 0 || i < 0 {
+		return 0
+	}
+	return d * time.Duration(i+1) / time.Duration(n)
+}
+
+// deploy applies the BundleDeployment's spec.options: a Helm install or
+// upgrade on the local cluster, nothing elsewhere.
+func (s *Sim) deploy(ctx context.Context, k string, bd *unstructured.Unstructured, bundleNS, mcName string, local bool) (applied, error) {
+	id, _, _ := unstructured.NestedString(bd.Object, "spec", "deploymentID")
+	if !local {
+		return applied{id: id, at: time.Now()}, nil
+	}
+	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
+	r := releaseFromOptions(opts)
+	ch, err := s.opts.Loader(ctx, r.chart, r.version)
+	if err != nil {
+		return applied{}, fmt.Errorf("fetching chart %s %s: %w", r.chart, r.version, err)
+	}
+	s.setRelease(k, releaseRef{name: r.name, namespace: r.namespace})
+	s.recordHelmRun(bundleNS, mcName)
+	rel, err := s.helm.apply(ctx, ch, r)
+	if err != nil {
+		return applied{}, err
+	}
+	return applied{
+		id:        id,
+		at:        time.Now(),
+		release:   fmt.Sprintf("%s/%s:%d", rel.Namespace, rel.Name, rel.Version),
+		resources: manifestResources(rel.Manifest, rel.Namespace),
+	}, nil
+}
+
+// undeploy uninstalls the release of a deleted BundleDeployment.
+func (s *Sim) undeploy(ctx context.Context, k string) error {
+	s.mu.Lock()
+	ref, ok := s.releases[k]
+	delete(s.applied, k)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := s.helm.uninstall(ctx, ref); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.releases, k)
+	s.mu.Unlock()
+	return nil
+}
+
+func appliedStatus(a applied, ready bool, modified []Resource) bdStatus {
+	st := bdStatus{
+		AppliedDeploymentID: a.id, Release: a.release, Ready: ready,
+		NonModified: len(modified) == 0, Resources: a.resources,
+		Display: bdDisplay{Deployed: "Yes", Monitored: "Yes", State: StateReady},
+	}
+	for _, m := range modified {
+		st.ModifiedStatus = append(st.ModifiedStatus, modifiedStatus{
+			APIVersion: m.APIVersion, Kind: m.Kind, Namespace: m.Namespace, Name: m.Name, Patch: m.Patch,
+		})
+	}
+	readyCond := condition{Type: "Ready", Status: "True"}
+	switch {
+	case !ready:
+		res := resourceKey{APIVersion: "v1", Kind: "Release", Name: a.release}
+		if len(a.resources) > 0 {
+			res = a.resources[0]
+		}
+		st.NonReadyStatus = []nonReadyStatus{{
+			APIVersion: res.APIVersion, Kind: res.Kind, Namespace: res.Namespace, Name: res.Name,
+			Summary: resourceSummary{State: "in-progress", Transitioning: true, Message: []string{"simulated: not ready yet"}},
+		}}
+		st.Display.State = StateNotReady
+		readyCond = condition{Type: "Ready", Status: "False", Message: "not ready: " + objName(res.Namespace, res.Name)}
+	case len(modified) > 0:
+		st.Display.State = StateModified
+		readyCond = condition{Type: "Ready", Status: "False", Message: "modified: " + objName(modified[0].Namespace, modified[0].Name)}
+	}
+	st.Conditions = []condition{
+		{Type: "Installed", Status: "True"},
+		{Type: "Deployed", Status: "True"},
+		readyCond,
+		{Type: "Monitored", Status: "True"},
+	}
+	return st
+}
+
+func failedStatus(appliedID, msg string) bdStatus {
+	return bdStatus{
+		AppliedDeploymentID: appliedID, NonModified: true,
+		Display: bdDisplay{Deployed: "Error: " + msg, Monitored: "Yes", State: StateErrApplied},
+		Conditions: []condition{
+			{Type: "Installed", Status: "False", Message: msg},
+			{Type: "Deployed", Status: "False", Reason: "Error", Message: msg},
+			{Type: "Ready", Status: "False", Message: msg},
+			{Type: "Monitored", Status: "True"},
+		},
+	}
+}
+
+// writeAgentStatus writes st as the BundleDeployment's status, if it changed.
+func (s *Sim) writeAgentStatus(ctx context.Context, bd *unstructured.Unstructured, st bdStatus) error {
+	oldConds, _, _ := unstructured.NestedSlice(bd.Object, "status", "conditions")
+	st.Conditions = mergeConditions(oldConds, st.Conditions, time.Now())
+	status, err := toMap(&st)
+	if err != nil {
+		return err
+	}
+	if old, _, _ := unstructured.NestedMap(bd.Object, "status"); equality.Semantic.DeepEqual(old, status) {
+		return nil
+	}
+	nb := bd.DeepCopy()
+	nb.Object["status"] = status
+	got, err := s.client.Resource(BundleDeploymentsGVR).Namespace(bd.GetNamespace()).UpdateStatus(ctx, nb, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("writing the status of BundleDeployment %s/%s: %w", bd.GetNamespace(), bd.GetName(), err)
+	}
+	s.fresh.wrote(BundleDeploymentsGVR, got)
+	// Do not wait for the watch: it may be re-connecting with a back-off.
+	l := bd.GetLabels()
+	s.bundleQueue.Add(key(l[LabelBundleNamespace], l[LabelBundleName]))
+	return nil
+}
+
+func (s *Sim) appliedOf(k string) applied {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.applied[k]
+}
+
+func (s *Sim) setApplied(k string, a applied) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applied[k] = a
+}
+
+func (s *Sim) setRelease(k string, r releaseRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releases[k] = r
+}
+
+// releaseSpec is one Helm release as a BundleDeployment's options ask it.
+type releaseSpec struct {
+	chart, version  string
+	name, namespace string
+	values          map[string]any
+	timeout         time.Duration
+	maxHistory      int
+	force           bool
+	takeOwnership   bool
+}
+
+// releaseRef names an installed release.
+type releaseRef struct{ name, namespace string }
+
+// releaseFromOptions reads the options Fleet hands the agent. The release
+// name defaults to the chart name, the namespace to "default", the history
+// to Fleet's 5 releases.
+func releaseFromOptions(opts map[string]any) releaseSpec {
+	helm, _ := opts["helm"].(map[string]any)
+	r := releaseSpec{namespace: "default", maxHistory: 5}
+	r.chart, _ = helm["chart"].(string)
+	r.version, _ = helm["version"].(string)
+	r.name, _ = helm["releaseName"].(string)
+	if r.name == "" {
+		r.name = r.chart
+	}
+	if ns, _ := opts["defaultNamespace"].(string); ns != "" {
+		r.namespace = ns
+	}
+	r.values, _ = helm["values"].(map[string]any)
+	if r.values == nil {
+		r.values = map[string]any{}
+	}
+	if t, ok := helm["timeoutSeconds"].(int64); ok && t > 0 {
+		r.timeout = time.Duration(t) * time.Second
+	}
+	if h, ok := helm["maxHistory"].(int64); ok && h > 0 {
+		r.maxHistory = int(h)
+	}
+	r.force, _ = helm["force"].(bool)
+	r.takeOwnership, _ = helm["takeOwnership"].(bool)
+	return r
+}
+
+// manifestResources lists the objects of a rendered release manifest.
+func manifestResources(manifest, namespace string) []resourceKey {
+	var out []resourceKey
+	for _, doc := range strings.Split(manifest, "\n---") {
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := yamlUnmarshal([]byte(doc), &head); err != nil || head.Kind == "" {
+			continue
+		}
+		ns := head.Metadata.Namespace
+		if ns == "" {
+			ns = namespace
+		}
+		out = append(out, resourceKey{APIVersion: head.APIVersion, Kind: head.Kind, Namespace: ns, Name: head.Metadata.Name})
+	}
+	return out
+}

@@ -1,0 +1,39 @@
+// Package fleetsim simulates Rancher's ManagedChart controller, the Fleet
+// controller and the Fleet agent against a real API server, closely enough
+// for chart-upgrader's end-to-end tests, demo and benchmarks
+// (/work/shared/FACTS.md is the reference):
+//
+//   - Rancher: each ManagedChart <name> (management.cattle.io/v3) becomes a
+//     Bundle mcc-<name> (fleet.cattle.io/v1alpha1) in the same namespace with
+//     the Helm options, paused, targets, rolloutStrategy and diff copied. The
+//     chart version must be loadable (the ChartLoader stands for the
+//     ClusterRepo), else the ManagedChart's Defined condition is False and the
+//     Bundle is left alone. The ManagedChart status is a copy of the Bundle
+//     status (so status.observedGeneration is the Bundle's generation) plus a
+//     Defined condition.
+//   - Fleet controller: one BundleDeployment per simulated cluster, labelled
+//     fleet.cattle.io/bundle-name and fleet.cattle.io/bundle-namespace, in one
+//     namespace per Bundle namespace (ClusterNamespace). Its
+//     spec.stagedDeploymentID follows the Bundle content; spec.deploymentID
+//     follows it only while the Bundle is not paused. The Bundle status
+//     (summary, unavailable, display, Ready condition, observedGeneration) is
+//     computed from the BundleDeployments the way Fleet does.
+//   - Agent: for the first cluster, "local", the chart is really installed or
+//     upgraded with the Helm SDK, the Bundle values being the complete user
+//     values with no reuse or reset flag (so, as with Helm itself, an
+//     upgrade given no values at all keeps the previous release's values);
+//     the other clusters only report. Each BundleDeployment status then
+//     reports the applied deploymentID and readiness. A release left pending
+//     by an interrupted upgrade is marked failed before the next one.
+//
+// Faults (SetFault) make a chart slow, never ready, failing, modified or
+// stale, at any time. Everything is driven by watches; a status write happens
+// only when the status changes, and the generation of a Bundle moves only
+// when its spec really changes (the API server does that).
+//
+// The simulator owns the Bundles and BundleDeployments of the namespaces it
+// serves: run one simulator per namespace (Options.Namespace) or one for all,
+// never both on the same namespace. It reacts to its own writes at once and
+// to others' through informers, which after an API server restart reconnect
+// with client-go's back-off (seconds).
+package fleetsim

@@ -1,0 +1,194 @@
+package fleetsim_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+)
+
+// Each fault test deploys demo 1.0.0, sets the fault, and upgrades to 2.0.0.
+func deployed(t *testing.T, opts fleetsim.Options) (*fixture, *unstructuredT) {
+	t.Helper()
+	f := newFixture(t, opts)
+	f.chart("demo", "1.0.0", map[string]any{"color": "blue"})
+	f.chart("demo", "2.0.0", map[string]any{"color": "blue"})
+	f.createManagedChart("demo", "1.0.0", nil)
+	bundle, _ := f.waitReady("demo", "1.0.0")
+	return f, bundle
+}
+
+func (f *fixture) upgrade(version string) {
+	f.updateManagedChart("demo", func(spec map[string]any) { spec["version"] = version })
+}
+
+func TestFaultDelay(t *testing.T) {
+	t.Parallel()
+	f, bundle := deployed(t, fleetsim.Options{})
+	const delay = 1500 * time.Millisecond
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{Delay: delay})
+	start := time.Now()
+	f.upgrade("2.0.0")
+
+	notReady := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "NotReady after the upgrade", func(b *unstructuredT) bool {
+		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() &&
+			num(b, "status", "summary", "notReady") == 1
+	})
+	require.Equal(t, "False", condStatus(notReady, "Ready"))
+	require.Equal(t, "2.0.0", f.configMap("demo")["chartVersion"], "the upgrade runs before the delay")
+
+	f.waitReadyAfter("demo", "2.0.0", bundle.GetGeneration())
+	require.GreaterOrEqual(t, f.sim.LastStatusWrite(f.ns, "demo").Sub(start), delay)
+	rt := f.sim.ReadyTimes(f.ns, "demo")
+	require.False(t, rt.ManagedChart.Before(rt.Bundle), "%v", rt)
+}
+
+func TestFaultNeverReady(t *testing.T) {
+	t.Parallel()
+	f, bundle := deployed(t, fleetsim.Options{})
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{NeverReady: true})
+	f.upgrade("2.0.0")
+	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "NotReady", func(b *unstructuredT) bool {
+		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() &&
+			num(b, "status", "summary", "notReady") == 1
+	})
+	require.EqualValues(t, 1, num(b, "status", "unavailable"))
+	res := nonReadyResources(b)
+	require.Len(t, res, 1)
+	require.Equal(t, fleetsim.StateNotReady, res[0]["bundleState"])
+	require.Contains(t, cond(b, "Ready")["message"], "configmap.v1 "+f.ns+"/demo-config")
+	bd := f.localBD("demo")
+	require.Equal(t, str(bd, "spec", "deploymentID"), str(bd, "status", "appliedDeploymentID"), "applied but not ready")
+
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{})
+	f.waitReadyAfter("demo", "2.0.0", bundle.GetGeneration())
+}
+
+func TestFaultErrApplied(t *testing.T) {
+	t.Parallel()
+	f, bundle := deployed(t, fleetsim.Options{})
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{ErrApplied: "boom: admission webhook denied"})
+	oldID := str(f.localBD("demo"), "spec", "deploymentID")
+	f.upgrade("2.0.0")
+	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "ErrApplied", func(b *unstructuredT) bool {
+		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "summary", "errApplied") == 1
+	})
+	res := nonReadyResources(b)
+	require.Len(t, res, 1)
+	require.Equal(t, "boom: admission webhook denied", res[0]["message"])
+	require.Equal(t, fleetsim.StateErrApplied, str(b, "status", "display", "state"))
+	require.Contains(t, cond(b, "Ready")["message"], "ErrApplied(1)")
+	bd := f.localBD("demo")
+	require.Equal(t, oldID, str(bd, "status", "appliedDeploymentID"))
+	require.Equal(t, 1, f.sim.HelmRuns(f.ns, "demo"), "a failing deployment runs no Helm upgrade")
+	require.Equal(t, "1.0.0", f.configMap("demo")["chartVersion"])
+
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{})
+	f.waitReadyAfter("demo", "2.0.0", bundle.GetGeneration())
+	require.Equal(t, "2.0.0", f.configMap("demo")["chartVersion"])
+}
+
+func TestFaultModified(t *testing.T) {
+	t.Parallel()
+	f, bundle := deployed(t, fleetsim.Options{})
+	cm := fleetsim.Resource{APIVersion: "v1", Kind: "ConfigMap", Namespace: f.ns, Name: "demo-config", Patch: `{"data":{"color":"red"}}`}
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{Modified: []fleetsim.Resource{cm}})
+	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "Modified", func(b *unstructuredT) bool {
+		return num(b, "status", "summary", "modified") == 1
+	})
+	require.Equal(t, bundle.GetGeneration(), b.GetGeneration(), "a fault alone changes no spec")
+	res := nonReadyResources(b)
+	require.Len(t, res, 1)
+	require.Equal(t, fleetsim.StateModified, res[0]["bundleState"])
+	mod := res[0]["modifiedStatus"].([]any)[0].(map[string]any)
+	require.Equal(t, "demo-config", mod["name"])
+	require.Equal(t, "False", condStatus(b, "Ready"))
+	require.Contains(t, cond(b, "Ready")["message"], "configmap.v1 "+f.ns+"/demo-config modified")
+	mc := f.waitFor(fleetsim.ManagedChartsGVR, f.ns, "demo", "Modified copied", func(m *unstructuredT) bool {
+		return num(m, "status", "summary", "modified") == 1
+	})
+	require.Equal(t, "False", condStatus(mc, "Ready"))
+
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{})
+	f.waitReady("demo", "1.0.0")
+}
+
+// Stale: the specs move on, the status stays what it was, Ready included.
+func TestFaultStale(t *testing.T) {
+	t.Parallel()
+	f, bundle := deployed(t, fleetsim.Options{})
+	oldBD := f.localBD("demo")
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{Stale: true})
+	f.upgrade("2.0.0")
+	bd := f.waitFor(fleetsim.BundleDeploymentsGVR, fleetsim.ClusterNamespace(f.ns), oldBD.GetName(), "new deploymentID", func(u *unstructuredT) bool {
+		return str(u, "spec", "deploymentID") != str(oldBD, "spec", "deploymentID")
+	})
+	require.Equal(t, str(oldBD, "status", "appliedDeploymentID"), str(bd, "status", "appliedDeploymentID"))
+
+	// Nothing reports for a while: no status change of the Bundle at all.
+	b, err := f.dyn.Resource(fleetsim.BundlesGVR).Namespace(f.ns).Get(t.Context(), "mcc-demo", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Greater(t, b.GetGeneration(), bundle.GetGeneration())
+	require.Equal(t, bundle.GetGeneration(), num(b, "status", "observedGeneration"))
+	require.Equal(t, "True", condStatus(b, "Ready"), "stale status still says Ready")
+	requireQuiet(t, f, b.GetResourceVersion(), 500*time.Millisecond)
+	require.Equal(t, 1, f.sim.HelmRuns(f.ns, "demo"))
+
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{})
+	f.waitReadyAfter("demo", "2.0.0", bundle.GetGeneration())
+	require.Equal(t, "2.0.0", f.configMap("demo")["chartVersion"])
+}
+
+// requireQuiet fails if Bundle mcc-demo changes within d after
+// resourceVersion rv.
+func requireQuiet(t *testing.T, f *fixture, rv string, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	w, err := f.dyn.Resource(fleetsim.BundlesGVR).Namespace(f.ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=mcc-demo", ResourceVersion: rv,
+	})
+	require.NoError(t, err)
+	defer w.Stop()
+	select {
+	case ev := <-w.ResultChan():
+		if ev.Type != watch.Bookmark && ev.Type != "" {
+			t.Fatalf("the stale Bundle changed: %s %s", ev.Type, dump(ev.Object.(*unstructuredT)))
+		}
+	case <-ctx.Done():
+	}
+}
+
+func TestFaultReadyOverTime(t *testing.T) {
+	t.Parallel()
+	const clusters = 50
+	f, bundle := deployed(t, fleetsim.Options{Clusters: clusters})
+	require.Equal(t, "50/50", str(bundle, "status", "display", "readyClusters"))
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{ReadyOverTime: 2 * time.Second})
+	start := time.Now()
+	f.upgrade("2.0.0")
+	seen := map[int64]bool{}
+	f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "all clusters ready over time", func(b *unstructuredT) bool {
+		if b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() {
+			seen[num(b, "status", "summary", "ready")] = true
+		}
+		return b.GetGeneration() > bundle.GetGeneration() && bundleReady(b)
+	})
+	require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
+	require.GreaterOrEqual(t, len(seen), 5, "clusters become ready one by one: saw ready counts %v", seen)
+	require.True(t, seen[clusters])
+}
+
+func nonReadyResources(b *unstructuredT) []map[string]any {
+	items, _, _ := unstructuredSlice(b, "status", "summary", "nonReadyResources")
+	var out []map[string]any
+	for _, it := range items {
+		out = append(out, it.(map[string]any))
+	}
+	return out
+}

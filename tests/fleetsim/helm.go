@@ -1,0 +1,150 @@
+package fleetsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+)
+
+var yamlUnmarshal = yaml.Unmarshal
+
+// helmRunner runs Helm actions against the API server, as the Fleet agent
+// of the local cluster does: install when there is no release, else
+// upgrade with the given values as the complete user values.
+type helmRunner struct {
+	cfg    *rest.Config
+	disc   discovery.CachedDiscoveryInterface
+	mapper meta.ResettableRESTMapper
+	log    *slog.Logger
+}
+
+func newHelmRunner(cfg *rest.Config, log *slog.Logger) (*helmRunner, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the discovery client for Helm: %w", err)
+	}
+	disc := memory.NewMemCacheClient(dc)
+	return &helmRunner{cfg: cfg, disc: disc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(disc), log: log}, nil
+}
+
+func (h *helmRunner) configuration(namespace string) (*action.Configuration, error) {
+	cfg := &action.Configuration{}
+	debug := func(format string, v ...any) { h.log.Debug(fmt.Sprintf(format, v...), "component", "helm") }
+	if err := cfg.Init(&restGetter{h: h, namespace: namespace}, namespace, "secret", debug); err != nil {
+		return nil, fmt.Errorf("setting up Helm for namespace %s: %w", namespace, err)
+	}
+	return cfg, nil
+}
+
+// apply installs or upgrades release r with chart ch.
+func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec) (*release.Release, error) {
+	// Charts may bring CRDs: let the mapper see what exists now.
+	h.disc.Invalidate()
+	h.mapper.Reset()
+	cfg, err := h.configuration(r.namespace)
+	if err != nil {
+		return nil, err
+	}
+	hist := action.NewHistory(cfg)
+	hist.Max = 1
+	last, err := hist.Run(r.name)
+	if err == nil {
+		if err := h.failInterrupted(cfg, last); err != nil {
+			return nil, err
+		}
+	}
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		in := action.NewInstall(cfg)
+		in.ReleaseName, in.Namespace, in.CreateNamespace = r.name, r.namespace, true
+		in.Timeout, in.Force, in.TakeOwnership = r.timeout, r.force, r.takeOwnership
+		rel, err := in.RunWithContext(ctx, ch, r.values)
+		if err != nil {
+			return nil, fmt.Errorf("installing release %s/%s of chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
+		}
+		return rel, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading the history of release %s/%s: %w", r.namespace, r.name, err)
+	}
+	up := action.NewUpgrade(cfg)
+	up.Namespace, up.MaxHistory, up.Timeout = r.namespace, r.maxHistory, r.timeout
+	up.Force, up.TakeOwnership = r.force, r.takeOwnership
+	rel, err := up.RunWithContext(ctx, r.name, ch, r.values)
+	if err != nil {
+		return nil, fmt.Errorf("upgrading release %s/%s to chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
+	}
+	return rel, nil
+}
+
+// failInterrupted marks a release left pending by an interrupted operation
+// (say the API server went away mid-upgrade) as failed, so that the next
+// upgrade can proceed. The simulator runs one operation per release at a
+// time, so a pending release is always an interrupted one.
+func (h *helmRunner) failInterrupted(cfg *action.Configuration, history []*release.Release) error {
+	if len(history) == 0 {
+		return nil
+	}
+	last := history[len(history)-1]
+	for _, r := range history {
+		if r.Version > last.Version {
+			last = r
+		}
+	}
+	if last.Info == nil || !last.Info.Status.IsPending() {
+		return nil
+	}
+	h.log.Info("marking an interrupted Helm operation failed", "release", last.Namespace+"/"+last.Name, "revision", last.Version, "status", last.Info.Status)
+	last.SetStatus(release.StatusFailed, "interrupted; marked failed by the simulator")
+	if err := cfg.Releases.Update(last); err != nil {
+		return fmt.Errorf("marking interrupted release %s/%s revision %d failed: %w", last.Namespace, last.Name, last.Version, err)
+	}
+	return nil
+}
+
+// uninstall removes a release; a missing one is not an error.
+func (h *helmRunner) uninstall(_ context.Context, r releaseRef) error {
+	cfg, err := h.configuration(r.namespace)
+	if err != nil {
+		return err
+	}
+	if _, err := action.NewUninstall(cfg).Run(r.name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return fmt.Errorf("uninstalling release %s/%s: %w", r.namespace, r.name, err)
+	}
+	return nil
+}
+
+// restGetter hands Helm the simulator's client configuration, shared
+// discovery cache and a default namespace.
+type restGetter struct {
+	h         *helmRunner
+	namespace string
+}
+
+func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.h.cfg), nil }
+
+func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	return g.h.disc, nil
+}
+
+func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) { return g.h.mapper, nil }
+
+func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["sim"] = &clientcmdapi.Cluster{Server: g.h.cfg.Host}
+	cfg.Contexts["sim"] = &clientcmdapi.Context{Cluster: "sim", Namespace: g.namespace}
+	cfg.CurrentContext = "sim"
+	return clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{})
+}

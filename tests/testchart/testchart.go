@@ -1,0 +1,75 @@
+// Package testchart writes small real Helm charts to disk for tests: a
+// Chart.yaml, a values.yaml and templates, nothing else.
+package testchart
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Chart describes a chart to write.
+type Chart struct {
+	Name    string
+	Version string
+	// Values are the chart's default values (values.yaml).
+	Values map[string]any
+	// Templates maps file names under templates/ to their content.
+	Templates map[string]string
+}
+
+// Write writes c into dir/<name>-<version> and returns that directory. It
+// fails if the directory exists.
+func Write(dir string, c Chart) (string, error) {
+	root := filepath.Join(dir, c.Name+"-"+c.Version)
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return "", fmt.Errorf("creating chart directory: %w", err)
+	}
+	meta, err := yaml.Marshal(map[string]any{"apiVersion": "v2", "name": c.Name, "version": c.Version, "type": "application"})
+	if err != nil {
+		return "", fmt.Errorf("encoding Chart.yaml of %s %s: %w", c.Name, c.Version, err)
+	}
+	values, err := yaml.Marshal(c.Values)
+	if err != nil {
+		return "", fmt.Errorf("encoding values.yaml of %s %s: %w", c.Name, c.Version, err)
+	}
+	files := map[string][]byte{"Chart.yaml": meta, "values.yaml": values}
+	for name, body := range c.Templates {
+		files[filepath.Join("templates", name)] = []byte(body)
+	}
+	for name, body := range files {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+		}
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			return "", fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
+	return root, nil
+}
+
+// ConfigMapTemplate renders one ConfigMap named after the release, with a
+// data key per top-level entry of .Values.data and the chart version.
+const ConfigMapTemplate = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+data:
+  chartVersion: {{ .Chart.Version | quote }}
+{{- range $k, $v := .Values.data }}
+  {{ $k }}: {{ $v | toString | quote }}
+{{- end }}
+`
+
+// ConfigMapChart is a chart whose only object is ConfigMapTemplate, with
+// default values {data: defaults}.
+func ConfigMapChart(name, version string, defaults map[string]any) Chart {
+	return Chart{
+		Name: name, Version: version,
+		Values:    map[string]any{"data": defaults},
+		Templates: map[string]string{"configmap.yaml": ConfigMapTemplate},
+	}
+}

@@ -1,0 +1,221 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/crds"
+)
+
+// Client rate limits of Config: client-go's default (5 QPS) would make the
+// tests measure throttling instead of Kubernetes.
+const (
+	QPS   = 1000
+	Burst = 2000
+)
+
+// Options configure Start. The zero value is a plain control plane with the
+// embedded CRDs.
+type Options struct {
+	// AuditLog turns on kube-apiserver's audit log: metadata of every
+	// request, JSON lines, in a file named by Env.AuditLogPath.
+	AuditLog bool
+	// CRDDir, when set, installs the CRDs found there instead of the ones
+	// embedded in package tests/crds.
+	CRDDir string
+	// AssetsDir holds kube-apiserver and etcd; empty means FindAssets.
+	AssetsDir string
+	// Output, when set, receives the control plane's stdout and stderr.
+	Output io.Writer
+}
+
+// Env is a running control plane. Its methods are safe for concurrent use,
+// except that StopAPIServer and StartAPIServer affect every user of it.
+type Env struct {
+	te         *envtest.Environment
+	dir        string
+	cfg        *rest.Config
+	kubeconfig string
+	auditLog   string
+	kube       kubernetes.Interface
+	dynamic    dynamic.Interface
+
+	mu      sync.Mutex // guards stopped and the API server process
+	stopped bool
+}
+
+// Start launches etcd and kube-apiserver, installs the CRDs and waits until
+// they are served. On error nothing is left running. The caller must call
+// Stop: the processes outlive this one otherwise.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	assets := opts.AssetsDir
+	if assets == "" {
+		var err error
+		if assets, err = FindAssets(ctx); err != nil {
+			return nil, fmt.Errorf("finding the control plane binaries: %w", err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "chart-upgrader-testenv-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the test environment directory: %w", err)
+	}
+	env := &Env{dir: dir, kubeconfig: filepath.Join(dir, "kubeconfig")}
+	if err := env.start(ctx, opts, assets); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return env, nil
+}
+
+func (e *Env) start(ctx context.Context, opts Options, assets string) error {
+	// A fixed CertDir keeps the serving and client CAs across an API server
+	// restart (envtest regenerates them when it owns the directory).
+	certDir := filepath.Join(e.dir, "apiserver")
+	if err := os.Mkdir(certDir, 0o700); err != nil {
+		return fmt.Errorf("creating the API server directory: %w", err)
+	}
+	apiServer := &envtest.APIServer{CertDir: certDir, Out: opts.Output, Err: opts.Output}
+	// Open watches would otherwise hold a stopping server for a minute.
+	apiServer.Configure().Set("shutdown-watch-termination-grace-period", "1s")
+	if opts.AuditLog {
+		policy := filepath.Join(e.dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return fmt.Errorf("writing the audit policy: %w", err)
+		}
+		e.auditLog = filepath.Join(e.dir, "audit.log")
+		apiServer.Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", e.auditLog).
+			Set("audit-log-format", "json").
+			Set("audit-log-mode", "blocking")
+	}
+	e.te = &envtest.Environment{
+		ControlPlane:          envtest.ControlPlane{APIServer: apiServer, Etcd: &envtest.Etcd{Out: opts.Output, Err: opts.Output}},
+		BinaryAssetsDirectory: assets,
+		ErrorIfCRDPathMissing: true,
+	}
+	// envtest prefers $KUBEBUILDER_ASSETS over BinaryAssetsDirectory.
+	apiServer.Path = filepath.Join(assets, "kube-apiserver")
+	e.te.ControlPlane.Etcd.Path = filepath.Join(assets, "etcd")
+	if opts.CRDDir != "" {
+		e.te.CRDDirectoryPaths = []string{opts.CRDDir}
+	} else {
+		all, err := crds.Load()
+		if err != nil {
+			return fmt.Errorf("loading the embedded CRDs: %w", err)
+		}
+		e.te.CRDs = all
+	}
+	cfg, err := e.te.Start()
+	if err != nil {
+		return fmt.Errorf("starting the control plane from %s: %w", assets, err)
+	}
+	e.cfg = rest.CopyConfig(cfg)
+	e.cfg.QPS, e.cfg.Burst = QPS, Burst
+	if err := os.WriteFile(e.kubeconfig, e.te.KubeConfig, 0o600); err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	if e.kube, err = kubernetes.NewForConfig(e.cfg); err != nil {
+		return fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	if e.dynamic, err = dynamic.NewForConfig(e.cfg); err != nil {
+		return fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	return e.waitServing(ctx)
+}
+
+// Config returns a copy of the admin client configuration, with QPS and
+// Burst raised (see the constants).
+func (e *Env) Config() *rest.Config { return rest.CopyConfig(e.cfg) }
+
+// KubeconfigPath is a kubeconfig file for the admin user, for subprocesses
+// and Helm. It stays valid across API server restarts.
+func (e *Env) KubeconfigPath() string { return e.kubeconfig }
+
+// AuditLogPath is the audit log file, or "" when Options.AuditLog was off.
+func (e *Env) AuditLogPath() string { return e.auditLog }
+
+// Kube is a typed client built from Config.
+func (e *Env) Kube() kubernetes.Interface { return e.kube }
+
+// Dynamic is a dynamic client built from Config.
+func (e *Env) Dynamic() dynamic.Interface { return e.dynamic }
+
+// Host is the API server URL; it does not change across restarts.
+func (e *Env) Host() string { return e.cfg.Host }
+
+// StopAPIServer stops kube-apiserver and waits until it has exited. etcd
+// keeps running with all data. Requests fail until StartAPIServer.
+func (e *Env) StopAPIServer() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return errors.New("stopping the API server: the environment is stopped")
+	}
+	if err := e.te.ControlPlane.APIServer.Stop(); err != nil {
+		return fmt.Errorf("stopping the API server: %w", err)
+	}
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the
+// same address with the same certificates and flags, and returns once it
+// serves the CRDs again. Clients created before keep working.
+func (e *Env) StartAPIServer(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return errors.New("starting the API server: the environment is stopped")
+	}
+	if err := e.te.ControlPlane.APIServer.Start(); err != nil {
+		return fmt.Errorf("starting the API server again on %s: %w", e.cfg.Host, err)
+	}
+	return e.waitServing(ctx)
+}
+
+// waitServing returns once the API server lists ManagedCharts, within 30 s.
+// A freshly started server offers no watch to wait on, so this polls.
+func (e *Env) waitServing(ctx context.Context) error {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true,
+		func(ctx context.Context) (bool, error) {
+			_, err := e.dynamic.Resource(ManagedChartsGVR).List(ctx, listOne)
+			return err == nil, nil
+		})
+	if err != nil {
+		return fmt.Errorf("waiting for the API server at %s to serve ManagedCharts: %w", e.cfg.Host, err)
+	}
+	return nil
+}
+
+// Stop stops kube-apiserver and etcd and removes their data. It is safe to
+// call more than once.
+func (e *Env) Stop() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return nil
+	}
+	e.stopped = true
+	var errs []error
+	if e.te != nil {
+		if err := e.te.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping the control plane: %w", err))
+		}
+	}
+	if err := os.RemoveAll(e.dir); err != nil {
+		errs = append(errs, fmt.Errorf("removing %s: %w", e.dir, err))
+	}
+	return errors.Join(errs...)
+}
