@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -102,12 +103,25 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 
 // LoadSpec reads and parses the upgrade spec at path. A file that cannot be
 // read is bad input naming the path.
+//
+// A chart source that is a relative directory is taken relative to the
+// spec file's directory, so a spec and its charts can travel together.
 func LoadSpec(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, outcome.BadInput(fmt.Errorf("reading upgrade spec: %w", err))
 	}
-	return ParseSpec(path, data)
+	sp, err := ParseSpec(path, data)
+	if err != nil {
+		return nil, err
+	}
+	for i := range sp.Charts {
+		src := sp.Charts[i].Chart.Source
+		if !strings.Contains(src, "://") && !filepath.IsAbs(src) {
+			sp.Charts[i].Chart.Source = filepath.Join(filepath.Dir(path), src)
+		}
+	}
+	return sp, nil
 }
 
 // header checks apiVersion and kind of the root mapping.
