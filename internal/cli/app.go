@@ -107,18 +107,20 @@ func normalizeArgs(args []string) []string {
 func prepare(c *ucli.Command) {
 	c.OnUsageError = usageError
 	for _, f := range c.Flags {
-		env := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Names()[0], "-", "_"))
+		// CHART_UPGRADER_<FLAG> comes first: it overrides the variables
+		// system-upgrade-controller sets (SYSTEM_UPGRADE_*)
+		env := []string{envPrefix + strings.ToUpper(strings.ReplaceAll(f.Names()[0], "-", "_"))}
 		switch x := f.(type) {
 		case *ucli.StringFlag:
-			x.EnvVars = append(x.EnvVars, env)
+			x.EnvVars = append(env, x.EnvVars...)
 		case *ucli.StringSliceFlag:
-			x.EnvVars = append(x.EnvVars, env)
+			x.EnvVars = append(env, x.EnvVars...)
 		case *ucli.BoolFlag:
-			x.EnvVars = append(x.EnvVars, env)
+			x.EnvVars = append(env, x.EnvVars...)
 		case *ucli.DurationFlag:
-			x.EnvVars = append(x.EnvVars, env)
+			x.EnvVars = append(env, x.EnvVars...)
 		case *ucli.IntFlag:
-			x.EnvVars = append(x.EnvVars, env)
+			x.EnvVars = append(env, x.EnvVars...)
 		}
 	}
 	for _, sub := range c.Subcommands {

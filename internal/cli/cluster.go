@@ -22,6 +22,11 @@ func clusterFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "node-name", EnvVars: []string{"SYSTEM_UPGRADE_NODE_NAME"}, Usage: "this node's `NAME`, for the Lease identity and Events (default: the host name)"},
 		&ucli.StringFlag{Name: "log-format", Value: "auto", Usage: "`FORMAT` of the logs on stderr: text, json, or auto (text on a terminal)"},
 		&ucli.DurationFlag{Name: "lease-duration", Value: 30 * time.Second, Usage: "how long a crashed process holds the apply `DURATION` before another may take over"},
+		// what system-upgrade-controller says about the Job (logs, Events, Lease)
+		&ucli.StringFlag{Name: "plan", EnvVars: []string{"SYSTEM_UPGRADE_PLAN_NAME"}, Usage: "the SUC Plan `NAME` running this (default $SYSTEM_UPGRADE_PLAN_NAME)"},
+		&ucli.StringFlag{Name: "plan-hash", EnvVars: []string{"SYSTEM_UPGRADE_PLAN_LATEST_HASH"}, Usage: "the Plan's `HASH` (default $SYSTEM_UPGRADE_PLAN_LATEST_HASH)"},
+		&ucli.StringFlag{Name: "pod-name", EnvVars: []string{"SYSTEM_UPGRADE_POD_NAME"}, Usage: "this pod's `NAME` (default $SYSTEM_UPGRADE_POD_NAME)"},
+		&ucli.StringFlag{Name: "pod-uid", EnvVars: []string{"SYSTEM_UPGRADE_POD_UID"}, Usage: "this pod's `UID` (default $SYSTEM_UPGRADE_POD_UID)"},
 	}
 }
 
@@ -35,12 +40,13 @@ func targetFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "policy", Usage: "with --target: policy `FILE` (rules: and migrations:)"},
 		&ucli.StringSliceFlag{Name: "set", Usage: "with --target: explicit value `PATH=VALUE` after the rules; repeatable"},
 		&ucli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: "with --target: explicit values `FILE` after the rules; repeatable"},
-		&ucli.StringFlag{Name: "version", Usage: "chart `VERSION` to upgrade to (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
+		&ucli.StringFlag{Name: "version", EnvVars: []string{"SYSTEM_UPGRADE_PLAN_LATEST_VERSION"}, Usage: "chart `VERSION` to upgrade to (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 		&ucli.DurationFlag{Name: "timeout", Usage: "how long to wait for readiness, overriding the spec's wait.timeout (`DURATION`, default 20m)"},
 		&ucli.BoolFlag{Name: "allow-downgrade", Usage: "allow a target version older than the deployed one"},
 		&ucli.BoolFlag{Name: "unpause", Usage: "upgrade (and unpause) a target that someone else paused"},
 		&ucli.BoolFlag{Name: "require-nodes-ready", Usage: "refuse unless every node is Ready"},
 		&ucli.StringFlag{Name: "ca-file", Usage: "extra CA certificates `FILE` for Helm repository URLs"},
+		&ucli.StringFlag{Name: "secrets-dir", Value: phase.DefaultSecretsDir, Usage: "without --spec and --target, the spec is `DIR`/<secret>/spec.yaml (where SUC mounts Plan secrets)"},
 	}
 }
 
@@ -54,7 +60,8 @@ func options(c *ucli.Context) phase.Options {
 		AllowDowngrade: c.Bool("allow-downgrade"), Unpause: c.Bool("unpause"), RequireNodesReady: c.Bool("require-nodes-ready"),
 		Kubeconfig: c.String("kubeconfig"), StateDir: c.String("state-dir"), LockFile: c.String("lock-file"),
 		TerminationLog: c.String("termination-log"), NodeName: c.String("node-name"),
-		LeaseDuration: c.Duration("lease-duration"), CAFile: c.String("ca-file"),
+		LeaseDuration: c.Duration("lease-duration"), CAFile: c.String("ca-file"), SecretsDir: c.String("secrets-dir"),
+		SUC: phase.SUC{Plan: c.String("plan"), PlanHash: c.String("plan-hash"), Pod: c.String("pod-name"), PodUID: c.String("pod-uid")},
 		Log: logger(c.App.ErrWriter, c.String("log-format")), Out: c.App.Writer,
 	}
 }

@@ -42,6 +42,9 @@ func (e *Events) Phase(ctx context.Context, s *State, phase string, err error) {
 		ev.Reason += "Failed"
 		ev.Message = fmt.Sprintf("%s %s → %s failed: %s", phase, s.From, s.To, truncate(err.Error(), 900))
 	}
+	if job := s.Opts.SUC.String(); job != "" {
+		ev.Message += " [" + job + "]"
+	}
 	if !s.Leader {
 		e.pending = append(e.pending, ev)
 		return

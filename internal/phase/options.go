@@ -36,6 +36,12 @@ type Options struct {
 	// chart repositories
 	CAFile string
 
+	// SecretsDir is where system-upgrade-controller mounts the Plan's
+	// secrets: without --spec and --target, the spec is found there.
+	SecretsDir string
+	// SUC identifies the Job that runs this process, for logs and Events.
+	SUC SUC
+
 	Log *slog.Logger
 	Out io.Writer // the decision table and summaries
 	// WrapTransport wraps the API client transport (tests count requests).
@@ -50,6 +56,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if attrs := o.SUC.attrs(); len(attrs) > 0 {
+		o.Log = o.Log.With(attrs...)
 	}
 	if o.Out == nil {
 		o.Out = io.Discard

@@ -148,7 +148,17 @@ func planCharts(opts Options) ([]spec.Chart, error) {
 		}
 		return []spec.Chart{c}, nil
 	default:
-		return nil, outcome.BadInput(errors.New("nothing to upgrade: give --spec FILE, or --target managedchart/NAMESPACE/NAME with --chart-source"))
+		// under system-upgrade-controller: the spec in the Plan's secret
+		if len(opts.Set) > 0 || len(opts.Files) > 0 || opts.PolicyFile != "" || opts.ChartSource != "" {
+			return nil, outcome.BadInput(errors.New("--policy, --set, -f and --chart-source need --target"))
+		}
+		path, err := DiscoverSpec(opts.SecretsDir)
+		if err != nil {
+			return nil, err
+		}
+		opts.Log.Info("upgrade spec from the Plan's secret", "spec", path)
+		opts.SpecFile = path
+		return planCharts(opts)
 	}
 }
 
