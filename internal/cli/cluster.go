@@ -16,8 +16,9 @@ import (
 func clusterFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig `FILE` (default: $KUBECONFIG, else the in-cluster service account)"},
-		&ucli.StringFlag{Name: "state-dir", Usage: "journal `DIR` (default: /host/var/lib/chart-upgrader when /host exists, else $XDG_STATE_HOME/chart-upgrader)"},
-		&ucli.StringFlag{Name: "lock-file", Usage: "host lock `FILE` (default: /host/run/chart-upgrader/upgrade.lock when /host exists, else in the state dir)"},
+		&ucli.StringFlag{Name: "host-root", Value: phase.DefaultHostRoot, Usage: "`DIR` where the node's / is mounted (system-upgrade-controller: /host); state and lock go under it when it exists"},
+		&ucli.StringFlag{Name: "state-dir", Usage: "journal `DIR` (default: <host-root>/var/lib/chart-upgrader when the host root exists, else $XDG_STATE_HOME/chart-upgrader)"},
+		&ucli.StringFlag{Name: "lock-file", Usage: "host lock `FILE` (default: <host-root>/run/chart-upgrader/upgrade.lock when the host root exists, else in the state dir)"},
 		&ucli.StringFlag{Name: "termination-log", Value: phase.DefaultTerminationLog, Usage: "`FILE` for the one-line result (the default is written only when it exists)"},
 		&ucli.StringFlag{Name: "node-name", EnvVars: []string{"SYSTEM_UPGRADE_NODE_NAME"}, Usage: "this node's `NAME`, for the Lease identity and Events (default: the host name)"},
 		&ucli.StringFlag{Name: "log-format", Value: "auto", Usage: "`FORMAT` of the logs on stderr: text, json, or auto (text on a terminal)"},
@@ -58,7 +59,7 @@ func options(c *ucli.Context) phase.Options {
 		Set: c.StringSlice("set"), Files: c.StringSlice("file"),
 		Version: c.String("version"), Timeout: c.Duration("timeout"),
 		AllowDowngrade: c.Bool("allow-downgrade"), Unpause: c.Bool("unpause"), RequireNodesReady: c.Bool("require-nodes-ready"),
-		Kubeconfig: c.String("kubeconfig"), StateDir: c.String("state-dir"), LockFile: c.String("lock-file"),
+		Kubeconfig: c.String("kubeconfig"), HostRoot: c.String("host-root"), StateDir: c.String("state-dir"), LockFile: c.String("lock-file"),
 		TerminationLog: c.String("termination-log"), NodeName: c.String("node-name"),
 		LeaseDuration: c.Duration("lease-duration"), CAFile: c.String("ca-file"), SecretsDir: c.String("secrets-dir"),
 		SUC: phase.SUC{Plan: c.String("plan"), PlanHash: c.String("plan-hash"), Pod: c.String("pod-name"), PodUID: c.String("pod-uid")},

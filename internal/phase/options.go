@@ -27,6 +27,7 @@ type Options struct {
 
 	// cluster access and local records
 	Kubeconfig     string
+	HostRoot       string // the node's / (SUC mounts it at /host)
 	StateDir       string
 	LockFile       string
 	TerminationLog string

@@ -46,7 +46,7 @@ func Status(ctx context.Context, opts Options, format string) error {
 	if err != nil {
 		return outcome.BadInput(fmt.Errorf("--target: %w", err))
 	}
-	stateDir, _ := LocalPaths(opts.StateDir, opts.LockFile)
+	stateDir, _ := LocalPaths(opts.HostRoot, opts.StateDir, opts.LockFile)
 	cfg, err := RESTConfig(opts.Kubeconfig)
 	if err != nil {
 		return err

@@ -74,7 +74,7 @@ type session struct {
 }
 
 func openSession(_ context.Context, opts *Options) (*session, error) {
-	stateDir, lockFile := LocalPaths(opts.StateDir, opts.LockFile)
+	stateDir, lockFile := LocalPaths(opts.HostRoot, opts.StateDir, opts.LockFile)
 	lock, err := journal.Acquire(lockFile)
 	if err != nil {
 		return nil, err
@@ -162,18 +162,24 @@ func planCharts(opts Options) ([]spec.Chart, error) {
 	}
 }
 
+// DefaultHostRoot is where system-upgrade-controller mounts the node's /.
+const DefaultHostRoot = "/host"
+
 // LocalPaths returns the state directory and the lock file (DESIGN §6):
-// the flags when given; else under /host when it exists (run by
-// system-upgrade-controller); else under $XDG_STATE_HOME.
-func LocalPaths(stateDir, lockFile string) (string, string) {
+// the flags when given; else under the host root (/host) when it exists
+// (run by system-upgrade-controller); else under $XDG_STATE_HOME.
+func LocalPaths(hostRoot, stateDir, lockFile string) (string, string) {
+	if hostRoot == "" {
+		hostRoot = DefaultHostRoot
+	}
 	host := false
-	if fi, err := os.Stat("/host"); err == nil && fi.IsDir() {
+	if fi, err := os.Stat(hostRoot); err == nil && fi.IsDir() {
 		host = true
 	}
 	if stateDir == "" {
 		switch {
 		case host:
-			stateDir = "/host/var/lib/chart-upgrader"
+			stateDir = filepath.Join(hostRoot, "var", "lib", "chart-upgrader")
 		case os.Getenv("XDG_STATE_HOME") != "":
 			stateDir = filepath.Join(os.Getenv("XDG_STATE_HOME"), "chart-upgrader")
 		default:
@@ -183,7 +189,7 @@ func LocalPaths(stateDir, lockFile string) (string, string) {
 	}
 	if lockFile == "" {
 		if host {
-			lockFile = "/host/run/chart-upgrader/upgrade.lock"
+			lockFile = filepath.Join(hostRoot, "run", "chart-upgrader", "upgrade.lock")
 		} else {
 			lockFile = filepath.Join(stateDir, "upgrade.lock")
 		}
