@@ -47,6 +47,8 @@ func targetFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "unpause", Usage: "upgrade (and unpause) a target that someone else paused"},
 		&ucli.BoolFlag{Name: "require-nodes-ready", Usage: "refuse unless every node is Ready"},
 		&ucli.StringFlag{Name: "ca-file", Usage: "extra CA certificates `FILE` for Helm repository URLs"},
+		&ucli.StringFlag{Name: "hooks-dir", Usage: "`DIR` of pre-<phase> and post-<phase> hooks (default: the directory of a spec found in the Plan's secret)"},
+		&ucli.DurationFlag{Name: "hook-timeout", Value: phase.DefaultHookTimeout, Usage: "how long one hook may run (`DURATION`)"},
 		&ucli.StringFlag{Name: "secrets-dir", Value: phase.DefaultSecretsDir, Usage: "without --spec and --target, the spec is `DIR`/<secret>/spec.yaml (where SUC mounts Plan secrets)"},
 	}
 }
@@ -62,6 +64,7 @@ func options(c *ucli.Context) phase.Options {
 		Kubeconfig: c.String("kubeconfig"), HostRoot: c.String("host-root"), StateDir: c.String("state-dir"), LockFile: c.String("lock-file"),
 		TerminationLog: c.String("termination-log"), NodeName: c.String("node-name"),
 		LeaseDuration: c.Duration("lease-duration"), CAFile: c.String("ca-file"), SecretsDir: c.String("secrets-dir"),
+		HooksDir: c.String("hooks-dir"), HookTimeout: c.Duration("hook-timeout"),
 		SUC: phase.SUC{Plan: c.String("plan"), PlanHash: c.String("plan-hash"), Pod: c.String("pod-name"), PodUID: c.String("pod-uid")},
 		Log: logger(c.App.ErrWriter, c.String("log-format")), Out: c.App.Writer,
 	}

@@ -43,6 +43,12 @@ type Options struct {
 	// SUC identifies the Job that runs this process, for logs and Events.
 	SUC SUC
 
+	// HooksDir holds pre-<phase> and post-<phase> executables (default: the
+	// directory of a spec found in the Plan's secret); HookTimeout bounds
+	// each (default 5m).
+	HooksDir    string
+	HookTimeout time.Duration
+
 	Log *slog.Logger
 	Out io.Writer // the decision table and summaries
 	// WrapTransport wraps the API client transport (tests count requests).

@@ -44,10 +44,21 @@ const crashAfterEnv = "CHART_UPGRADER_TEST_CRASH_AFTER"
 func run(ctx context.Context, s *State, phases []Phase) error {
 	log := s.Opts.Log.With("target", s.Ref())
 	for _, p := range phases {
+		if err := s.hooks.run(ctx, s, "pre", p.Name(), nil); err != nil {
+			log.Error("pre hook failed", "phase", p.Name(), "error", err.Error())
+			return fmt.Errorf("%s: %w", s.Ref(), err)
+		}
 		start := time.Now()
 		log.Info("phase start", "phase", p.Name())
 		err := p.Run(ctx, s)
 		d := time.Since(start).Round(time.Millisecond)
+		if p.Name() == "resolve" && err == nil && s.Situation == SituationDone {
+			s.noop = true
+		}
+		if herr := s.hooks.run(ctx, s, "post", p.Name(), err); herr != nil {
+			log.Error("post hook failed", "phase", p.Name(), "error", herr.Error())
+			s.hookFailures = append(s.hookFailures, herr.Error())
+		}
 		if err != nil {
 			log.Error("phase failed", "phase", p.Name(), "duration", d.String(), "error", err.Error())
 			s.events.Phase(ctx, s, p.Name(), err)

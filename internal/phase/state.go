@@ -41,6 +41,9 @@ type State struct {
 	stopLease    func()
 	leaseLost    <-chan struct{}
 	events       *Events
+	hooks        *hooks
+	noop         bool     // resolve found the target done: nothing will be written
+	hookFailures []string // post hooks that failed, reported at the end
 	observer     *target.Observer
 	stopObserver func()
 }

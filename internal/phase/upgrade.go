@@ -33,9 +33,16 @@ func Preflight(ctx context.Context, opts Options) error {
 func runCharts(ctx context.Context, opts Options, phases []Phase, verb string) (err error) {
 	opts.defaults()
 	defer func() { writeTermination(opts, verb, err) }()
-	charts, err := planCharts(opts)
+	charts, specFile, err := planCharts(opts)
 	if err != nil {
 		return err
+	}
+	if opts.HooksDir == "" && opts.SpecFile == "" && opts.Target == "" {
+		// run by system-upgrade-controller: hooks travel with the spec
+		opts.HooksDir = filepath.Dir(specFile)
+	}
+	if opts.HookTimeout <= 0 {
+		opts.HookTimeout = DefaultHookTimeout
 	}
 	sess, err := openSession(ctx, &opts)
 	if err != nil {
@@ -52,6 +59,9 @@ func runCharts(ctx context.Context, opts Options, phases []Phase, verb string) (
 		s.close()
 		if err != nil {
 			return err
+		}
+		for _, h := range s.hookFailures {
+			fmt.Fprintf(opts.Out, "warning: %s\n", h)
 		}
 		line := fmt.Sprintf("%s %s %s → %s", verb, s.Ref(), s.From, s.To)
 		if s.Situation == SituationDone && !s.Leader && len(phases) > 2 {
@@ -111,50 +121,51 @@ func (s *session) state(opts *Options, c spec.Chart) (*State, error) {
 		return nil, fmt.Errorf("chart source of %s: %w", c.Target, err)
 	}
 	return &State{Opts: opts, Env: s.env, Journal: s.store, Identity: s.identity, Chart: c, Source: src,
-		events: &Events{Component: "chart-upgrader"}}, nil
+		events: &Events{Component: "chart-upgrader"},
+		hooks:  &hooks{dir: opts.HooksDir, timeout: opts.HookTimeout, hostRoot: opts.HostRoot}}, nil
 }
 
 // planCharts returns the charts to upgrade: those of --spec, or the one
 // --target with --chart-source and --policy.
-func planCharts(opts Options) ([]spec.Chart, error) {
+func planCharts(opts Options) ([]spec.Chart, string, error) {
 	switch {
 	case opts.SpecFile != "" && opts.Target != "":
-		return nil, outcome.BadInput(errors.New("give --spec or --target, not both"))
+		return nil, "", outcome.BadInput(errors.New("give --spec or --target, not both"))
 	case opts.SpecFile != "":
 		if opts.PolicyFile != "" || len(opts.Set) > 0 || len(opts.Files) > 0 || opts.ChartSource != "" {
-			return nil, outcome.BadInput(errors.New("--policy, --set, -f and --chart-source go with --target; with --spec, put rules in the spec"))
+			return nil, "", outcome.BadInput(errors.New("--policy, --set, -f and --chart-source go with --target; with --spec, put rules in the spec"))
 		}
 		sp, err := spec.LoadSpec(opts.SpecFile)
 		if err != nil {
-			return nil, fmt.Errorf("--spec: %w", err)
+			return nil, "", fmt.Errorf("--spec: %w", err)
 		}
-		return sp.Charts, nil
+		return sp.Charts, opts.SpecFile, nil
 	case opts.Target != "":
 		t, err := spec.ParseTarget(opts.Target)
 		if err != nil {
-			return nil, outcome.BadInput(fmt.Errorf("--target: %w", err))
+			return nil, "", outcome.BadInput(fmt.Errorf("--target: %w", err))
 		}
 		if opts.ChartSource == "" {
-			return nil, outcome.BadInput(errors.New("--chart-source is required with --target"))
+			return nil, "", outcome.BadInput(errors.New("--chart-source is required with --target"))
 		}
 		c := spec.Chart{Target: t, Chart: spec.ChartRef{Name: opts.ChartName, Source: opts.ChartSource},
 			Wait: spec.Wait{Timeout: spec.DefaultWaitTimeout}}
 		if opts.PolicyFile != "" {
 			p, err := spec.LoadPolicy(opts.PolicyFile)
 			if err != nil {
-				return nil, fmt.Errorf("--policy: %w", err)
+				return nil, "", fmt.Errorf("--policy: %w", err)
 			}
 			c.Rules, c.Migrations = p.Rules, p.Migrations
 		}
-		return []spec.Chart{c}, nil
+		return []spec.Chart{c}, "", nil
 	default:
 		// under system-upgrade-controller: the spec in the Plan's secret
 		if len(opts.Set) > 0 || len(opts.Files) > 0 || opts.PolicyFile != "" || opts.ChartSource != "" {
-			return nil, outcome.BadInput(errors.New("--policy, --set, -f and --chart-source need --target"))
+			return nil, "", outcome.BadInput(errors.New("--policy, --set, -f and --chart-source need --target"))
 		}
 		path, err := DiscoverSpec(opts.SecretsDir)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		opts.Log.Info("upgrade spec from the Plan's secret", "spec", path)
 		opts.SpecFile = path
