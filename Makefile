@@ -4,13 +4,21 @@ LDFLAGS := -s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Versio
 GO      ?= go
 EXAMPLES := package/examples
 
-.PHONY: all build test demo demo-merge bench fuzz lint testenv clean
+.PHONY: all build image-binary image-check test demo demo-merge bench fuzz lint testenv clean
 
 all: lint build test
 
 ## build: static bin/chart-upgrader (CGO off, version from git)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/chart-upgrader ./cmd/chart-upgrader
+
+## image-binary: dist/chart-upgrader built exactly as the Dockerfile's build stage builds it
+image-binary:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Version=$(VERSION)" -o dist/chart-upgrader ./cmd/chart-upgrader
+
+## image-check: build and run the image's final stage and a chart bundle image with buildah (no Docker engine)
+image-check:
+	scripts/image-check
 
 ## testenv: build kube-apiserver + etcd from the Go module proxy (cached outside the repo)
 testenv:
@@ -46,4 +54,4 @@ lint:
 	scripts/lint
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
