@@ -74,19 +74,30 @@ func (resolvePhase) Run(ctx context.Context, s *State) error {
 	return nil
 }
 
-// loadVersion loads the chart at *version, trying it without a leading "v"
-// when the source has no such version (channels often say v1.2.3 for chart
-// 1.2.3); *version is updated to what was found.
+// loadVersion loads the chart at *version and sets *version to the chart's
+// own version. The source also finds "1.2.3" for "v1.2.3"; and since
+// system-upgrade-controller turns a "+" of a version into "-", a version
+// that is not found is matched against the source's versions with "+" read
+// as "-" (chart 1.2.3+rke2r1 for 1.2.3-rke2r1).
 func loadVersion(ctx context.Context, s *State, name string, version *string) (*chart.Chart, error) {
 	c, err := s.Source.Load(ctx, name, *version)
-	if err == nil || !strings.HasPrefix(*version, "v") {
-		return c, err
+	if err != nil {
+		versions, verr := s.Source.Versions(ctx, name)
+		if verr != nil {
+			return nil, err
+		}
+		want := strings.TrimPrefix(*version, "v")
+		for _, v := range versions {
+			if strings.Contains(v, "+") && strings.ReplaceAll(strings.TrimPrefix(v, "v"), "+", "-") == want {
+				if c, err = s.Source.Load(ctx, name, v); err == nil {
+					break
+				}
+			}
+		}
+		if c == nil {
+			return nil, err
+		}
 	}
-	trimmed := strings.TrimPrefix(*version, "v")
-	c2, err2 := s.Source.Load(ctx, name, trimmed)
-	if err2 != nil {
-		return nil, err
-	}
-	*version = trimmed
-	return c2, nil
+	*version = c.Metadata.Version
+	return c, nil
 }
