@@ -57,6 +57,8 @@ func newApp(stdout, stderr io.Writer) *ucli.App {
 			rollbackCommand(),
 			resolveCommand(),
 			channelCommand(),
+			planCommand(),
+			nodeCommand(),
 		},
 		Writer:    stdout,
 		ErrWriter: stderr,

@@ -1,0 +1,163 @@
+package nodes
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/node"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+// mixedPods puts one pod of each kind on the fixture's node.
+type mixedPods struct {
+	web, api, agent, scratch, bare *corev1.Pod
+}
+
+func (f *fixture) mixedPods() mixedPods {
+	return mixedPods{
+		web:     f.pod(podSpec{name: "web", owner: "rs", labels: map[string]string{"app": "web"}}),
+		api:     f.pod(podSpec{name: "api", owner: "rs", labels: map[string]string{"app": "api"}}),
+		agent:   f.pod(podSpec{name: "agent", owner: "ds", labels: map[string]string{"app": "agent"}}),
+		scratch: f.pod(podSpec{name: "scratch", owner: "rs", emptyDir: true, labels: map[string]string{"app": "scratch"}}),
+		bare:    f.pod(podSpec{name: "bare", labels: map[string]string{"app": "bare"}}),
+	}
+}
+
+// TestDrainRefusesWithoutFlags: DaemonSet pods, emptyDir pods and bare
+// pods each need their flag; without them the drain refuses (exit 3),
+// naming the pods, and evicts nothing. The node stays cordoned by us.
+func TestDrainRefusesWithoutFlags(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	p := f.mixedPods()
+
+	err := node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second, GracePeriodSeconds: grace(0)})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, outcome.ErrRefused), "%v", err)
+	msg := err.Error()
+	assert.Contains(t, msg, `draining node "`+f.node+`": `)
+	assert.Contains(t, msg, "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "+f.ns+"/agent")
+	assert.Contains(t, msg, "cannot delete Pods with local storage (use --delete-emptydir-data to override): "+f.ns+"/scratch")
+	assert.Contains(t, msg, "cannot delete Pods that declare no controller (use --force to override): "+f.ns+"/bare")
+	f.requireThere(p.web, p.api, p.agent, p.scratch, p.bare)
+	f.requireCordonedByUs(f.node)
+
+	t.Run("each flag lifts its refusal", func(t *testing.T) {
+		err := node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second, GracePeriodSeconds: grace(0),
+			IgnoreDaemonSets: true, DeleteEmptyDirData: true})
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), "agent")
+		assert.NotContains(t, err.Error(), "scratch")
+		assert.Contains(t, err.Error(), f.ns+"/bare")
+		f.requireThere(p.web, p.api, p.agent, p.scratch, p.bare)
+	})
+}
+
+// TestDrainPodSelector: only the pods the selector matches are evicted;
+// the others are not even considered (so they refuse nothing).
+func TestDrainPodSelector(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	p := f.mixedPods()
+	var out buffer
+
+	require.NoError(t, node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second,
+		GracePeriodSeconds: grace(0), PodSelector: "app in (web, bare)", Force: true, Out: &out}))
+	f.requireGone(p.web, p.bare)
+	f.requireThere(p.api, p.agent, p.scratch)
+	assert.Contains(t, out.String(), "node/"+f.node+" cordoned\n")
+	assert.Contains(t, out.String(), "pod "+f.ns+"/web evicted\n")
+	assert.Contains(t, out.String(), "node/"+f.node+": deleting Pods that declare no controller: "+f.ns+"/bare\n")
+	assert.Contains(t, out.String(), "node/"+f.node+" drained\n")
+
+	t.Run("a bad selector is bad input and cordons nothing", func(t *testing.T) {
+		name := f.newNode(false)
+		err := node.Drain(t.Context(), f.kube, name, node.DrainOptions{PodSelector: "app in (web"})
+		require.Error(t, err)
+		assert.Equal(t, outcome.ExitBadInput, outcome.Code(err), "%v", err)
+		assert.Contains(t, err.Error(), `draining node "`+name+`": pod selector "app in (web": `)
+		f.requireSchedulable(name)
+	})
+}
+
+// TestDrainAll: with every flag, all pods but the DaemonSet's go; uncordon
+// then undoes the drain's cordon.
+func TestDrainAll(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	p := f.mixedPods()
+	var out buffer
+
+	require.NoError(t, node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second,
+		GracePeriodSeconds: grace(0), IgnoreDaemonSets: true, DeleteEmptyDirData: true, Force: true, Out: &out}))
+	f.requireGone(p.web, p.api, p.scratch, p.bare)
+	f.requireThere(p.agent)
+	f.requireCordonedByUs(f.node)
+	assert.Contains(t, out.String(), "ignoring DaemonSet-managed Pods: "+f.ns+"/agent")
+
+	// a second drain finds nothing to do
+	out = buffer{}
+	require.NoError(t, node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second,
+		GracePeriodSeconds: grace(0), IgnoreDaemonSets: true, Out: &out}))
+	assert.NotContains(t, out.String(), "evict")
+
+	changed, err := node.Uncordon(t.Context(), f.kube, f.node, node.Options{})
+	require.NoError(t, err)
+	assert.True(t, changed)
+	f.requireSchedulable(f.node)
+}
+
+// TestDrainRespectsPodDisruptionBudget: the eviction API refuses (429) to
+// evict a pod whose PodDisruptionBudget allows no disruption; the drain
+// keeps asking until its timeout, then fails with exit 4 naming the pod.
+// The other pods are evicted meanwhile. Once the budget is gone, the drain
+// completes.
+func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	web := f.pod(podSpec{name: "web-0", owner: "rs", labels: map[string]string{"app": "web"}})
+	api := f.pod(podSpec{name: "api-0", owner: "rs", labels: map[string]string{"app": "api"}})
+	f.pdb("web", map[string]string{"app": "web"})
+	var out buffer
+
+	start := time.Now()
+	err := node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 2 * time.Second, GracePeriodSeconds: grace(0), Out: &out})
+	elapsed := time.Since(start)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, outcome.ErrTimeout), "%v", err)
+	assert.Equal(t, outcome.ExitTimeout, outcome.Code(err))
+	assert.Equal(t, `draining node "`+f.node+`": timed out after 2s with 1 pod still there: `+
+		f.ns+`/web-0 (PodDisruptionBudget `+f.ns+`/web allows no disruption)`, err.Error())
+	assert.Less(t, elapsed, 5*time.Second, "the timeout was not honoured")
+	assert.Contains(t, out.String(), "violate the pod's disruption budget")
+	f.requireThere(web)
+	f.requireGone(api)
+
+	require.NoError(t, f.kube.PolicyV1().PodDisruptionBudgets(f.ns).Delete(t.Context(), "web", metav1.DeleteOptions{}))
+	require.NoError(t, node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second, GracePeriodSeconds: grace(0)}))
+	f.requireGone(web)
+}
+
+// TestDrainWaitsForTermination: without a grace period override, an
+// evicted pod keeps its own (30 s); with no kubelet to finish it, it stays
+// Terminating, and the drain times out naming it as such.
+func TestDrainWaitsForTermination(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	slow := f.pod(podSpec{name: "slow", owner: "rs"})
+	quick := f.pod(podSpec{name: "quick", owner: "rs", grace: grace(0)})
+
+	err := node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 2 * time.Second})
+	require.Error(t, err)
+	assert.Equal(t, outcome.ExitTimeout, outcome.Code(err), "%v", err)
+	assert.Contains(t, err.Error(), "with 1 pod still there: "+f.ns+"/slow (terminating)")
+	there, terminating := f.exists(slow)
+	assert.True(t, there && terminating, "slow is terminating")
+	f.requireGone(quick)
+}
