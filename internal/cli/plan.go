@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"fmt"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/suc"
+)
+
+func planCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "plan",
+		Usage: "print the system-upgrade-controller Plan that runs chart-upgrader upgrade (YAML on stdout)",
+		Description: "The Plan runs `chart-upgrader upgrade` on each node labelled --node-selector, one at a\n" +
+			"time, with the upgrade spec from the Secret --spec-secret, for a pinned --version or the\n" +
+			"version a --channel URL resolves to. The controller tags --image with that version, so\n" +
+			"give the repository without a tag. jobActiveDeadlineSecs is --wait-timeout + 10m (the\n" +
+			"controller's default deadline, 600 s, would kill the Job while it waits). See plans/.",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "name", Usage: "the Plan's `NAME`"},
+			&ucli.StringFlag{Name: "namespace", Value: suc.DefaultNamespace, Usage: "the `NAMESPACE` of the controller, the Plan, its ServiceAccount and Secret"},
+			&ucli.StringFlag{Name: "image", Usage: "image `REPOSITORY` without a tag: the controller tags it with the resolved version"},
+			&ucli.StringFlag{Name: "version", Usage: "pin the chart `VERSION` to upgrade to"},
+			&ucli.StringFlag{Name: "channel", Usage: "follow a system-upgrade-controller channel `URL` instead of --version"},
+			&ucli.StringFlag{Name: "node-selector", Value: suc.DefaultNodeSelector, Usage: "the node label `KEY=VALUE` that opts a node in"},
+			&ucli.StringFlag{Name: "spec-secret", Value: suc.DefaultSpecSecret, Usage: "the Secret `NAME` holding spec.yaml"},
+			&ucli.StringFlag{Name: "service-account", Value: suc.DefaultServiceAccount, Usage: "the ServiceAccount `NAME` that runs the Job"},
+			&ucli.IntFlag{Name: "concurrency", Value: suc.DefaultConcurrency, Usage: "how many `NODES` run the Job at once (0: 1)"},
+			&ucli.BoolFlag{Name: "cordon", Usage: "cordon the node first (a chart upgrade does not need it)"},
+			&ucli.BoolFlag{Name: "drain", Usage: "drain the node first: DaemonSets ignored, emptyDir pods evicted, at most 10m"},
+			&ucli.DurationFlag{Name: "wait-timeout", Value: suc.DefaultWaitTimeout, Usage: "the longest `DURATION` the upgrade may wait for readiness, all charts of the spec together"},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 0 {
+				return outcome.BadInput(fmt.Errorf("plan: unexpected argument %q (every input is a flag)", c.Args().First()))
+			}
+			var drain *suc.DrainOptions
+			if c.Bool("drain") {
+				drain = suc.DefaultDrain()
+			}
+			out, err := suc.Render(suc.PlanOptions{
+				Name: c.String("name"), Namespace: c.String("namespace"), Image: c.String("image"),
+				Version: c.String("version"), Channel: c.String("channel"), NodeSelector: c.String("node-selector"),
+				SpecSecret: c.String("spec-secret"), ServiceAccount: c.String("service-account"),
+				Concurrency: int64(c.Int("concurrency")), Cordon: c.Bool("cordon"), Drain: drain,
+				WaitTimeout: c.Duration("wait-timeout"),
+			})
+			if err != nil {
+				return err
+			}
+			_, err = c.App.Writer.Write(out)
+			return err
+		},
+	}
+}
