@@ -68,6 +68,14 @@ func (preflightPhase) Run(ctx context.Context, s *State) error {
 		refuse("%v", err)
 	}
 	if len(problems) > 0 {
+		// another process may have applied the target since resolve read
+		// it: what looks unhealthy (not Ready, Helm release pending) is then
+		// its rollout, which this process waits for, not a reason to refuse
+		if applied, err := appliedMeanwhile(ctx, s); err != nil {
+			return err
+		} else if applied {
+			return nil
+		}
 		return outcome.Refused(fmt.Errorf("preflight refused %s %s → %s:\n- %s", s.Ref(), s.From, s.To, strings.Join(problems, "\n- ")))
 	}
 	return nil
@@ -91,4 +99,21 @@ func notReadyNodes(ctx context.Context, s *State) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// appliedMeanwhile re-reads the target and reports whether it now carries
+// an apply of this version by chart-upgrader (annotations matching its
+// values); s.MC, s.Situation and s.Want then say so.
+func appliedMeanwhile(ctx context.Context, s *State) (bool, error) {
+	mc, found, err := s.Env.Target.Get(ctx, s.MC.Namespace, s.MC.Name)
+	if err != nil || !found {
+		return false, err
+	}
+	if Assess(mc, s.To, false) != SituationApplied {
+		return false, nil
+	}
+	w, _ := mc.AppliedWant()
+	s.MC, s.Situation, s.Want = mc, SituationApplied, w
+	s.Opts.Log.Info("another process applied the target since it was read", "version", w.Version)
+	return true, nil
 }

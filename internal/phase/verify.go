@@ -3,10 +3,13 @@ package phase
 import (
 	"context"
 	"fmt"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/journal"
 )
 
 // verifyPhase records completion in the journal, prints the summary and
-// releases the Lease when this process held it.
+// releases the Lease when this node holds it (taken by this run, or by an
+// earlier run of this node that was killed before it released it).
 type verifyPhase struct{}
 
 func (verifyPhase) Name() string { return "verify" }
@@ -16,12 +19,20 @@ func (verifyPhase) Run(ctx context.Context, s *State) error {
 		return fmt.Errorf("%s is not ready (situation %s)", s.Ref(), s.Situation)
 	}
 	s.Entry.Completed = true
-	if s.Leader && s.lease != nil {
-		if s.stopLease != nil {
-			s.stopLease()
-			s.stopLease = nil
-		}
-		if err := s.lease.Release(ctx); err != nil {
+	if s.stopLease != nil {
+		s.stopLease()
+		s.stopLease = nil
+	}
+	// Release also when this run did not take the Lease: a run of this node
+	// killed after it applied still holds it under the same identity.
+	// Release reads first and writes only when the Lease is ours.
+	l := s.lease
+	if l == nil && s.MC != nil {
+		l = &journal.Lease{Client: s.Env.Kube, Namespace: s.MC.Namespace, Name: journal.LeaseName(s.MC.Name),
+			Identity: s.Identity, Duration: s.Opts.LeaseDuration}
+	}
+	if l != nil {
+		if err := l.Release(ctx); err != nil {
 			return err
 		}
 	}

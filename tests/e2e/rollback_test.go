@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/phase"
+	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// rollbackCounting runs the rollback of a target in-process as node n with
+// the API transport wrapped, and returns its error, its log and the write
+// requests it made.
+func (f *fixture) rollbackCounting(n node, name string) (error, string, *writeCounter) {
+	f.t.Helper()
+	var logs bytes.Buffer
+	wc := &writeCounter{}
+	opts := phase.Options{Target: f.targetRef(name), Timeout: 60 * time.Second,
+		Kubeconfig: f.env.KubeconfigPath(), StateDir: n.stateDir, LockFile: n.lockFile, TerminationLog: n.termLog, NodeName: n.name}
+	opts.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	opts.Out = &logs
+	opts.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
+	err := phase.Rollback(f.t.Context(), opts)
+	return err, logs.String(), wc
+}
+
+func TestRollbackRestoresVersionAndValues(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	installed := f.install(name, "1.0.0", userValues())
+	installedHash, err := values.Hash(values.Normalize(userValues()).(map[string]any))
+	require.NoError(t, err)
+	require.Equal(t, installedHash, installed.ValuesHash())
+
+	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, "2.0.0", f.get(name).Version)
+	require.NotEqual(t, installedHash, f.get(name).ValuesHash(), "the upgrade changed the values")
+
+	r = f.cli(f.node, "rollback", "--target", f.targetRef(name), "--timeout", "60s")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "rolled back "+f.targetRef(name)+" 2.0.0 → 1.0.0")
+	for _, p := range []string{"restore", "apply", "wait", "verify"} {
+		assert.Contains(t, r.stderr, `"msg":"phase done","target":"`+f.targetRef(name)+`","phase":"`+p+`"`)
+	}
+
+	mc := f.get(name)
+	assert.Equal(t, "1.0.0", mc.Version)
+	assert.Equal(t, installedHash, mc.ValuesHash(), "the values installed are back")
+	assert.Equal(t, installed.Values, mc.Values)
+	assert.False(t, mc.Paused)
+	assertAppliedRecord(t, mc, "1.0.0")
+	assert.Equal(t, "2.0.0", mc.Annotations[target.AnnotationPreviousVersion])
+
+	// the rollback waited until Fleet deployed 1.0.0 with those values
+	cmObj, err := f.env.Kube().CoreV1().ConfigMaps(f.ns).Get(t.Context(), name+"-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "1.0.0", cmObj.Labels["app.kubernetes.io/version"], "the chart's version")
+	assert.Equal(t, "registry.example.com/demo/app:v1.0.0", cmObj.Data["image"])
+	assert.Equal(t, "registry.example.com/demo/webhook:v0.4.1", cmObj.Data["webhookImage"], "the pinned tag is back")
+	assert.Equal(t, "192.168.1.10", cmObj.Data["kubeVipAddress"], "the value the migration removed is back")
+	b, err := f.tc.Bundle(t.Context(), f.ns, name)
+	require.NoError(t, err)
+	assert.Equal(t, "1.0.0", b.HelmVersion)
+	assert.Len(t, f.backups(name), 1, "a rollback writes no backup of its own")
+
+	// restored and ready: a second rollback writes nothing
+	before := f.get(name)
+	err, logs, wc := f.rollbackCounting(f.node, name)
+	require.NoError(t, err, logs)
+	assert.Zero(t, wc.writes.Load(), "a second rollback wrote: %v", wc.seen)
+	assertUnchanged(t, before, f.get(name))
+}
+
+func TestRollbackWithoutBackupIsRefused(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", userValues())
+	before := f.get(name)
+	r := f.cli(f.node, "rollback", "--target", f.targetRef(name), "--timeout", "60s")
+	assert.Equal(t, outcome.ExitRefused, r.code, "stderr: %s", r.stderr)
+	l := lastLineOf(r.stderr)
+	assert.Contains(t, l, "nothing to roll back to")
+	assert.Contains(t, l, "no backup of managedchart "+f.ns+"/"+name)
+	assertUnchanged(t, before, f.get(name))
+	assert.False(t, f.leaseExists(name))
+
+	err, logs, wc := f.rollbackCounting(f.node, name)
+	assert.Equal(t, outcome.ExitRefused, outcome.Code(err), "error: %v\n%s", err, logs)
+	assert.Zero(t, wc.writes.Load(), "writes: %v", wc.seen)
+}

@@ -1,0 +1,117 @@
+package plans
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cli"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/suc"
+)
+
+// The Plan files and what they mean, for the test that does not go
+// through the CLI.
+var planFiles = []struct {
+	file string
+	opts suc.PlanOptions
+}{
+	{"30-plan-pinned.yaml", suc.PlanOptions{Name: "chart-upgrader", Namespace: "system-upgrade",
+		Image: "ghcr.io/chart-upgrader/chart-upgrader", Version: "1.4.3", NodeSelector: "chart-upgrader.io/upgrade=true",
+		SpecSecret: "chart-upgrader-spec", ServiceAccount: "chart-upgrader", Concurrency: 1, WaitTimeout: 20 * time.Minute}},
+	{"40-plan-channel.yaml", suc.PlanOptions{Name: "chart-upgrader", Namespace: "system-upgrade",
+		Image: "ghcr.io/chart-upgrader/chart-upgrader", Channel: "http://chart-upgrader-channels.system-upgrade.svc/v1/channels/stable",
+		NodeSelector: "chart-upgrader.io/upgrade=true", SpecSecret: "chart-upgrader-spec", ServiceAccount: "chart-upgrader",
+		Concurrency: 1, WaitTimeout: 20 * time.Minute}},
+}
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Run(t.Context(), append([]string{"chart-upgrader"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// Each Plan file is, byte for byte after its leading comment, what
+// `chart-upgrader plan` prints for the flags the comment records.
+func TestPlanFilesAreWhatThePlanCommandPrints(t *testing.T) {
+	for _, pf := range planFiles {
+		t.Run(pf.file, func(t *testing.T) {
+			text := planFile(t, pf.file)
+			args := planCommand(t, pf.file, text)
+			code, stdout, stderr := runCLI(t, append([]string{"plan"}, args...)...)
+			require.Equal(t, 0, code, "chart-upgrader plan %v: %s", args, stderr)
+			assert.Empty(t, stderr)
+			assert.Equal(t, stdout, body(text), "regenerate %s with the command in its header", pf.file)
+		})
+	}
+}
+
+// The same, through the package (and the options spelled out).
+func TestPlanFilesAreWhatBuildMakes(t *testing.T) {
+	for _, pf := range planFiles {
+		t.Run(pf.file, func(t *testing.T) {
+			out, err := suc.Render(pf.opts)
+			require.NoError(t, err)
+			assert.Equal(t, string(out), body(planFile(t, pf.file)))
+		})
+	}
+}
+
+// What the Plans promise in their comments and in plans/README.md.
+func TestPlanFilesKeepTheContract(t *testing.T) {
+	for _, pf := range planFiles {
+		t.Run(pf.file, func(t *testing.T) {
+			text := planFile(t, pf.file)
+			args := planCommand(t, pf.file, text)
+			wait, err := time.ParseDuration(flagValue(args, "wait-timeout"))
+			require.NoError(t, err)
+			plan, err := suc.Build(pf.opts)
+			require.NoError(t, err)
+			s := plan.Spec
+			assert.Greater(t, time.Duration(s.JobActiveDeadlineSecs)*time.Second, wait, "the Job outlives the wait")
+			assert.Greater(t, s.JobActiveDeadlineSecs, int64(600), "above SUC's default deadline")
+			assert.Contains(t, text, "600 s", "the comment cites SUC's default deadline")
+			assert.Contains(t, text, "kubectl label node NODE chart-upgrader.io/upgrade=true", "the opt-in is documented")
+			assert.EqualValues(t, 1, s.Concurrency)
+			assert.Equal(t, map[string]string{"chart-upgrader.io/upgrade": "true"}, s.NodeSelector.MatchLabels)
+			assert.Equal(t, "ghcr.io/chart-upgrader/chart-upgrader", s.Upgrade.Image, "no tag: SUC tags it with the version")
+			assert.Len(t, s.Tolerations, 4)
+			assert.Equal(t, "chart-upgrader-spec", s.Secrets[0].Name)
+			assert.False(t, s.Cordon)
+			assert.Nil(t, s.Drain)
+		})
+	}
+}
+
+// Bad flags exit 2 and name the flag.
+func TestPlanCommandRefusesBadFlags(t *testing.T) {
+	base := []string{"plan", "--name", "chart-upgrader", "--image", "ghcr.io/chart-upgrader/chart-upgrader"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"image with tag", []string{"plan", "--name", "p", "--image", "ghcr.io/chart-upgrader/chart-upgrader:v0.1.0", "--version", "1.0.0"}, `--image "ghcr.io/chart-upgrader/chart-upgrader:v0.1.0": has a tag (:v0.1.0)`},
+		{"no version nor channel", base, "--version: give --version"},
+		{"both", append(base, "--version", "1", "--channel", "http://x/v1/channels/a"), "not both"},
+		{"bad channel", append(base, "--channel", "stable"), `--channel "stable"`},
+		{"bad selector", append(base, "--version", "1", "--node-selector", "upgrade"), `--node-selector "upgrade"`},
+		{"bad concurrency", append(base, "--version", "1", "--concurrency", "-1"), `--concurrency "-1"`},
+		{"bad namespace", append(base, "--version", "1", "--namespace", "System"), `--namespace "System"`},
+		{"no name", []string{"plan", "--image", "x", "--version", "1"}, "--name: required"},
+		{"not a duration", append(base, "--version", "1", "--wait-timeout", "soon"), "wait-timeout"},
+		{"unknown flag", append(base, "--version", "1", "--cluster", "x"), "cluster"},
+		{"an argument", append(base, "--version", "1", "extra"), `unexpected argument "extra"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			assert.Equal(t, outcome.ExitBadInput, code, stderr)
+			assert.Empty(t, stdout, "nothing printed on stdout")
+			assert.Contains(t, stderr, tc.says)
+		})
+	}
+}
