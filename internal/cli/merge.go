@@ -17,9 +17,11 @@ func mergeCommand() *ucli.Command {
 		Name:  "merge",
 		Usage: "decide the new user values of a chart upgrade and report every decision",
 		Description: "Offline: U from --values, the defaults from --chart (and --old-chart).\n" +
+			"Cluster mode (--target): U from the ManagedChart, the old defaults from --chart-source at the\n" +
+			"deployed version, live objects from the cluster; reads only.\n" +
 			"-o yaml prints the new values on stdout and the report on stderr;\n" +
 			"-o json prints one JSON object; -o table prints the report.",
-		Flags: []ucli.Flag{
+		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "values", Usage: "user values `FILE` (what the target says today)"},
 			&ucli.StringFlag{Name: "chart", Usage: "new chart: a chart directory or .tgz `PATH`"},
 			&ucli.StringFlag{Name: "old-chart", Usage: "deployed chart `PATH`, for the old defaults (follow, keep, readonly)"},
@@ -30,11 +32,20 @@ func mergeCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "from-version", Usage: "deployed `VERSION` for migrations (default: the old chart's)"},
 			&ucli.StringFlag{Name: "to-version", Usage: "target `VERSION` for migrations (default: the new chart's)"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "`FORMAT`: yaml, json or table"},
-		},
+			// cluster mode
+			&ucli.StringFlag{Name: "target", Usage: "cluster mode: `managedchart/NAMESPACE/NAME` instead of --values and --chart"},
+			&ucli.StringFlag{Name: "chart-source", Usage: "cluster mode: a `DIR` of charts or a Helm repository URL"},
+			&ucli.StringFlag{Name: "chart-name", Usage: "cluster mode: the chart `NAME` in the source (default: the ManagedChart's spec.chart)"},
+			&ucli.StringFlag{Name: "version", Usage: "cluster mode: the `VERSION` to merge for (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
+			&ucli.StringFlag{Name: "ca-file", Usage: "cluster mode: extra CA certificates `FILE` for Helm repository URLs"},
+		}, clusterFlags()...),
 		Action: func(c *ucli.Context) error {
 			format := c.String("output")
 			if format != "yaml" && format != "json" && format != "table" {
 				return outcome.BadInput(fmt.Errorf("-o %q: want yaml, json or table", format))
+			}
+			if c.String("target") != "" {
+				return mergeTarget(c, format)
 			}
 			res, err := phase.MergeOffline(c.Context, phase.MergeFiles{
 				Values: c.String("values"), Chart: c.String("chart"), OldChart: c.String("old-chart"),
@@ -51,6 +62,27 @@ func mergeCommand() *ucli.Command {
 			return writeResult(c.App.Writer, c.App.ErrWriter, format, res)
 		},
 	}
+}
+
+// mergeTarget is merge in cluster mode.
+func mergeTarget(c *ucli.Context, format string) error {
+	for _, offline := range []string{"values", "chart", "old-chart", "live", "from-version", "to-version"} {
+		if c.String(offline) != "" {
+			return outcome.BadInput(fmt.Errorf("--%s is for offline merges; with --target the cluster provides it", offline))
+		}
+	}
+	res, err := phase.MergeTarget(c.Context, phase.Options{
+		Target: c.String("target"), ChartSource: c.String("chart-source"), ChartName: c.String("chart-name"),
+		PolicyFile: c.String("policy"), Set: c.StringSlice("set"), Files: c.StringSlice("file"),
+		Version: c.String("version"), Kubeconfig: c.String("kubeconfig"), CAFile: c.String("ca-file"),
+	})
+	if err != nil {
+		if res != nil {
+			_ = res.WriteTable(c.App.ErrWriter)
+		}
+		return err
+	}
+	return writeResult(c.App.Writer, c.App.ErrWriter, format, res)
 }
 
 // writeResult prints a merge result in the chosen format.

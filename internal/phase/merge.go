@@ -63,6 +63,7 @@ func computeMerge(ctx context.Context, s *State) error {
 	res, err := MergeAndCheck(in, s.NewChart)
 	if err != nil {
 		if res != nil {
+			s.Merge = res // for the report of a refusal; never applied
 			_ = res.WriteTable(s.Opts.Out)
 		}
 		return err
