@@ -19,6 +19,9 @@ type Lease struct {
 	Name      string
 	Identity  string
 	Duration  time.Duration // how long a holder that stopped renewing keeps it
+	// Annotations say who holds it beyond the identity (the SUC plan and
+	// pod); they are written whenever the Lease is taken.
+	Annotations map[string]string
 }
 
 // LeaseName is the Lease of a target (DESIGN §6), cut to a valid name.
@@ -39,7 +42,7 @@ func (l *Lease) TryAcquire(ctx context.Context) (bool, string, error) {
 	cur, err := leases.Get(ctx, l.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace,
+			ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace, Annotations: l.Annotations,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "chart-upgrader"}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &l.Identity, LeaseDurationSeconds: &secs,
 				AcquireTime: &now, RenewTime: &now},
@@ -64,6 +67,16 @@ func (l *Lease) TryAcquire(ctx context.Context) (bool, string, error) {
 		return false, holder, nil
 	}
 	if holder != l.Identity {
+		if len(l.Annotations) > 0 {
+			ann := cur.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			for k, v := range l.Annotations {
+				ann[k] = v
+			}
+			cur.SetAnnotations(ann)
+		}
 		cur.Spec.AcquireTime = &now
 		transitions := int32(1)
 		if cur.Spec.LeaseTransitions != nil {

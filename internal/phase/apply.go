@@ -121,7 +121,7 @@ func reread(ctx context.Context, s *State) error {
 // watches the target, and tries again when the holder's lease may expire.
 func takeLease(ctx context.Context, s *State) error {
 	s.lease = &journal.Lease{Client: s.Env.Kube, Namespace: s.MC.Namespace, Name: journal.LeaseName(s.MC.Name),
-		Identity: s.Identity, Duration: s.Opts.LeaseDuration}
+		Identity: s.Identity, Duration: s.Opts.LeaseDuration, Annotations: s.leaseAnnotations()}
 	for {
 		held, holder, err := s.lease.TryAcquire(ctx)
 		if err != nil {
@@ -142,6 +142,21 @@ func takeLease(ctx context.Context, s *State) error {
 			return nil
 		}
 	}
+}
+
+// leaseAnnotations name the Job holding the Lease, for a person reading it.
+func (s *State) leaseAnnotations() map[string]string {
+	ann := map[string]string{}
+	for k, v := range map[string]string{
+		"chart-upgrader.io/node": s.Opts.NodeName, "chart-upgrader.io/plan": s.Opts.SUC.Plan,
+		"chart-upgrader.io/plan-hash": s.Opts.SUC.PlanHash, "chart-upgrader.io/pod": s.Opts.SUC.Pod,
+		"chart-upgrader.io/pod-uid": s.Opts.SUC.PodUID, "chart-upgrader.io/version": s.To,
+	} {
+		if v != "" {
+			ann[k] = v
+		}
+	}
+	return ann
 }
 
 // waitForOther watches the target until another process has applied it

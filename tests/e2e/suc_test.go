@@ -100,6 +100,15 @@ func TestAsSUCJob(t *testing.T) {
 	assert.Contains(t, events.Items[0].Message, "plan chart-upgrader")
 	assert.Equal(t, "node-a", events.Items[0].Source.Host)
 
+	// the Lease says which Job applied
+	lease, err := f.env.Kube().CoordinationV1().Leases(f.ns).Get(t.Context(), "chart-upgrader-"+name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "chart-upgrader", lease.Annotations["chart-upgrader.io/plan"])
+	assert.Equal(t, "apply-chart-upgrader-on-node-a-with-0123abcd-x1y2z", lease.Annotations["chart-upgrader.io/pod"])
+	assert.Equal(t, "5f0c6a2e-1111-2222-3333-444455556666", lease.Annotations["chart-upgrader.io/pod-uid"])
+	assert.Equal(t, "node-a", lease.Annotations["chart-upgrader.io/node"])
+	assert.Empty(t, *lease.Spec.HolderIdentity, "released after verify")
+
 	// SUC retries the Job: nothing to do, nothing written
 	before := f.get(name)
 	code, out = job()
