@@ -4,7 +4,7 @@ LDFLAGS := -s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Versio
 GO      ?= go
 EXAMPLES := package/examples
 
-.PHONY: all build image-binary image-check test demo demo-merge bench fuzz lint testenv clean
+.PHONY: bench-channel all build image-binary image-check test demo demo-merge bench bench-upgrade bench-latency bench-scale fuzz lint testenv clean
 
 all: lint build test
 
@@ -44,6 +44,22 @@ demo-merge: build
 ## bench: the merge benchmarks (figures in README "Performance")
 bench:
 	scripts/bench
+
+## bench-upgrade: chart-upgrader side by side with a bash + kubectl + yq script, on the local control plane (README "Performance")
+bench-upgrade:
+	scripts/bench-upgrade
+
+## bench-latency: ready detection, the simulator's ready write → the tool's exit, 100 runs
+bench-latency:
+	scripts/bench-latency
+
+## bench-scale: 10/100/1,000 BundleDeployments and a spec of 50 charts
+bench-scale:
+	scripts/bench-scale
+
+## bench-channel: a bounded load run of channel serve: requests/s and p99 (README "Performance")
+bench-channel:
+	scripts/bench-channel
 
 ## fuzz: a short bounded run of every fuzz target
 fuzz:
