@@ -91,12 +91,6 @@ func (r *repo) fail(status int) {
 	r.status = status
 }
 
-func (r *repo) slow(d time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.delay = d
-}
-
 // hold makes answers wait until the returned function is called.
 func (r *repo) hold() (release func()) {
 	r.mu.Lock()

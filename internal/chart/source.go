@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -200,6 +199,3 @@ func checkLoaded(c *chart.Chart, from, name, version string) error {
 	}
 	return nil
 }
-
-// redact drops the credentials of a URL for messages.
-func redact(u *url.URL) string { return u.Redacted() }

@@ -211,8 +211,10 @@ func (s *repoSource) fetchIndex(ctx context.Context) (*repo.IndexFile, error) {
 	return idx, nil
 }
 
-// get fetches u, refusing a body larger than max. A 4xx status is marked
-// outcome.BadInput: asking again will not help.
+// get fetches u, refusing a body larger than max. A status below 500 other
+// than 200 (a 4xx, a redirect without a Location), a body larger than max
+// and a TLS certificate that does not verify are marked outcome.BadInput:
+// asking again will not help.
 func (s *repoSource) get(ctx context.Context, u *url.URL, max int64) ([]byte, error) {
 	name := u.Redacted()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -222,17 +224,23 @@ func (s *repoSource) get(ctx context.Context, u *url.URL, max int64) ([]byte, er
 	req.Header.Set("User-Agent", userAgent)
 	resp, err := s.client.Do(req)
 	if err != nil {
+		if untrusted(err) {
+			// Asking again will not help; TLS verification is never skipped.
+			return nil, outcome.BadInput(fmt.Errorf("fetching %s: TLS certificate not trusted (a CA file can add its authority): %w", name, scrub(err)))
+		}
 		return nil, fmt.Errorf("fetching %s: %w", name, scrub(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		err := fmt.Errorf("fetching %s: HTTP %s", name, resp.Status)
-		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+		if resp.StatusCode < 500 {
+			// a 4xx, or a redirect without a Location: asking again will not help
 			return nil, outcome.BadInput(err)
 		}
 		return nil, err
 	}
-	tooLarge := fmt.Errorf("fetching %s: the response is larger than the limit of %s: %w", name, formatBytes(max), errTooLarge)
+	// Too large is bad input: the same answer will be too large again.
+	tooLarge := outcome.BadInput(fmt.Errorf("fetching %s: the response is larger than the limit of %s: %w", name, formatBytes(max), errTooLarge))
 	if resp.ContentLength > max {
 		return nil, tooLarge
 	}
@@ -244,6 +252,15 @@ func (s *repoSource) get(ctx context.Context, u *url.URL, max int64) ([]byte, er
 		return nil, tooLarge
 	}
 	return data, nil
+}
+
+// untrusted tells whether err is a failed TLS certificate verification.
+func untrusted(err error) bool {
+	var verr *tls.CertificateVerificationError
+	var uerr x509.UnknownAuthorityError
+	var herr x509.HostnameError
+	var cerr x509.CertificateInvalidError
+	return errors.As(err, &verr) || errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &cerr)
 }
 
 // scrub drops the URL, which may hold credentials, from a client error; the

@@ -128,12 +128,23 @@ func Overrides(files, sets []string) ([]values.Override, error) {
 	for _, s := range sets {
 		v := map[string]any{}
 		if err := strvals.ParseInto(s, v); err != nil {
-			return nil, outcome.BadInput(fmt.Errorf("--set %q: %w", s, err))
+			return nil, outcome.BadInput(setError(s, err))
 		}
 		// the origin names the paths, never the values (they may be secret)
 		out = append(out, values.Override{Origin: "--set " + strings.Join(values.LeafPaths(v), ","), Values: values.Normalize(v).(map[string]any)})
 	}
 	return out, nil
+}
+
+// setError names a --set item that does not parse. An item that mentions a
+// secret-looking key is named by its first key only, without the parser's
+// error, which may quote a piece of the value (a password holding a comma).
+func setError(item string, err error) error {
+	if !values.LooksSecret(item) {
+		return fmt.Errorf("--set %q: %w", item, err)
+	}
+	key, _, _ := strings.Cut(item, "=")
+	return fmt.Errorf("--set %q: not in Helm's --set syntax (values not shown: the item mentions a secret-looking key)", key+"="+values.Redaction)
 }
 
 // readValues reads a values file; errors name the flag and the file.

@@ -100,13 +100,13 @@ func TestParseSpecWaitDefaults(t *testing.T) {
 }
 
 func TestParsePolicy(t *testing.T) {
-	p, err := ParsePolicy("policy.yaml", doc(
+	_, err := ParsePolicy("policy.yaml", doc(
 		`# anchors and aliases are followed`,
 		`x-src: &src {apiVersion: v1, kind: Secret, namespace: cattle-system, name: tls}`,
 	))
 	require.Error(t, err, "x-src is not a policy field")
 
-	p, err = ParsePolicy("policy.yaml", doc(
+	p, err := ParsePolicy("policy.yaml", doc(
 		`rules:`,
 		`- {path: "a.*.image.tag", policy: chart}`,
 		`- path: 'tls["ca.crt"]'`,

@@ -1,7 +1,6 @@
 package values
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,13 +81,4 @@ func (e *Expr) Eval(doc any) (any, error) {
 	default:
 		return nil, fmt.Errorf("%q gave %d results, want one", e.text, len(results))
 	}
-}
-
-// evalBytes is a test helper seam: it formats a result compactly.
-func compactJSON(v any) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -125,13 +125,6 @@ func warningsOf(res *values.Result, kind values.WarningKind) []values.Warning {
 	return out
 }
 
-// sortedStrings returns a sorted copy.
-func sortedStrings(s []string) []string {
-	out := append([]string{}, s...)
-	sort.Strings(out)
-	return out
-}
-
 // resultJSON encodes a result the way `merge -o json` prints it.
 func resultJSON(t testing.TB, res *values.Result) []byte {
 	t.Helper()

@@ -18,6 +18,11 @@ func isSecretKey(k string) bool {
 	return false
 }
 
+// LooksSecret reports whether text mentions a secret-looking key: one of the
+// words that make reports redact a value (password, token, key, cert, auth,
+// …), case-insensitively.
+func LooksSecret(text string) bool { return isSecretKey(text) }
+
 // secretKey caches isSecretKey per key: the same keys recur on every path.
 func (m *merger) secretKey(k string) bool {
 	v, ok := m.secretKeys[k]
@@ -26,16 +31,6 @@ func (m *merger) secretKey(k string) bool {
 		m.secretKeys[k] = v
 	}
 	return v
-}
-
-// secretPath reports whether any key on the path looks secret.
-func secretPath(keys []string) bool {
-	for _, k := range keys {
-		if isSecretKey(k) {
-			return true
-		}
-	}
-	return false
 }
 
 // holdsSecret reports whether a value holds a secret-looking key anywhere

@@ -3,9 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -220,8 +218,8 @@ func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // upgradeCounting runs the upgrade in-process with the API transport
-// wrapped, and returns its error, its log and the write requests it made.
-func (f *fixture) upgradeCounting(n node, opts phase.Options) (error, string, *writeCounter) {
+// wrapped, and returns its log, the write requests it made and its error.
+func (f *fixture) upgradeCounting(n node, opts phase.Options) (string, *writeCounter, error) {
 	f.t.Helper()
 	var logs bytes.Buffer
 	wc := &writeCounter{}
@@ -231,7 +229,7 @@ func (f *fixture) upgradeCounting(n node, opts phase.Options) (error, string, *w
 	opts.Out = &logs
 	opts.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
 	err := phase.Upgrade(f.t.Context(), opts)
-	return err, logs.String(), wc
+	return logs.String(), wc, err
 }
 
 // backups lists the backup Secrets of a target.
@@ -261,8 +259,6 @@ func (f *fixture) leaseExists(name string) bool {
 	_, err := f.env.Kube().CoordinationV1().Leases(f.ns).Get(f.t.Context(), "chart-upgrader-"+name, metav1.GetOptions{})
 	return !apierrors.IsNotFound(err)
 }
-
-func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 var (
 	binOnce sync.Once
@@ -300,23 +296,3 @@ func (f *fixture) process(n node, env []string, command string, args ...string) 
 	cmd.Env = append(os.Environ(), env...)
 	return cmd
 }
-
-// runProcess runs chart-upgrader as a process and returns its exit code
-// (-1 when killed by a signal) and combined output.
-func (f *fixture) runProcess(n node, env []string, command string, args ...string) (int, string) {
-	f.t.Helper()
-	cmd := f.process(n, env, command, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if err == nil {
-		return 0, out.String()
-	}
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String()
-	}
-	f.t.Fatalf("running chart-upgrader: %v", err)
-	return 0, ""
-}
-
-var _ = io.Discard

@@ -116,7 +116,7 @@ func TestRefuseNotReadyTarget(t *testing.T) {
 	f.awaitObserved(name, "a not-ready bundle", bundleNotReady)
 	before := f.get(name)
 
-	err, logs, wc := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
+	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
 	assertRefusedUntouched(t, f, name, before, err, logs, wc)
 	l := lineHolding(t, err.Error(), "is not Ready")
 	assert.Contains(t, l, "bundle mcc-"+name)
@@ -135,7 +135,7 @@ func TestRefuseErrApplied(t *testing.T) {
 	})
 	before := f.get(name)
 
-	err, logs, wc := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
+	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
 	assertRefusedUntouched(t, f, name, before, err, logs, wc)
 	assert.Contains(t, lineHolding(t, err.Error(), "ErrApplied"), "bundle mcc-"+name+": 1 cluster(s) in ErrApplied")
 	// the offending resource from the Bundle status, with Fleet's message
@@ -154,7 +154,7 @@ func TestRefuseModified(t *testing.T) {
 	})
 	before := f.get(name)
 
-	err, logs, wc := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
+	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
 	assertRefusedUntouched(t, f, name, before, err, logs, wc)
 	assert.Contains(t, lineHolding(t, err.Error(), "Modified"), "bundle mcc-"+name+": 1 cluster(s) Modified")
 	l := lineHolding(t, err.Error(), "ConfigMap "+f.ns+"/"+name+"-config")
@@ -172,7 +172,7 @@ func TestRefusePausedBySomeoneElseUnlessUnpause(t *testing.T) {
 	before := f.get(name)
 	require.True(t, before.Paused)
 
-	err, logs, wc := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
+	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
 	assertRefusedUntouched(t, f, name, before, err, logs, wc)
 	l := lineHolding(t, err.Error(), "paused by someone else")
 	assert.Contains(t, l, "--unpause")
@@ -210,7 +210,7 @@ func TestRefusePendingHelmRelease(t *testing.T) {
 	require.NoError(t, err)
 	before := f.get(name)
 
-	err, logs, wc := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
+	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
 	assertRefusedUntouched(t, f, name, before, err, logs, wc)
 	l := lineHolding(t, err.Error(), "pending-upgrade")
 	assert.Contains(t, l, "helm release "+f.ns+"/"+name)
@@ -223,7 +223,7 @@ func TestRefuseDowngradeUnlessAllowed(t *testing.T) {
 	f.install(name, "2.0.0", userValues())
 	before := f.get(name)
 
-	err, logs, wc := f.upgradeCounting(f.node, f.upgradeOpts(name, "1.0.0", ""))
+	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "1.0.0", ""))
 	assertRefusedUntouched(t, f, name, before, err, logs, wc)
 	l := lineHolding(t, err.Error(), "is a downgrade")
 	assert.Contains(t, l, "2.0.0 → 1.0.0")
@@ -251,7 +251,7 @@ migrations:
 `)
 	before := f.get(name)
 
-	err, logs, wc := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", policy))
+	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", policy))
 	assertRefusedUntouched(t, f, name, before, err, logs, wc)
 	l := lineHolding(t, err.Error(), "promote.clusterDNS")
 	assert.Contains(t, l, "10.53.0.10")
@@ -262,7 +262,7 @@ migrations:
 func TestRefuseMissingTarget(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	err, logs, wc := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", ""))
+	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", ""))
 	require.Error(t, err, logs)
 	assert.Equal(t, outcome.ExitRefused, outcome.Code(err), "error: %v", err)
 	assert.Zero(t, wc.writes.Load(), "writes: %v", wc.seen)

@@ -18,9 +18,9 @@ import (
 )
 
 // rollbackCounting runs the rollback of a target in-process as node n with
-// the API transport wrapped, and returns its error, its log and the write
-// requests it made.
-func (f *fixture) rollbackCounting(n node, name string) (error, string, *writeCounter) {
+// the API transport wrapped, and returns its log, the write requests it made
+// and its error.
+func (f *fixture) rollbackCounting(n node, name string) (string, *writeCounter, error) {
 	f.t.Helper()
 	var logs bytes.Buffer
 	wc := &writeCounter{}
@@ -30,7 +30,7 @@ func (f *fixture) rollbackCounting(n node, name string) (error, string, *writeCo
 	opts.Out = &logs
 	opts.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
 	err := phase.Rollback(f.t.Context(), opts)
-	return err, logs.String(), wc
+	return logs.String(), wc, err
 }
 
 func TestRollbackRestoresVersionAndValues(t *testing.T) {
@@ -75,7 +75,7 @@ func TestRollbackRestoresVersionAndValues(t *testing.T) {
 
 	// restored and ready: a second rollback writes nothing
 	before := f.get(name)
-	err, logs, wc := f.rollbackCounting(f.node, name)
+	logs, wc, err := f.rollbackCounting(f.node, name)
 	require.NoError(t, err, logs)
 	assert.Zero(t, wc.writes.Load(), "a second rollback wrote: %v", wc.seen)
 	assertUnchanged(t, before, f.get(name))
@@ -94,7 +94,7 @@ func TestRollbackWithoutBackupIsRefused(t *testing.T) {
 	assertUnchanged(t, before, f.get(name))
 	assert.False(t, f.leaseExists(name))
 
-	err, logs, wc := f.rollbackCounting(f.node, name)
+	logs, wc, err := f.rollbackCounting(f.node, name)
 	assert.Equal(t, outcome.ExitRefused, outcome.Code(err), "error: %v\n%s", err, logs)
 	assert.Zero(t, wc.writes.Load(), "writes: %v", wc.seen)
 }

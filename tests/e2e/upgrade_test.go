@@ -3,20 +3,17 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/phase"
 	"github.com/chart-upgrader/chart-upgrader/internal/target"
-	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 var releaseSeq atomic.Int64
@@ -116,19 +113,19 @@ func TestRerunAfterSuccessMakesNoWrites(t *testing.T) {
 	f.install(name, "1.0.0", userValues())
 	opts := phase.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: "2.0.0",
 		PolicyFile: f.policy(name)}
-	err, logs, first := f.upgradeCounting(f.node, opts)
+	logs, first, err := f.upgradeCounting(f.node, opts)
 	require.NoError(t, err, logs)
 	assert.Greater(t, first.writes.Load(), int64(0))
 	before := f.get(name)
 
-	err, logs, again := f.upgradeCounting(f.node, opts)
+	logs, again, err := f.upgradeCounting(f.node, opts)
 	require.NoError(t, err, logs)
 	assert.Zero(t, again.writes.Load(), "a re-run wrote: %v", again.seen)
 	assert.Contains(t, logs, "nothing to do")
 	assertUnchanged(t, before, f.get(name))
 
 	// another node, with its own journal, knows from the annotations
-	err, logs, other := f.upgradeCounting(newNode(t, "node-2"), opts)
+	logs, other, err := f.upgradeCounting(newNode(t, "node-2"), opts)
 	require.NoError(t, err, logs)
 	assert.Zero(t, other.writes.Load(), "another node wrote: %v", other.seen)
 	t.Logf("writes: first run %d (%v), re-run %d, other node %d", first.writes.Load(), first.seen, again.writes.Load(), other.writes.Load())
@@ -166,7 +163,7 @@ func TestReadonlyViolationIsRefusedWithoutWrites(t *testing.T) {
 	name := release()
 	f.install(name, "1.0.0", userValues())
 	before := f.get(name)
-	err, logs, wc := f.upgradeCounting(f.node, phase.Options{Target: "managedchart/" + f.ns + "/" + name,
+	logs, wc, err := f.upgradeCounting(f.node, phase.Options{Target: "managedchart/" + f.ns + "/" + name,
 		ChartSource: f.charts, Version: "2.0.0", PolicyFile: f.policy(name), Set: []string{"promote.clusterPodCIDR=10.99.0.0/16"}})
 	require.Error(t, err)
 	assert.Equal(t, 3, exitCode(err), logs)
@@ -191,7 +188,3 @@ func TestLiveStorageClassUnchangedKeepsTrue(t *testing.T) {
 func exitCode(err error) int {
 	return outcomeCode(err)
 }
-
-var _ = strings.Contains
-var _ corev1.Secret
-var _ = values.Hash

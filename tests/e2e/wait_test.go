@@ -37,7 +37,7 @@ func TestWaitTimeoutSaysWhatWasAwaited(t *testing.T) {
 			f.sim.SetFault(f.ns, name, fleetsim.Fault{NeverReady: true})
 		}
 	}
-	err, logs, _ := f.upgradeCounting(f.node, opts)
+	logs, _, err := f.upgradeCounting(f.node, opts)
 	require.Error(t, err, logs)
 	assert.Equal(t, outcome.ExitTimeout, outcome.Code(err), "error: %v", err)
 	t.Logf("timed out: %v", err)

@@ -24,7 +24,7 @@ func TestConcurrentWriterIsMergedNotLost(t *testing.T) {
 			f.patchManagedChart(ctx, name, `{"spec":{"values":{"extra":{"note":"written by someone else"}}}}`)
 		}
 	}
-	err, logs, wc := f.upgradeCounting(f.node, opts)
+	logs, wc, err := f.upgradeCounting(f.node, opts)
 	require.NoError(t, err, logs)
 	require.GreaterOrEqual(t, len(attempts), 2, "the first write did not conflict: %v", attempts)
 	assert.Contains(t, logs, "re-reading and merging again")

@@ -1,0 +1,222 @@
+// Package security checks chart-upgrader's security properties end to end:
+// the modes of its local files, that secret values never reach logs,
+// Events, reports or the termination message, that every HTTP client
+// verifies TLS, and that downloads are bounded.
+package security
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cli"
+	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}) }
+
+var releaseSeq atomic.Int64
+
+// world is one test's cluster: a namespace on the shared API server with
+// the Fleet simulator serving it, and a directory of the example charts.
+type world struct {
+	t      *testing.T
+	env    *testenv.Env
+	ns     string
+	root   string // the repository root
+	charts string // the example charts 1.0.0 and 2.0.0
+	tc     *target.Client
+	node   node
+}
+
+// node is the local side of one chart-upgrader process.
+type node struct{ dir, stateDir, lockFile, termLog string }
+
+func newNode(t *testing.T) node {
+	dir := t.TempDir()
+	return node{dir: dir, stateDir: filepath.Join(dir, "state"), lockFile: filepath.Join(dir, "run", "upgrade.lock"),
+		termLog: filepath.Join(dir, "termination-log")}
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	env := testenv.ForTest(t)
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	w := &world{t: t, env: env, ns: env.Namespace(t), root: root, charts: t.TempDir(),
+		tc: &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}, node: newNode(t)}
+	copyDir(t, w.example("charts"), w.charts)
+	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.ns})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = sim.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.NoError(t, sim.WaitForSync(t.Context()))
+	return w
+}
+
+// example is a path under package/examples.
+func (w *world) example(rel ...string) string {
+	return filepath.Join(append([]string{w.root, "package", "examples"}, rel...)...)
+}
+
+// install creates a ManagedChart of the example chart at 1.0.0 with values
+// and waits until it is deployed and ready. Its name is unique in the test
+// binary (the chart's StorageClass is cluster-scoped and named after it).
+func (w *world) install(values map[string]any) string {
+	w.t.Helper()
+	name := fmt.Sprintf("sec%d", releaseSeq.Add(1))
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
+		"metadata": map[string]any{"name": name, "namespace": w.ns},
+		"spec": map[string]any{
+			"chart": "demo-app", "version": "1.0.0", "releaseName": name, "defaultNamespace": w.ns,
+			"repoName": "demo-charts", "timeoutSeconds": int64(600), "values": values,
+			"targets": []any{map[string]any{"clusterName": "local"}},
+		},
+	}}
+	_, err := w.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(w.ns).Create(w.t.Context(), obj, metav1.CreateOptions{})
+	require.NoError(w.t, err)
+	ctx, cancel := context.WithTimeout(w.t.Context(), 60*time.Second)
+	defer cancel()
+	obs, err := w.tc.Observe(ctx, w.ns, name)
+	require.NoError(w.t, err)
+	r, err := obs.WaitReady(ctx, target.Want{Version: "1.0.0"}, time.Hour, nil)
+	require.NoError(w.t, err, "%s never became ready: %v", name, r.Waiting)
+	return name
+}
+
+// userValues is what an installer wrote: package/examples/values.yaml.
+func userValues() map[string]any {
+	return map[string]any{
+		"webhook":      map[string]any{"image": map[string]any{"tag": "v0.4.1"}},
+		"resources":    map[string]any{"requests": map[string]any{"memory": "512Mi"}, "limits": map[string]any{"cpu": "250m"}},
+		"storageClass": map[string]any{"defaultStorageClass": true, "replicaCount": int64(2)},
+		"promote": map[string]any{"clusterPodCIDR": "10.52.0.0/16", "clusterServiceCIDR": "10.53.0.0/16",
+			"clusterDNS": "10.53.0.10"},
+		"kubeVip": map[string]any{"config": map[string]any{"address": "192.168.1.10"}},
+	}
+}
+
+// result is what one run printed and returned.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs chart-upgrader in-process: args after the program name, then the
+// cluster flags of the world's node when cluster is set.
+func (w *world) cli(cluster bool, args ...string) result {
+	w.t.Helper()
+	full := append([]string{"chart-upgrader"}, args...)
+	if cluster {
+		full = append(full, "--kubeconfig", w.env.KubeconfigPath(), "--host-root", filepath.Join(w.node.dir, "no-host"),
+			"--state-dir", w.node.stateDir, "--lock-file", w.node.lockFile,
+			"--termination-log", w.node.termLog, "--node-name", "node-1", "--log-format", "json")
+	}
+	ctx, cancel := context.WithTimeout(w.t.Context(), 3*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := cli.Run(ctx, full, &out, &errb)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	require.NoError(t, filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	}))
+}
+
+// packChart archives the example chart at version the way `helm package`
+// does: its files under "demo-app/", Chart.yaml first.
+func (w *world) packChart(version string) []byte {
+	w.t.Helper()
+	dir := w.example("charts", "demo-app-"+version)
+	var names []string
+	require.NoError(w.t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			names = append(names, filepath.ToSlash(rel))
+		}
+		return err
+	}))
+	sort.SliceStable(names, func(i, j int) bool { return names[i] == "Chart.yaml" && names[j] != "Chart.yaml" })
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, n := range names {
+		body, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(n)))
+		require.NoError(w.t, err)
+		require.NoError(w.t, tw.WriteHeader(&tar.Header{Name: "demo-app/" + n, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}))
+		_, err = tw.Write(body)
+		require.NoError(w.t, err)
+	}
+	require.NoError(w.t, tw.Close())
+	require.NoError(w.t, zw.Close())
+	return buf.Bytes()
+}
+
+// repoIndex lists the example chart at 1.0.0 and 2.0.0.
+const repoIndex = `apiVersion: v1
+entries:
+  demo-app:
+  - {apiVersion: v2, name: demo-app, version: 2.0.0, urls: [charts/demo-app-2.0.0.tgz]}
+  - {apiVersion: v2, name: demo-app, version: 1.0.0, urls: [charts/demo-app-1.0.0.tgz]}
+`
+
+// repo serves a Helm repository of the example chart; index and the
+// archive of 2.0.0 can be replaced.
+func (w *world) repo(index http.Handler, archive2 http.Handler) http.Handler {
+	if index == nil {
+		index = blob([]byte(repoIndex))
+	}
+	if archive2 == nil {
+		archive2 = blob(w.packChart("2.0.0"))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/index.yaml", index)
+	mux.Handle("/charts/demo-app-1.0.0.tgz", blob(w.packChart("1.0.0")))
+	mux.Handle("/charts/demo-app-2.0.0.tgz", archive2)
+	return mux
+}
+
+func blob(data []byte) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { _, _ = rw.Write(data) })
+}
