@@ -4,7 +4,7 @@ LDFLAGS := -s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Versio
 GO      ?= go
 EXAMPLES := package/examples
 
-.PHONY: bench-channel all build image-binary image-check test demo demo-merge bench bench-upgrade bench-latency bench-scale fuzz lint testenv clean
+.PHONY: bench-channel all build image-binary image-check test demo demo-merge bench bench-upgrade bench-latency bench-scale fuzz soak lint testenv clean
 
 all: lint build test
 
@@ -60,6 +60,10 @@ bench-scale:
 ## bench-channel: a bounded load run of channel serve: requests/s and p99 (README "Performance")
 bench-channel:
 	scripts/bench-channel
+
+## soak: upgrade and rollback cycles with random faults, invariants checked after each (README "Reliability"); stops within 10 minutes; SOAK_FLAGS="-seed N -duration 3m"
+soak:
+	scripts/soak $(SOAK_FLAGS)
 
 ## fuzz: a short bounded run of every fuzz target
 fuzz:

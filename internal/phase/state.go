@@ -70,7 +70,12 @@ func (s *State) saveJournal(phase string, rec journal.Record) error {
 	if s.Entry.Phases == nil {
 		s.Entry.Phases = map[string]journal.Record{}
 	}
-	if s.Merge != nil {
+	// the hash of the values this run applies or waits for: merged, restored
+	// from a backup (rollback, no merge), or applied by another process
+	switch {
+	case s.Want.ValuesHash != "":
+		s.Entry.ValuesHash = s.Want.ValuesHash
+	case s.Merge != nil:
 		s.Entry.ValuesHash = s.Merge.SHA256
 	}
 	s.Entry.Phases[phase] = rec
