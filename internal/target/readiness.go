@@ -3,8 +3,6 @@ package target
 import (
 	"fmt"
 	"sort"
-
-	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // Want is what an apply wrote; readiness is judged against it, so status
@@ -78,7 +76,7 @@ func Evaluate(want Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) Re
 		wait("bundle %s is at version %q, not %q yet", b.Name, b.HelmVersion, want.Version)
 	}
 	if b.HasValues && want.ValuesHash != "" {
-		if h, _ := values.Hash(b.Values); h != want.ValuesHash {
+		if b.ValuesHash() != want.ValuesHash {
 			wait("bundle %s does not carry the applied values yet", b.Name)
 		}
 	}
@@ -92,19 +90,12 @@ func Evaluate(want Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) Re
 		wait("no bundledeployments of %s yet", b.Name)
 	}
 	notApplied, notReady := 0, 0
-	var pending []string
 	for _, bd := range bds {
 		switch {
-		case bd.DeploymentID == "" || bd.AppliedDeploymentID != bd.DeploymentID:
+		case !bd.applied():
 			notApplied++
-			pending = append(pending, bd.Namespace+"/"+bd.Name+" not applied")
 		case !bd.Ready:
 			notReady++
-			line := bd.Namespace + "/" + bd.Name + " not ready"
-			if len(bd.NonReady) > 0 {
-				line += ": " + bd.NonReady[0]
-			}
-			pending = append(pending, line)
 		}
 	}
 	if notApplied > 0 {
@@ -113,7 +104,23 @@ func Evaluate(want Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) Re
 	if notReady > 0 {
 		wait("%d of %d bundledeployments are not ready", notReady, len(bds))
 	}
-	if len(r.NonReady) == 0 && len(pending) > 0 {
+	// Fleet lists no non-ready resource: name the first BundleDeployments
+	// (lines are built only then: a judgement runs on every event, over
+	// every BundleDeployment)
+	if len(r.NonReady) == 0 && notApplied+notReady > 0 {
+		pending := make([]string, 0, notApplied+notReady)
+		for _, bd := range bds {
+			switch {
+			case !bd.applied():
+				pending = append(pending, bd.Namespace+"/"+bd.Name+" not applied")
+			case !bd.Ready:
+				line := bd.Namespace + "/" + bd.Name + " not ready"
+				if len(bd.NonReady) > 0 {
+					line += ": " + bd.NonReady[0]
+				}
+				pending = append(pending, line)
+			}
+		}
 		sort.Strings(pending)
 		if len(pending) > 10 {
 			pending = pending[:10]
@@ -135,6 +142,12 @@ func Evaluate(want Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) Re
 	}
 	r.Ready = len(r.Waiting) == 0
 	return r
+}
+
+// applied reports whether the BundleDeployment applied its current
+// deployment.
+func (bd BundleDeployment) applied() bool {
+	return bd.DeploymentID != "" && bd.AppliedDeploymentID == bd.DeploymentID
 }
 
 // Line renders a non-ready resource for a person.

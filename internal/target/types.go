@@ -51,6 +51,10 @@ type ManagedChart struct {
 	Generation       int64
 	Status           BundleStatus // Rancher's copy of the Bundle status
 	Object           *unstructured.Unstructured
+
+	// valuesHash, when set, is ValuesHash of Values, worked out once per
+	// resourceVersion by the Observer (hashing marshals the values).
+	valuesHash string
 }
 
 // Ref names the ManagedChart as managedchart/NAMESPACE/NAME.
@@ -66,6 +70,9 @@ func (m *ManagedChart) Release() string {
 
 // ValuesHash is the hash of the values it holds now (values.Hash).
 func (m *ManagedChart) ValuesHash() string {
+	if m.valuesHash != "" {
+		return m.valuesHash
+	}
 	h, _ := values.Hash(m.Values)
 	return h
 }
@@ -83,6 +90,17 @@ type Bundle struct {
 	Paused        bool
 	Status        BundleStatus
 	ResourceCount int
+
+	valuesHash string // as ManagedChart.valuesHash
+}
+
+// ValuesHash is the hash of spec.helm.values (values.Hash).
+func (b *Bundle) ValuesHash() string {
+	if b.valuesHash != "" {
+		return b.valuesHash
+	}
+	h, _ := values.Hash(b.Values)
+	return h
 }
 
 // BundleStatus is Fleet's BundleStatus, the parts readiness needs.
