@@ -62,7 +62,10 @@ func (s *State) saveJournal(phase string, rec journal.Record) error {
 		if err != nil {
 			return err
 		}
-		if !ok {
+		// a finished entry of an earlier upgrade to this version (say, before
+		// a rollback) is not this upgrade's: start afresh unless the target
+		// is still what that entry finished
+		if !ok || (e.Completed && s.Situation != SituationDone && s.Situation != SituationApplied) {
 			e = journal.Entry{Target: s.Ref(), FromVersion: s.From, ToVersion: s.To}
 		}
 		s.Entry = e

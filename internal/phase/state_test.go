@@ -41,3 +41,37 @@ func TestJournalRecordsTheHashOfARestore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "applied by another node", e.ValuesHash)
 }
+
+func TestSaveJournalStartsAfreshAfterACompletedEntry(t *testing.T) {
+	store, err := journal.Open(t.TempDir())
+	require.NoError(t, err)
+	tgt := spec.Target{Kind: "ManagedChart", Namespace: "ns", Name: "app"}
+	done := journal.Entry{Target: tgt.String(), FromVersion: "1.0.0", ToVersion: "2.0.0", Completed: true,
+		Phases: map[string]journal.Record{"verify": {Duration: "1ms"}}}
+	require.NoError(t, store.Save(done))
+
+	// a new upgrade to the same version (after a rollback): a fresh entry
+	s := &State{Journal: store, Chart: spec.Chart{Target: tgt}, From: "1.0.0", To: "2.0.0", Situation: SituationUpgrade}
+	require.NoError(t, s.saveJournal("resolve", journal.Record{Duration: "2ms"}))
+	got, ok, err := store.Load(tgt.String(), "2.0.0")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.False(t, got.Completed)
+	assert.Equal(t, []string{"resolve"}, keys(got.Phases))
+
+	// a re-run that finds it done keeps the finished entry
+	require.NoError(t, store.Save(done))
+	s = &State{Journal: store, Chart: spec.Chart{Target: tgt}, From: "2.0.0", To: "2.0.0", Situation: SituationDone}
+	require.NoError(t, s.saveJournal("resolve", journal.Record{Duration: "2ms"}))
+	got, _, err = store.Load(tgt.String(), "2.0.0")
+	require.NoError(t, err)
+	assert.True(t, got.Completed)
+}
+
+func keys(m map[string]journal.Record) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
