@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -9,6 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/phase"
 )
 
@@ -51,6 +53,17 @@ func targetFlags() []ucli.Flag {
 		&ucli.DurationFlag{Name: "hook-timeout", Value: phase.DefaultHookTimeout, Usage: "how long one hook may run (`DURATION`)"},
 		&ucli.StringFlag{Name: "secrets-dir", Value: phase.DefaultSecretsDir, Usage: "without --spec and --target, the spec is `DIR`/<secret>/spec.yaml (where SUC mounts Plan secrets)"},
 	}
+}
+
+// checkDurations refuses a duration flag given as zero or negative: each
+// bounds a wait, and "no bound" is never what a person means.
+func checkDurations(c *ucli.Context) error {
+	for _, name := range []string{"timeout", "lease-duration", "hook-timeout"} {
+		if c.IsSet(name) && c.Duration(name) <= 0 {
+			return outcome.BadInput(fmt.Errorf("--%s %s: must be a positive duration", name, c.Duration(name)))
+		}
+	}
+	return nil
 }
 
 // options gathers the flags of a cluster command.

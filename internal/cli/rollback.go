@@ -20,6 +20,9 @@ func rollbackCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "timeout", Value: 20 * time.Minute, Usage: "how long to wait for readiness (`DURATION`)"},
 		}, clusterFlags()...),
 		Action: func(c *ucli.Context) error {
+			if err := checkDurations(c); err != nil {
+				return err
+			}
 			return phase.Rollback(c.Context, options(c))
 		},
 	}

@@ -14,6 +14,9 @@ func upgradeCommand() *ucli.Command {
 			"Exit codes: 0 done, 1 failure, 2 bad input, 3 refused, 4 timed out, 5 lock held.",
 		Flags: append(targetFlags(), clusterFlags()...),
 		Action: func(c *ucli.Context) error {
+			if err := checkDurations(c); err != nil {
+				return err
+			}
 			return phase.Upgrade(c.Context, options(c))
 		},
 	}
@@ -26,6 +29,9 @@ func preflightCommand() *ucli.Command {
 		Description: "Exit 0 when every check passes, 3 with one line per refusal.",
 		Flags:       append(targetFlags(), clusterFlags()...),
 		Action: func(c *ucli.Context) error {
+			if err := checkDurations(c); err != nil {
+				return err
+			}
 			return phase.Preflight(c.Context, options(c))
 		},
 	}

@@ -1,0 +1,22 @@
+package cli_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestDurationFlagsMustBePositive(t *testing.T) {
+	for _, args := range [][]string{
+		{"upgrade", "--target", "managedchart/a/b", "--chart-source", ".", "--timeout", "0s"},
+		{"preflight", "--target", "managedchart/a/b", "--chart-source", ".", "--timeout", "-5m"},
+		{"upgrade", "--target", "managedchart/a/b", "--chart-source", ".", "--lease-duration", "0s"},
+		{"upgrade", "--target", "managedchart/a/b", "--chart-source", ".", "--hook-timeout", "-1s"},
+		{"rollback", "--target", "managedchart/a/b", "--timeout", "0s"},
+	} {
+		code, stdout, stderr := runCLI(t, args...)
+		assert.Equal(t, 2, code, "%v: %s", args, stderr)
+		assert.Empty(t, stdout)
+		assert.Contains(t, stderr, "must be a positive duration", args)
+	}
+}
