@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"helm.sh/helm/v3/pkg/chart"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,11 @@ func computeMerge(ctx context.Context, s *State) error {
 		}
 		return err
 	}
+	if len(res.Values) == 0 && len(s.MC.Values) > 0 {
+		if res, err = keepValuesNonEmpty(res, s.NewChart); err != nil {
+			return err
+		}
+	}
 	s.Merge, s.MergeInput, s.MergedFrom = res, in, s.MC.ResourceVersion
 	s.NoChange = s.MC.Version == s.To && s.MC.ValuesHash() == res.SHA256 && !s.MC.Paused
 	s.Want = target.Want{Version: s.To, ValuesHash: res.SHA256}
@@ -122,4 +128,27 @@ func fetchLive(ctx context.Context, s *State, rules []values.Rule) (values.LiveO
 		}
 	}
 	return live, nil
+}
+
+// keepValuesNonEmpty writes `global: {}` instead of empty values. Fleet runs
+// `helm upgrade` with the values and no reuse or reset flag, and Helm then
+// copies the previous release's values when the new ones are empty: the
+// pins the merge dropped would all come back. An empty global map renders
+// like nothing (Helm adds it anyway), and is not empty.
+func keepValuesNonEmpty(res *values.Result, newChart *chart.Chart) (*values.Result, error) {
+	out := *res
+	out.Values = map[string]any{"global": map[string]any{}}
+	var err error
+	if out.YAML, err = values.Marshal(out.Values); err != nil {
+		return nil, err
+	}
+	if out.SHA256, err = values.Hash(out.Values); err != nil {
+		return nil, err
+	}
+	if err := chartpkg.Check(newChart, out.Values); err != nil {
+		return nil, fmt.Errorf("the merge leaves no user values, and Helm would then reuse the old ones; global: {} does not validate either: %w", err)
+	}
+	out.Warnings = append(append([]values.Warning(nil), res.Warnings...), values.Warning{Kind: values.WarnPinned, Path: "global",
+		Message: "the merge leaves no user values: writing global: {} instead, since Helm (as Fleet runs it) reuses the previous values when given none"})
+	return &out, nil
 }
