@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/target"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
@@ -47,7 +48,7 @@ func newWorld(t *testing.T) *world {
 	require.NoError(t, err)
 	w := &world{t: t, env: env, ns: env.Namespace(t), name: "app", charts: t.TempDir(), root: root,
 		tc: &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}}
-	copyDir(t, filepath.Join(root, "package", "examples", "charts"), w.charts)
+	require.NoError(t, example.CopyDir(filepath.Join(root, "package", "examples", "charts"), w.charts))
 
 	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.ns})
 	require.NoError(t, err)
@@ -57,36 +58,10 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(func() { cancel(); <-done })
 	require.NoError(t, sim.WaitForSync(t.Context()))
 
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
-		"metadata": map[string]any{"name": w.name, "namespace": w.ns},
-		"spec": map[string]any{
-			"chart": "demo-app", "version": "1.0.0", "releaseName": w.name, "defaultNamespace": w.ns,
-			"repoName": "demo-charts", "timeoutSeconds": int64(600), "values": userValues(),
-			"targets": []any{map[string]any{"clusterName": "local"}},
-		},
-	}}
-	_, err = env.Dynamic().Resource(target.ManagedChartGVR).Namespace(w.ns).Create(t.Context(), obj, metav1.CreateOptions{})
+	_, err = example.InstallAndWait(t.Context(), env,
+		example.Install{Namespace: w.ns, Name: w.name, Version: "1.0.0", Values: example.UserValues()}, 60*time.Second)
 	require.NoError(t, err)
-	wctx, wcancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer wcancel()
-	obs, err := w.tc.Observe(wctx, w.ns, w.name)
-	require.NoError(t, err)
-	r, err := obs.WaitReady(wctx, target.Want{Version: "1.0.0"}, time.Hour, nil)
-	require.NoError(t, err, "the ManagedChart never became ready: %v", r.Waiting)
 	return w
-}
-
-// userValues is what an installer wrote: package/examples/values.yaml.
-func userValues() map[string]any {
-	return map[string]any{
-		"webhook":      map[string]any{"image": map[string]any{"tag": "v0.4.1"}},
-		"resources":    map[string]any{"requests": map[string]any{"memory": "512Mi"}, "limits": map[string]any{"cpu": "250m"}},
-		"storageClass": map[string]any{"defaultStorageClass": true, "replicaCount": int64(2)},
-		"promote": map[string]any{"clusterPodCIDR": "10.52.0.0/16", "clusterServiceCIDR": "10.53.0.0/16",
-			"clusterDNS": "10.53.0.10"},
-		"kubeVip": map[string]any{"config": map[string]any{"address": "192.168.1.10"}},
-	}
 }
 
 // mark is what must not change on the ManagedChart when a command refuses
@@ -161,25 +136,6 @@ func (a *audit) requests() (writes []string, reads int) {
 		}
 	}
 	return writes, reads
-}
-
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	require.NoError(t, filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		dst := filepath.Join(to, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	}))
 }
 
 // entry is one entry of a test archive; typeflag 0 means a regular file.

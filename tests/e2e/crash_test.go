@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -130,7 +132,7 @@ func referenceValues(t *testing.T) map[string]any {
 	t.Helper()
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
 	require.Equal(t, 0, r.code, "reference upgrade: %s", r.stderr)
 	mc := f.get(name)
@@ -156,7 +158,7 @@ func (f *fixture) assertUpgraded(name string, reference map[string]any, cert []b
 	// no user customisation lost
 	assert.EqualValues(t, 2, lookup(mc.Values, "storageClass", "replicaCount"))
 	assert.Equal(t, "512Mi", lookup(mc.Values, "resources", "requests", "memory"))
-	for k, v := range userValues()["promote"].(map[string]any) {
+	for k, v := range example.UserValues()["promote"].(map[string]any) {
 		assert.Equal(t, v, lookup(mc.Values, "promote", k), "promote.%s", k)
 	}
 
@@ -179,7 +181,7 @@ func TestCrashAndResume(t *testing.T) {
 			t.Run(ph+"/"+where, func(t *testing.T) {
 				f := newFixture(t)
 				name := release()
-				f.install(name, "1.0.0", userValues())
+				f.install(name, "1.0.0", example.UserValues())
 				cert := f.secretData("demo-app-webhook-certs", "tls.crt")
 				require.NotEmpty(t, cert)
 				args := f.upgradeArgs(name, "2.0.0", f.policy(name))

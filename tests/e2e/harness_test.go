@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/phase"
@@ -58,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	env := testenv.ForTest(t)
 	f := &fixture{t: t, env: env, ns: env.Namespace(t), charts: t.TempDir(), node: newNode(t, "node-1")}
-	copyDir(t, filepath.Join(repoRoot(t), "package", "examples", "charts"), f.charts)
+	require.NoError(t, example.CopyDir(filepath.Join(repoRoot(t), "package", "examples", "charts"), f.charts))
 	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(f.charts), Namespace: f.ns})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -77,53 +78,21 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	require.NoError(t, filepath.Walk(from, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		dst := filepath.Join(to, rel)
-		if info.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	}))
-}
-
 // install creates a ManagedChart of demo-app at version with the user
 // values, and waits until the simulator reports it deployed and ready.
 func (f *fixture) install(name, version string, values map[string]any) *target.ManagedChart {
 	f.t.Helper()
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
-		"metadata": map[string]any{"name": name, "namespace": f.ns},
-		"spec": map[string]any{
-			"chart": "demo-app", "version": version, "releaseName": name, "defaultNamespace": f.ns,
-			"repoName": "demo-charts", "timeoutSeconds": int64(600), "values": values,
-			"targets": []any{map[string]any{"clusterName": "local"}},
-		},
-	}}
-	_, err := f.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(f.ns).Create(f.t.Context(), obj, metav1.CreateOptions{})
+	mc, err := example.InstallAndWait(f.t.Context(), f.env,
+		example.Install{Namespace: f.ns, Name: name, Version: version, Values: values}, 60*time.Second)
 	require.NoError(f.t, err)
-	return f.waitReady(name, target.Want{Version: version})
+	return mc
 }
 
 // waitReady waits (by watch) until the ManagedChart is ready for want.
 func (f *fixture) waitReady(name string, want target.Want) *target.ManagedChart {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(f.t.Context(), 60*time.Second)
-	defer cancel()
-	obs, err := f.tc.Observe(ctx, f.ns, name)
+	mc, err := example.WaitReady(f.t.Context(), f.env, f.ns, name, want, 60*time.Second)
 	require.NoError(f.t, err)
-	r, err := obs.WaitReady(ctx, want, time.Hour, nil)
-	require.NoError(f.t, err, "%s never became ready: %v", name, r.Waiting)
-	mc, _, _ := obs.Snapshot()
 	return mc
 }
 
@@ -151,18 +120,6 @@ func (f *fixture) policy(release string) string {
 	p := strings.ReplaceAll(string(data), "namespace: demo-system", "namespace: "+f.ns)
 	p = strings.ReplaceAll(p, "name: demo-app-longhorn", "name: "+release+"-longhorn")
 	return f.writeFile("policy.yaml", p)
-}
-
-// userValues is what an installer wrote: see package/examples/values.yaml.
-func userValues() map[string]any {
-	return map[string]any{
-		"webhook":      map[string]any{"image": map[string]any{"tag": "v0.4.1"}},
-		"resources":    map[string]any{"requests": map[string]any{"memory": "512Mi"}, "limits": map[string]any{"cpu": "250m"}},
-		"storageClass": map[string]any{"defaultStorageClass": true, "replicaCount": int64(2)},
-		"promote": map[string]any{"clusterPodCIDR": "10.52.0.0/16", "clusterServiceCIDR": "10.53.0.0/16",
-			"clusterDNS": "10.53.0.10"},
-		"kubeVip": map[string]any{"config": map[string]any{"address": "192.168.1.10"}},
-	}
 }
 
 // clusterArgs are the flags every cluster command of this node gets.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +22,7 @@ func writeHook(t *testing.T, dir, name, body string, mode os.FileMode) {
 func TestHooksRunAroundPhasesWithContext(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	hooks := t.TempDir()
 	out := filepath.Join(t.TempDir(), "hook.env")
 	writeHook(t, hooks, "pre-apply", `env | grep '^CHART_UPGRADER_HOOK' | sort > `+out+"\n", 0o755)
@@ -53,7 +55,7 @@ func TestHooksRunAroundPhasesWithContext(t *testing.T) {
 func TestFailingPreHookStopsBeforeItsPhase(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	before := f.get(name)
 	hooks := t.TempDir()
 	writeHook(t, hooks, "pre-apply", "echo 'maintenance window closed' >&2\nexit 7\n", 0o755)
@@ -68,7 +70,7 @@ func TestFailingPreHookStopsBeforeItsPhase(t *testing.T) {
 func TestFailingPostHookIsReported(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	hooks := t.TempDir()
 	writeHook(t, hooks, "post-wait", "echo 'could not notify' >&2\nexit 1\n", 0o755)
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--hooks-dir", hooks)...)
@@ -81,7 +83,7 @@ func TestFailingPostHookIsReported(t *testing.T) {
 func TestHookTimeout(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	hooks := t.TempDir()
 	writeHook(t, hooks, "pre-merge", "sleep 30\n", 0o755)
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--hooks-dir", hooks, "--hook-timeout", "1s")...)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -22,7 +24,7 @@ import (
 func TestMergeTargetReadsTheClusterAndWritesNothing(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	f.demoteStorageClass(name + "-longhorn")
 	before := f.get(name)
 
@@ -72,7 +74,7 @@ func TestMergeTargetReadsTheClusterAndWritesNothing(t *testing.T) {
 func TestUpgradeFromAHelmRepositoryOverHTTP(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 
 	repoDir := t.TempDir()
 	for _, v := range []string{"1.0.0", "2.0.0"} {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,7 +29,7 @@ import (
 func TestTenNodesApplyOnce(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	cert := f.secretData("demo-app-webhook-certs", "tls.crt")
 	reference := referenceValues(t)
 	before := f.get(name)
@@ -64,7 +66,7 @@ func TestTenNodesApplyOnce(t *testing.T) {
 func TestSameNodeSecondProcessLockHeld(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	// hold the first in its wait until the second has been turned away
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{Delay: time.Hour})
 	args := f.upgradeArgs(name, "2.0.0", f.policy(name))
@@ -137,7 +139,7 @@ func (g *gateTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestLateNodeSeesAnotherNodesApplyDuringPreflight(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	cert := f.secretData("demo-app-webhook-certs", "tls.crt")
 	reference := referenceValues(t)
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{Delay: time.Hour}) // the rollout stays in progress

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,7 +111,7 @@ func assertRefusedUntouched(t *testing.T, f *fixture, name string, before *targe
 func TestRefuseNotReadyTarget(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	// someone changes a value and the new deployment never becomes ready
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{NeverReady: true})
 	f.patchManagedChart(t.Context(), name, `{"spec":{"values":{"extra":{"note":"changed by hand"}}}}`)
@@ -127,7 +129,7 @@ func TestRefuseNotReadyTarget(t *testing.T) {
 func TestRefuseErrApplied(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	const msg = "simulated: helm upgrade failed: configmaps is forbidden"
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{ErrApplied: msg})
 	f.awaitObserved(name, "ErrApplied", func(_ *target.ManagedChart, b *target.Bundle, _ []target.BundleDeployment) bool {
@@ -146,7 +148,7 @@ func TestRefuseErrApplied(t *testing.T) {
 func TestRefuseModified(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{Modified: []fleetsim.Resource{{APIVersion: "v1", Kind: "ConfigMap",
 		Namespace: f.ns, Name: name + "-config", Patch: `{"data":{"replicaCount":"9"}}`}}})
 	f.awaitObserved(name, "Modified", func(_ *target.ManagedChart, b *target.Bundle, _ []target.BundleDeployment) bool {
@@ -164,7 +166,7 @@ func TestRefuseModified(t *testing.T) {
 func TestRefusePausedBySomeoneElseUnlessUnpause(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	f.patchManagedChart(t.Context(), name, `{"spec":{"paused":true}}`)
 	f.awaitObserved(name, "a paused bundle", func(_ *target.ManagedChart, b *target.Bundle, _ []target.BundleDeployment) bool {
 		return bundleSettled(b) && b.Paused
@@ -193,7 +195,7 @@ func TestRefusePausedBySomeoneElseUnlessUnpause(t *testing.T) {
 func TestRefusePendingHelmRelease(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	// Helm's storage: Secrets labelled owner=helm,name=<release>,version=N
 	secrets := f.env.Kube().CoreV1().Secrets(f.ns)
 	list, err := secrets.List(t.Context(), metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
@@ -220,7 +222,7 @@ func TestRefusePendingHelmRelease(t *testing.T) {
 func TestRefuseDowngradeUnlessAllowed(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "2.0.0", userValues())
+	f.install(name, "2.0.0", example.UserValues())
 	before := f.get(name)
 
 	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "1.0.0", ""))
@@ -243,7 +245,7 @@ func TestRefuseDowngradeUnlessAllowed(t *testing.T) {
 func TestRefuseReadonlyChangedByMigration(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	policy := f.writeFile("policy.yaml", `rules:
 - {path: "promote.**", policy: readonly}
 migrations:
@@ -277,7 +279,7 @@ func TestRefuseMissingTarget(t *testing.T) {
 func TestBadInputExitsTwoAndChangesNothing(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	before := f.get(name)
 	spec := f.writeFile("spec.yaml", fmt.Sprintf(`apiVersion: chart-upgrader.io/v1alpha1
 kind: UpgradeSpec

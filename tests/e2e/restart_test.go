@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,7 +19,7 @@ import (
 func TestAPIServerRestartDuringWait(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{Delay: 6 * time.Second})
 
 	done := make(chan result, 1)

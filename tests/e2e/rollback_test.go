@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,8 +38,8 @@ func (f *fixture) rollbackCounting(n node, name string) (string, *writeCounter, 
 func TestRollbackRestoresVersionAndValues(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	installed := f.install(name, "1.0.0", userValues())
-	installedHash, err := values.Hash(values.Normalize(userValues()).(map[string]any))
+	installed := f.install(name, "1.0.0", example.UserValues())
+	installedHash, err := values.Hash(values.Normalize(example.UserValues()).(map[string]any))
 	require.NoError(t, err)
 	require.Equal(t, installedHash, installed.ValuesHash())
 
@@ -84,7 +86,7 @@ func TestRollbackRestoresVersionAndValues(t *testing.T) {
 func TestRollbackWithoutBackupIsRefused(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	before := f.get(name)
 	r := f.cli(f.node, "rollback", "--target", f.targetRef(name), "--timeout", "60s")
 	assert.Equal(t, outcome.ExitRefused, r.code, "stderr: %s", r.stderr)

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +36,7 @@ func (f *fixture) demoteStorageClass(name string) {
 func TestUpgradeHappyPath(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	certBefore := f.secretData("demo-app-webhook-certs", "tls.crt")
 	require.NotEmpty(t, certBefore)
 	f.demoteStorageClass(name + "-longhorn")
@@ -110,7 +112,7 @@ func (f *fixture) leaseHeld(name string) bool {
 func TestRerunAfterSuccessMakesNoWrites(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	opts := phase.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: "2.0.0",
 		PolicyFile: f.policy(name)}
 	logs, first, err := f.upgradeCounting(f.node, opts)
@@ -134,7 +136,7 @@ func TestRerunAfterSuccessMakesNoWrites(t *testing.T) {
 func TestOnceWithoutTheRuleTheCertificateChanges(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	certBefore := f.secretData("demo-app-webhook-certs", "tls.crt")
 	policy := f.writeFile("policy.yaml", "rules:\n- {path: \"**.image.tag\", policy: follow}\n")
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", policy)...)
@@ -147,7 +149,7 @@ func TestOnceWithoutTheRuleTheCertificateChanges(t *testing.T) {
 func TestFollowRefreshesAPinnedTagButKeepsACustomisation(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	vals := userValues()
+	vals := example.UserValues()
 	vals["image"] = map[string]any{"tag": "v1.0.0-hotfix"} // a real customisation
 	f.install(name, "1.0.0", vals)
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
@@ -161,7 +163,7 @@ func TestFollowRefreshesAPinnedTagButKeepsACustomisation(t *testing.T) {
 func TestReadonlyViolationIsRefusedWithoutWrites(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	before := f.get(name)
 	logs, wc, err := f.upgradeCounting(f.node, phase.Options{Target: "managedchart/" + f.ns + "/" + name,
 		ChartSource: f.charts, Version: "2.0.0", PolicyFile: f.policy(name), Set: []string{"promote.clusterPodCIDR=10.99.0.0/16"}})
@@ -177,7 +179,7 @@ func TestReadonlyViolationIsRefusedWithoutWrites(t *testing.T) {
 func TestLiveStorageClassUnchangedKeepsTrue(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
 	require.Equal(t, 0, r.code, r.stderr)
 	sc, err := f.env.Kube().StorageV1().StorageClasses().Get(t.Context(), name+"-longhorn", metav1.GetOptions{})

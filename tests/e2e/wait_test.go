@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +30,7 @@ func assertAppliedRecord(t *testing.T, mc *target.ManagedChart, version string) 
 func TestWaitTimeoutSaysWhatWasAwaited(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	opts := f.upgradeOpts(name, "2.0.0", f.policy(name))
 	opts.Timeout = 3 * time.Second
 	// preflight saw it Ready; from the apply on, nothing becomes ready
@@ -57,7 +59,7 @@ func TestWaitTimeoutSaysWhatWasAwaited(t *testing.T) {
 func TestWaitStaleStatusNeverCountsAsReady(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	// Fleet stops reporting: the Bundle keeps saying Ready for the old
 	// generation, and nothing is deployed
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{Stale: true})
@@ -87,7 +89,7 @@ func TestWaitStaleStatusNeverCountsAsReady(t *testing.T) {
 func TestWaitReturnsOnlyAfterTheReadyStatusWrite(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	const delay = 2 * time.Second
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{Delay: delay})
 	start := time.Now()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -13,7 +15,7 @@ import (
 func TestConcurrentWriterIsMergedNotLost(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	f.install(name, "1.0.0", userValues())
+	f.install(name, "1.0.0", example.UserValues())
 	opts := f.upgradeOpts(name, "2.0.0", f.policy(name))
 	var attempts []int
 	// between the tool's read and its write, someone else writes an

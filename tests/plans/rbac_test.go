@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -120,7 +122,7 @@ func newWorld(t *testing.T) *world {
 	w.waitAuthorized(t)
 
 	w.charts = t.TempDir()
-	copyDir(t, filepath.Join(repoRoot(t), "package", "examples", "charts"), w.charts)
+	require.NoError(t, example.CopyDir(filepath.Join(repoRoot(t), "package", "examples", "charts"), w.charts))
 	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.target})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -225,24 +227,9 @@ func (w *world) install(t *testing.T) {
 	require.NoError(t, err)
 	var values map[string]any
 	require.NoError(t, yaml.Unmarshal(data, &values))
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
-		"metadata": map[string]any{"name": demo, "namespace": w.target},
-		"spec": map[string]any{
-			"chart": demo, "version": "1.0.0", "releaseName": demo, "defaultNamespace": w.release,
-			"repoName": "demo-charts", "timeoutSeconds": int64(600), "values": values,
-			"targets": []any{map[string]any{"clusterName": "local"}},
-		},
-	}}
-	_, err = w.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(w.target).Create(t.Context(), obj, metav1.CreateOptions{})
+	_, err = example.InstallAndWait(t.Context(), w.env, example.Install{Namespace: w.target, Name: demo, Version: "1.0.0",
+		ReleaseNamespace: w.release, Values: values}, 60*time.Second)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	tc := &target.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
-	obs, err := tc.Observe(ctx, w.target, demo)
-	require.NoError(t, err)
-	r, err := obs.WaitReady(ctx, target.Want{Version: "1.0.0"}, time.Hour, nil)
-	require.NoError(t, err, "%s never became ready: %v", demo, r.Waiting)
 }
 
 // specFile writes the bundled example's upgrade spec
@@ -491,23 +478,4 @@ func managedChart(ns, name string) *unstructured.Unstructured {
 		"metadata": map[string]any{"namespace": ns, "name": name},
 		"spec":     map[string]any{"chart": "not-served", "version": "1.0.0", "repoName": "none", "paused": true},
 	}}
-}
-
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	require.NoError(t, filepath.Walk(from, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		dst := filepath.Join(to, rel)
-		if info.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	}))
 }

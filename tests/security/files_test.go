@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +19,7 @@ import (
 // not narrowed by the umask of the process.
 func TestJournalAndLockModes(t *testing.T) {
 	w := newWorld(t)
-	name := w.install(userValues())
+	name := w.install(example.UserValues())
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/target"
@@ -61,7 +61,7 @@ func newWorld(t *testing.T) *world {
 	require.NoError(t, err)
 	w := &world{t: t, env: env, ns: env.Namespace(t), root: root, charts: t.TempDir(),
 		tc: &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}, node: newNode(t)}
-	copyDir(t, w.example("charts"), w.charts)
+	require.NoError(t, example.CopyDir(w.example("charts"), w.charts))
 	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.ns})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -83,36 +83,10 @@ func (w *world) example(rel ...string) string {
 func (w *world) install(values map[string]any) string {
 	w.t.Helper()
 	name := fmt.Sprintf("sec%d", releaseSeq.Add(1))
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
-		"metadata": map[string]any{"name": name, "namespace": w.ns},
-		"spec": map[string]any{
-			"chart": "demo-app", "version": "1.0.0", "releaseName": name, "defaultNamespace": w.ns,
-			"repoName": "demo-charts", "timeoutSeconds": int64(600), "values": values,
-			"targets": []any{map[string]any{"clusterName": "local"}},
-		},
-	}}
-	_, err := w.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(w.ns).Create(w.t.Context(), obj, metav1.CreateOptions{})
+	_, err := example.InstallAndWait(w.t.Context(), w.env,
+		example.Install{Namespace: w.ns, Name: name, Version: "1.0.0", Values: values}, 60*time.Second)
 	require.NoError(w.t, err)
-	ctx, cancel := context.WithTimeout(w.t.Context(), 60*time.Second)
-	defer cancel()
-	obs, err := w.tc.Observe(ctx, w.ns, name)
-	require.NoError(w.t, err)
-	r, err := obs.WaitReady(ctx, target.Want{Version: "1.0.0"}, time.Hour, nil)
-	require.NoError(w.t, err, "%s never became ready: %v", name, r.Waiting)
 	return name
-}
-
-// userValues is what an installer wrote: package/examples/values.yaml.
-func userValues() map[string]any {
-	return map[string]any{
-		"webhook":      map[string]any{"image": map[string]any{"tag": "v0.4.1"}},
-		"resources":    map[string]any{"requests": map[string]any{"memory": "512Mi"}, "limits": map[string]any{"cpu": "250m"}},
-		"storageClass": map[string]any{"defaultStorageClass": true, "replicaCount": int64(2)},
-		"promote": map[string]any{"clusterPodCIDR": "10.52.0.0/16", "clusterServiceCIDR": "10.53.0.0/16",
-			"clusterDNS": "10.53.0.10"},
-		"kubeVip": map[string]any{"config": map[string]any{"address": "192.168.1.10"}},
-	}
 }
 
 // result is what one run printed and returned.
@@ -143,25 +117,6 @@ func writeFile(t *testing.T, path, content string) string {
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
 	return path
-}
-
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	require.NoError(t, filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		dst := filepath.Join(to, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	}))
 }
 
 // packChart archives the example chart at version the way `helm package`

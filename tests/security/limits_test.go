@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -54,7 +56,7 @@ func claims(n int64) http.Handler {
 // ignored.
 func TestDownloadLimits(t *testing.T) {
 	w := newWorld(t)
-	name := w.install(userValues())
+	name := w.install(example.UserValues())
 	ref := "managedchart/" + w.ns + "/" + name
 	// what the client may have taken in over the limit: socket buffers
 	const slack = 32 << 20

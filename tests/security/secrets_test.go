@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,7 +70,7 @@ migrations:
 // status, in either format.
 func TestSecretsNeverShownByAnUpgrade(t *testing.T) {
 	w := newWorld(t)
-	vals := userValues()
+	vals := example.UserValues()
 	vals["auth"] = map[string]any{"password": passwordSecret}
 	name := w.install(vals)
 	live, err := w.env.Kube().CoreV1().Secrets(w.ns).Get(t.Context(), "demo-app-webhook-certs", metav1.GetOptions{})
@@ -137,7 +139,7 @@ func TestSecretsNeverShownByAnUpgrade(t *testing.T) {
 // was given either: not on stderr, not in the termination message.
 func TestSecretsNeverShownByARefusal(t *testing.T) {
 	w := newWorld(t)
-	name := w.install(userValues())
+	name := w.install(example.UserValues())
 	ref := "managedchart/" + w.ns + "/" + name
 	dir := t.TempDir()
 	readonly := writeFile(t, filepath.Join(dir, "readonly.yaml"), "rules:\n- {path: \"webhook.certs.**\", policy: readonly}\n")

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -35,7 +37,7 @@ func tlsServer(t *testing.T, h http.Handler) (*httptest.Server, string) {
 // CA file, and accepted with it. There is no flag to skip verification.
 func TestTLSVerifiedByDefault(t *testing.T) {
 	w := newWorld(t)
-	name := w.install(userValues())
+	name := w.install(example.UserValues())
 	ref := "managedchart/" + w.ns + "/" + name
 
 	mux := http.NewServeMux()

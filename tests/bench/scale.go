@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+)
+
+type scaleFlags struct {
+	chartUpgrader, out string
+	clusters           []int
+	readyOverTime      time.Duration
+	runs               int
+	charts             int
+	chartDelay         time.Duration
+}
+
+func scaleCommand(ctx context.Context, args []string, out, log io.Writer) error {
+	var f scaleFlags
+	var clusters string
+	fs := flag.NewFlagSet("bench scale", flag.ContinueOnError)
+	fs.SetOutput(log)
+	fs.StringVar(&f.chartUpgrader, "chart-upgrader", "bin/chart-upgrader", "the chart-upgrader binary")
+	fs.StringVar(&clusters, "clusters", "10,100,1000", "numbers of downstream clusters (BundleDeployments of the Bundle), comma-separated")
+	fs.DurationVar(&f.readyOverTime, "ready-over", 10*time.Second, "the simulator makes the clusters ready one by one over this time")
+	fs.IntVar(&f.runs, "runs", 3, "upgrades per number of clusters")
+	fs.IntVar(&f.charts, "charts", 50, "charts in the one spec (0: skip)")
+	fs.DurationVar(&f.chartDelay, "chart-delay", time.Second, "the readiness delay of each chart of the spec")
+	fs.StringVar(&f.out, "out", "", "also write the tables to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, c := range strings.Split(clusters, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--clusters: %q is not a positive number", c)
+		}
+		f.clusters = append(f.clusters, n)
+	}
+	r := &report{}
+	r.line("### Scale")
+	r.line("")
+	r.machine()
+	r.line("")
+	if err := benchClusters(ctx, f, r, log); err != nil {
+		return err
+	}
+	if f.charts > 0 {
+		if err := benchCharts(ctx, f, r, log); err != nil {
+			return err
+		}
+	}
+	return r.emit(out, f.out)
+}
+
+// clusterRow is the median of one number of clusters' runs.
+type clusterRow struct {
+	clusters          int
+	wall, wait, exit  []time.Duration
+	cpu               []time.Duration
+	rss               []int64
+	reqs, lists, gets []int
+	watches, writes   []int
+	last              requests
+}
+
+// benchClusters upgrades one ManagedChart whose Bundle has n
+// BundleDeployments, for each n, in a fresh control plane each.
+func benchClusters(ctx context.Context, f scaleFlags, r *report, log io.Writer) error {
+	var rows []clusterRow
+	for _, n := range f.clusters {
+		row, err := benchClusterCount(ctx, f, n, log)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row)
+	}
+	r.line("**One ManagedChart, N downstream clusters.** `make bench-scale` (`scripts/bench-scale`): the Bundle has N "+
+		"BundleDeployments; after each Helm upgrade the simulator makes cluster i ready (i+1)/N × %s after it applied. "+
+		"%d upgrades per N (alternating 1.0.0 ⇄ 2.0.0), medians; a fresh control plane per N.", f.readyOverTime, f.runs)
+	r.line("")
+	var rowsOut [][]string
+	for _, c := range rows {
+		rowsOut = append(rowsOut, []string{itoa(c.clusters), secs(median(c.wall)), millis(median(c.exit)), millis(median(c.wait)),
+			millis(median(c.cpu)), mb(maxOf(c.rss)), itoa(median(c.reqs)),
+			fmt.Sprintf("%d / %d / %d / %d", median(c.gets), median(c.lists), median(c.watches), median(c.writes))})
+	}
+	r.table([]string{"BundleDeployments", "wall", "ready write → exit", "ready write → wait done", "CPU", "peak RSS (max)", "API requests",
+		"get / list / watch / write"}, rowsOut)
+	r.line("")
+	last := rows[len(rows)-1]
+	r.line("Requests of the last run at %d BundleDeployments: %s.", last.clusters, last.last.kinds())
+	r.line("")
+	return nil
+}
+
+func benchClusterCount(ctx context.Context, f scaleFlags, n int, log io.Writer) (clusterRow, error) {
+	row := clusterRow{clusters: n}
+	logf(log, "%d clusters: starting the control plane and the Fleet simulator", n)
+	w, err := startWorld(ctx, n)
+	if err != nil {
+		return row, err
+	}
+	defer w.stop()
+	rel := release{name: "demo-app", releaseNS: "demo-system"}
+	start := time.Now()
+	if err := w.create(ctx, rel, "1.0.0"); err != nil {
+		return row, err
+	}
+	if err := w.waitReady(ctx, rel, "1.0.0", 15*time.Minute); err != nil {
+		return row, err
+	}
+	logf(log, "%d clusters: demo-app 1.0.0 deployed in %s", n, secs(time.Since(start)))
+	if err := w.demote(ctx, rel); err != nil {
+		return row, err
+	}
+	w.sim.SetFault(namespace, rel.name, fleetsim.Fault{ReadyOverTime: f.readyOverTime})
+	type run struct {
+		p     proc
+		ready time.Time
+		tl    toolLog
+	}
+	var runs []run
+	for i := range f.runs {
+		to, extra := "2.0.0", []string(nil)
+		if i%2 == 1 {
+			to, extra = "1.0.0", []string{"--allow-downgrade"}
+		}
+		args := append([]string{"upgrade", "--target", "managedchart/" + namespace + "/" + rel.name, "--chart-source", w.charts(),
+			"--version", to, "--policy", w.examples + "/policy.yaml", "--timeout", "10m"}, extra...)
+		p, err := runProc(ctx, nil, f.chartUpgrader, append(args, w.toolArgs()...)...)
+		if err != nil {
+			return row, err
+		}
+		if err := p.ok(fmt.Sprintf("chart-upgrader → %s at %d clusters", to, n)); err != nil {
+			return row, err
+		}
+		ready := w.sim.LastStatusWrite(namespace, rel.name)
+		if ready.Before(p.Start) || ready.After(p.End) {
+			return row, fmt.Errorf("%d clusters, → %s: the ready write was not during the run", n, to)
+		}
+		runs = append(runs, run{p: p, ready: ready, tl: parseToolLog(p.Output)})
+		logf(log, "%d clusters: → %s  wall %s, ready write → exit %s, peak RSS %s, CPU %s", n, to, secs(p.Wall),
+			millis(p.End.Sub(ready)), mb(p.MaxRSS), millis(p.CPU))
+	}
+	events, err := w.auditEvents()
+	if err != nil {
+		return row, err
+	}
+	for _, rn := range runs {
+		req := attribute(events, agentChartUpgrader, rn.p.Start, rn.p.End)
+		row.wall = append(row.wall, rn.p.Wall)
+		row.exit = append(row.exit, rn.p.End.Sub(rn.ready))
+		row.wait = append(row.wait, max(first(rn.tl.Ready).Sub(rn.ready), 0))
+		row.cpu = append(row.cpu, rn.p.CPU)
+		row.rss = append(row.rss, rn.p.MaxRSS)
+		row.reqs = append(row.reqs, req.Total)
+		row.gets = append(row.gets, req.ByVerb["get"])
+		row.lists = append(row.lists, req.ByVerb["list"])
+		row.watches = append(row.watches, req.ByVerb["watch"])
+		row.writes = append(row.writes, req.Total-req.ByVerb["get"]-req.ByVerb["list"]-req.ByVerb["watch"])
+		row.last = req
+	}
+	return row, nil
+}
+
+// benchCharts upgrades f.charts ManagedCharts of demo-app (one namespace,
+// distinct releases) with one spec, in one run.
+func benchCharts(ctx context.Context, f scaleFlags, r *report, log io.Writer) error {
+	logf(log, "%d charts: starting the control plane and the Fleet simulator", f.charts)
+	w, err := startWorld(ctx, 1)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+	policy, err := os.ReadFile(w.examples + "/policy.yaml")
+	if err != nil {
+		return err
+	}
+	rels := make([]release, f.charts)
+	var spec strings.Builder
+	spec.WriteString("apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts:\n")
+	for i := range rels {
+		rels[i] = release{name: fmt.Sprintf("demo-%02d", i), releaseNS: fmt.Sprintf("demo-%02d", i)}
+		if err := w.create(ctx, rels[i], "1.0.0"); err != nil {
+			return err
+		}
+		// the example policy, pointed at this release's StorageClass and namespace
+		p := strings.ReplaceAll(string(policy), "namespace: demo-system", "namespace: "+rels[i].releaseNS)
+		p = strings.ReplaceAll(p, "name: demo-app-longhorn", "name: "+rels[i].name+"-longhorn")
+		fmt.Fprintf(&spec, "- target: {kind: ManagedChart, namespace: %s, name: %s}\n  chart: {name: demo-app, source: %s}\n  wait: {timeout: 5m}\n",
+			namespace, rels[i].name, w.charts())
+		for _, line := range strings.Split(strings.TrimRight(p, "\n"), "\n") {
+			spec.WriteString("  " + line + "\n")
+		}
+	}
+	specFile, err := w.file("spec-50.yaml", spec.String())
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for _, rel := range rels {
+		if err := w.waitReady(ctx, rel, "1.0.0", 10*time.Minute); err != nil {
+			return err
+		}
+		if err := w.demote(ctx, rel); err != nil {
+			return err
+		}
+		w.sim.SetFault(namespace, rel.name, fleetsim.Fault{Delay: f.chartDelay})
+	}
+	logf(log, "%d charts: deployed in %s; upgrading them with one spec", f.charts, secs(time.Since(start)))
+	p, err := runProc(ctx, nil, f.chartUpgrader, append([]string{"upgrade", "--spec", specFile, "--version", "2.0.0"}, w.toolArgs()...)...)
+	if err != nil {
+		return err
+	}
+	if err := p.ok(fmt.Sprintf("chart-upgrader --spec (%d charts)", f.charts)); err != nil {
+		return err
+	}
+	events, err := w.auditEvents()
+	if err != nil {
+		return err
+	}
+	req := attribute(events, agentChartUpgrader, p.Start, p.End)
+	var settle time.Duration
+	for _, rel := range rels {
+		ready, applied := w.sim.LastStatusWrite(namespace, rel.name), req.AppliedTo[rel.name]
+		if applied.IsZero() || !ready.After(applied) || ready.After(p.End) {
+			return fmt.Errorf("%s: no write, or not ready after it within the run", rel.name)
+		}
+		settle += ready.Sub(applied)
+	}
+	last := rels[len(rels)-1].name
+	overhead := p.Wall - settle
+	logf(log, "%d charts: wall %s, Fleet %s, peak RSS %s, %d requests", f.charts, secs(p.Wall), secs(settle), mb(p.MaxRSS), req.Total)
+	r.line("**One spec, %d charts.** %d ManagedCharts of demo-app in one namespace (distinct releases, each in its own "+
+		"namespace, each with the example policy), one cluster each, a %s readiness delay each; one `chart-upgrader "+
+		"upgrade --spec` upgrades them one after another to 2.0.0.", f.charts, f.charts, f.chartDelay)
+	r.line("")
+	n := time.Duration(f.charts)
+	r.table([]string{"charts", "wall", "of which Fleet (Σ write → ready)", "overhead per chart", "last ready write → exit", "CPU",
+		"peak RSS", "API requests (per chart)"}, [][]string{{
+		itoa(f.charts), secs(p.Wall), secs(settle), millis(overhead / n),
+		millis(p.End.Sub(w.sim.LastStatusWrite(namespace, last))), millis(p.CPU), mb(p.MaxRSS),
+		fmt.Sprintf("%d (%.1f)", req.Total, float64(req.Total)/float64(f.charts))}})
+	r.line("")
+	r.line("Requests: %s.", req.verbs())
+	r.line("")
+	// where each chart's time goes, from the tool's log
+	tl := parseToolLog(p.Output)
+	var inPhases time.Duration
+	var cells []string
+	for _, ph := range []string{"resolve", "preflight", "merge", "apply", "wait", "verify"} {
+		var sum time.Duration
+		for _, d := range tl.Phases[ph] {
+			sum += d
+		}
+		inPhases += sum
+		cells = append(cells, fmt.Sprintf("%s %s", ph, millis(sum/n)))
+	}
+	r.line("Mean time per chart by phase (from its log; wait includes Fleet's %s): %s; outside the phases (start-up, "+
+		"journal writes, Events): %s.", millis(settle/n), strings.Join(cells, ", "), millis((p.Wall-inPhases)/n))
+	r.line("")
+	return nil
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
+)
+
+// namespace holds the benchmarks' ManagedCharts, as in Harvester.
+const namespace = "fleet-local"
+
+// world is one control plane with an audit log, a Fleet simulator serving
+// namespace, and a scratch directory for the runs' files.
+type world struct {
+	env      *testenv.Env
+	sim      *fleetsim.Sim
+	tc       *target.Client
+	examples string // package/examples
+	dir      string
+	// local is where chart-upgrader's state directory (the journal), lock
+	// and termination log go: dir unless set.
+	local   string
+	stopSim context.CancelFunc
+	simDone chan struct{}
+}
+
+// startWorld starts the control plane and a simulator of clusters
+// downstream clusters. Call stop.
+func startWorld(ctx context.Context, clusters int) (*world, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	w := &world{examples: filepath.Join(root, "package", "examples")}
+	if w.dir, err = os.MkdirTemp("", "chart-upgrader-bench-"); err != nil {
+		return nil, err
+	}
+	if w.env, err = testenv.Start(ctx, testenv.Options{AuditLog: true}); err != nil {
+		_ = os.RemoveAll(w.dir)
+		return nil, err
+	}
+	w.tc = &target.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
+	w.sim, err = fleetsim.New(fleetsim.Options{Config: w.env.Config(), Namespace: namespace, Clusters: clusters,
+		Loader: fleetsim.DirLoader(w.charts())})
+	if err != nil {
+		w.stop()
+		return nil, err
+	}
+	simCtx, cancel := context.WithCancel(context.Background())
+	w.stopSim, w.simDone = cancel, make(chan struct{})
+	go func() { defer close(w.simDone); _ = w.sim.Run(simCtx) }()
+	if err := w.sim.WaitForSync(ctx); err != nil {
+		w.stop()
+		return nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if _, err := w.env.Kube().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		w.stop()
+		return nil, fmt.Errorf("creating namespace %s: %w", namespace, err)
+	}
+	return w, nil
+}
+
+func (w *world) stop() {
+	if w.stopSim != nil {
+		w.stopSim()
+		<-w.simDone
+	}
+	if w.env != nil {
+		_ = w.env.Stop()
+	}
+	_ = os.RemoveAll(w.dir)
+}
+
+// charts is the bundled example's chart directory: demo-app 1.0.0 and 2.0.0.
+func (w *world) charts() string { return filepath.Join(w.examples, "charts") }
+
+// auditEvents reads the audit log so far.
+func (w *world) auditEvents() ([]testenv.AuditEvent, error) {
+	return testenv.ReadAuditLog(w.env.AuditLogPath())
+}
+
+// release is one installed demo-app: ManagedChart namespace/name, Helm
+// release name in releaseNS.
+type release struct {
+	name, releaseNS string
+}
+
+// create creates the ManagedChart of rel at version with the installer's
+// values of the bundled example (package/examples/values.yaml), shaped as
+// the demo and the end-to-end tests shape it.
+func (w *world) create(ctx context.Context, rel release, version string) error {
+	data, err := os.ReadFile(filepath.Join(w.examples, "values.yaml"))
+	if err != nil {
+		return err
+	}
+	user, err := values.Parse(data)
+	if err != nil {
+		return err
+	}
+	mc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
+		"metadata": map[string]any{"name": rel.name, "namespace": namespace},
+		"spec": map[string]any{"chart": "demo-app", "version": version, "releaseName": rel.name,
+			"defaultNamespace": rel.releaseNS, "repoName": "demo-charts", "timeoutSeconds": int64(600), "values": user,
+			"targets": []any{map[string]any{"clusterName": "local"}}},
+	}}
+	if _, err := w.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(namespace).Create(ctx, mc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating managedchart %s/%s: %w", namespace, rel.name, err)
+	}
+	return nil
+}
+
+// waitReady waits by watch until rel is ready at version.
+func (w *world) waitReady(ctx context.Context, rel release, version string, timeout time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	obs, err := w.tc.Observe(wctx, namespace, rel.name)
+	if err != nil {
+		return err
+	}
+	if r, err := obs.WaitReady(wctx, target.Want{Version: version}, time.Hour, nil); err != nil {
+		return fmt.Errorf("%s never became ready at %s: %w (%v)", rel.name, version, err, r.Waiting)
+	}
+	return nil
+}
+
+// demote makes another StorageClass than rel's the default, as the
+// operator of the demo did: the example policy's live rule then writes
+// storageClass.defaultStorageClass=false.
+func (w *world) demote(ctx context.Context, rel release) error {
+	patch := `{"metadata":{"annotations":{"storageclass.kubernetes.io/is-default-class":"false"}}}`
+	_, err := w.env.Kube().StorageV1().StorageClasses().Patch(ctx, rel.name+"-longhorn", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("demoting StorageClass %s-longhorn: %w", rel.name, err)
+	}
+	return nil
+}
+
+// version reads the spec.version of rel's ManagedChart.
+func (w *world) version(ctx context.Context, rel release) (string, error) {
+	mc, found, err := w.tc.Get(ctx, namespace, rel.name)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", fmt.Errorf("managedchart %s/%s not found", namespace, rel.name)
+	}
+	return mc.Version, nil
+}
+
+// file writes a file into the scratch directory and returns its path.
+func (w *world) file(name, content string) (string, error) {
+	path := filepath.Join(w.dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, []byte(content), 0o644)
+}
+
+// toolArgs are the flags every chart-upgrader run of the benchmarks gets:
+// the cluster, a state directory and lock of its own, JSON logs.
+func (w *world) toolArgs() []string {
+	local := w.local
+	if local == "" {
+		local = w.dir
+	}
+	return []string{"--kubeconfig", w.env.KubeconfigPath(), "--state-dir", filepath.Join(local, "state"),
+		"--lock-file", filepath.Join(local, "upgrade.lock"), "--termination-log", filepath.Join(local, "termination-log"),
+		"--node-name", "bench", "--log-format", "json"}
+}
+
+var errNoWait = errors.New("the simulator reported ready before the tool applied: the run did not wait")
