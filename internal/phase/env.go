@@ -2,6 +2,7 @@ package phase
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 
 	"k8s.io/client-go/discovery"
@@ -59,8 +60,9 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NewEnv builds the clients of a run.
-func NewEnv(cfg *rest.Config) (*Env, error) {
+// NewEnv builds the clients of a run; log receives what the clients have
+// to say while they work (a broken watch).
+func NewEnv(cfg *rest.Config, log *slog.Logger) (*Env, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)
@@ -74,6 +76,6 @@ func NewEnv(cfg *rest.Config) (*Env, error) {
 		return nil, fmt.Errorf("building the discovery client: %w", err)
 	}
 	return &Env{Config: cfg, Kube: kube, Dynamic: dyn,
-		Target: &target.Client{Dynamic: dyn, Kube: kube},
+		Target: &target.Client{Dynamic: dyn, Kube: kube, Log: log},
 		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
 }

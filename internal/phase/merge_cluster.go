@@ -30,7 +30,7 @@ func MergeTarget(ctx context.Context, opts Options) (*values.Result, error) {
 	if opts.WrapTransport != nil {
 		cfg.Wrap(opts.WrapTransport)
 	}
-	env, err := NewEnv(cfg)
+	env, err := NewEnv(cfg, opts.Log)
 	if err != nil {
 		return nil, err
 	}

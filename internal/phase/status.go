@@ -51,7 +51,7 @@ func Status(ctx context.Context, opts Options, format string) error {
 	if err != nil {
 		return err
 	}
-	env, err := NewEnv(cfg)
+	env, err := NewEnv(cfg, opts.Log)
 	if err != nil {
 		return err
 	}

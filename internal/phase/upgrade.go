@@ -106,7 +106,7 @@ func openSession(_ context.Context, opts *Options) (*session, error) {
 	if opts.WrapTransport != nil {
 		cfg.Wrap(opts.WrapTransport)
 	}
-	if s.env, err = NewEnv(cfg); err != nil {
+	if s.env, err = NewEnv(cfg, opts.Log); err != nil {
 		s.close()
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package target
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,9 @@ import (
 type Client struct {
 	Dynamic dynamic.Interface
 	Kube    kubernetes.Interface
+	// Log receives what the watches have to say (a broken watch being
+	// re-listed); nil discards it.
+	Log *slog.Logger
 }
 
 // Get reads a ManagedChart; found is false when it does not exist.

@@ -2,10 +2,14 @@ package target
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -63,6 +67,7 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 		if transform != nil {
 			_ = inf.SetTransform(transform) // fails only once started
 		}
+		_ = inf.SetWatchErrorHandlerWithContext(watchErrors(ctx, c.Log, gvr.Resource)) // fails only once started
 		reg, _ := inf.AddEventHandler(h)
 		// the handlers, too, must have seen the first list
 		synced = append(synced, inf.HasSynced, reg.HasSynced)
@@ -89,6 +94,27 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 		return nil, fmt.Errorf("watching managedchart %s/%s: %w", namespace, name, ctx.Err())
 	}
 	return o, nil
+}
+
+// watchErrors is what the informers do with a watch that ended with an
+// error, in place of client-go's default, which prints it through klog as
+// text (in the middle of JSON logs). A watch ended because ctx ended — the
+// Observer was stopped — is no error and says nothing; one that expired or
+// was cut is re-listed quietly (debug); any other (the API server is down)
+// is a warning in the run's log. The informer re-lists in every case.
+func watchErrors(ctx context.Context, log *slog.Logger, resource string) cache.WatchErrorHandlerWithContext {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return func(hctx context.Context, _ *cache.Reflector, err error) {
+		switch {
+		case ctx.Err() != nil, hctx.Err() != nil, errors.Is(err, io.EOF):
+		case apierrors.IsResourceExpired(err), apierrors.IsGone(err), errors.Is(err, io.ErrUnexpectedEOF):
+			log.Debug("watch closed; re-listing", "resource", resource, "err", err)
+		default:
+			log.Warn("watch broken; re-listing", "resource", resource, "err", err)
+		}
+	}
 }
 
 // putBD records the parsed BundleDeployment of an informer event.

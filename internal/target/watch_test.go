@@ -1,10 +1,17 @@
 package target
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -85,4 +92,45 @@ func TestHashForWorksOutOncePerResourceVersion(t *testing.T) {
 	assert.Equal(t, "h2", o.hashFor(&o.mcHash, "8", f), "a new resourceVersion is hashed again")
 	assert.Equal(t, "h3", o.hashFor(&o.bundleHash, "8", f), "each object has its own")
 	assert.Equal(t, 3, calls)
+}
+
+func TestWatchErrorsSaySomethingOnlyForABrokenWatch(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	live := context.Background()
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	refused := errors.New(`Get "https://127.0.0.1:6443/apis/fleet.cattle.io/v1alpha1/bundles?watch=true": dial tcp 127.0.0.1:6443: connect: connection refused`)
+	expired := apierrors.NewResourceExpired("too old resource version: 1 (42)")
+
+	cases := []struct {
+		name      string
+		ctx, hctx context.Context
+		err       error
+		level     string // "" for nothing logged
+	}{
+		{"the Observer was stopped", stopped, live, context.Canceled, ""},
+		{"the informer was stopped", live, stopped, refused, ""},
+		{"closed normally", live, live, io.EOF, ""},
+		{"expired: re-listed", live, live, expired, "DEBUG"},
+		{"cut: re-listed", live, live, io.ErrUnexpectedEOF, "DEBUG"},
+		{"the API server is down", live, live, refused, "WARN"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			buf.Reset()
+			watchErrors(tc.ctx, log, "bundles")(tc.hctx, nil, tc.err)
+			if tc.level == "" {
+				assert.Empty(t, buf.String())
+				return
+			}
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal(buf.Bytes(), &rec), buf.String())
+			assert.Equal(t, tc.level, rec["level"])
+			assert.Equal(t, "bundles", rec["resource"])
+			assert.Equal(t, tc.err.Error(), rec["err"])
+		})
+	}
+	// no logger: nothing to say, and no panic
+	watchErrors(live, nil, "bundles")(live, nil, refused)
 }
