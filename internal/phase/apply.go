@@ -20,6 +20,11 @@ const maxConflicts = 10
 // spec.paused=false with the resourceVersion it read. On a conflict it
 // re-reads, re-merges and retries, so a concurrent change is never lost.
 // Nothing to change, or already applied → no write.
+//
+// It gives the Lease up as soon as the target carries the record of the
+// apply (or was found applied): from then on that record tells every other
+// process what was done, so holding the Lease through the wait would only
+// cost a renewal every third of its duration.
 type applyPhase struct{}
 
 func (applyPhase) Name() string { return "apply" }
@@ -35,6 +40,14 @@ func (applyPhase) Run(ctx context.Context, s *State) error {
 	if err := takeLease(ctx, s); err != nil {
 		return err
 	}
+	if err := applyHoldingLease(ctx, s); err != nil {
+		return err
+	}
+	return s.releaseLease(ctx)
+}
+
+// applyHoldingLease is the apply proper, once this process holds the Lease.
+func applyHoldingLease(ctx context.Context, s *State) error {
 	if s.Situation == SituationDone || s.Situation == SituationApplied || s.NoChange {
 		return nil
 	}
@@ -95,7 +108,9 @@ func (s *State) update() target.Update {
 }
 
 // reread reads the target again and, unless it is already applied, merges
-// again on what it holds now (a rollback restores the backup as it is).
+// again on what it holds now (a rollback restores the backup as it is). A
+// target whose version and values are those the merge read keeps that
+// merge: merging again would only read the live objects once more.
 func reread(ctx context.Context, s *State) error {
 	mc, found, err := s.Env.Target.Get(ctx, s.MC.Namespace, s.MC.Name)
 	if err != nil {
@@ -109,14 +124,14 @@ func reread(ctx context.Context, s *State) error {
 		s.Situation, s.Want = SituationApplied, w
 		return nil
 	}
-	if s.Restore != nil {
+	if s.Restore != nil || (s.Merge != nil && s.MergedFrom == mergeKey(mc)) {
 		return nil
 	}
 	return computeMerge(ctx, s)
 }
 
 // takeLease returns once this process holds the target's Lease (it then
-// renews it until verify) or once another process has applied the target
+// renews it until the apply has released it) or once another process has applied the target
 // (s.Situation is then applied). While another live process holds it, it
 // watches the target, and tries again when the holder's lease may expire.
 func takeLease(ctx context.Context, s *State) error {
@@ -200,6 +215,23 @@ func observe(ctx context.Context, s *State) (*target.Observer, error) {
 	}
 	s.observer, s.stopObserver = obs, cancel
 	return obs, nil
+}
+
+// releaseLease stops renewing the Lease and gives it up, once per run.
+// Releasing a Lease this node does not hold writes nothing.
+func (s *State) releaseLease(ctx context.Context) error {
+	if s.stopLease != nil {
+		s.stopLease()
+		s.stopLease = nil
+	}
+	if s.lease == nil || s.leaseReleased {
+		return nil
+	}
+	if err := s.lease.Release(ctx); err != nil {
+		return err
+	}
+	s.leaseReleased = true
+	return nil
 }
 
 // close stops what the phases started: the watch and the lease renewal.

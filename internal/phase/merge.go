@@ -28,7 +28,7 @@ func (mergePhase) Run(ctx context.Context, s *State) error {
 		s.Want, _ = s.MC.AppliedWant()
 		return nil
 	}
-	if s.Merge == nil || s.MergedFrom != s.MC.ResourceVersion {
+	if s.Merge == nil || s.MergedFrom != mergeKey(s.MC) {
 		if err := computeMerge(ctx, s); err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func computeMerge(ctx context.Context, s *State) error {
 			return err
 		}
 	}
-	s.Merge, s.MergeInput, s.MergedFrom = res, in, s.MC.ResourceVersion
+	s.Merge, s.MergeInput, s.MergedFrom = res, in, mergeKey(s.MC)
 	s.NoChange = s.MC.Version == s.To && s.MC.ValuesHash() == res.SHA256 && !s.MC.Paused
 	s.Want = target.Want{Version: s.To, ValuesHash: res.SHA256}
 	if s.NoChange {

@@ -40,7 +40,7 @@ func Rollback(ctx context.Context, opts Options) (err error) {
 		restorePhase{}, // read the target and its backup; the situation
 		applyPhase{},   // one process writes the backed-up spec back
 		waitPhase{},    // until the restored version is ready
-		verifyPhase{},  // journal, release the Lease
+		verifyPhase{},  // journal; a Lease a killed run of this node left behind
 	})
 	if err == nil {
 		fmt.Fprintf(opts.Out, "rolled back %s %s → %s\n", s.Ref(), s.From, s.To)

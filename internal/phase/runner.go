@@ -23,9 +23,9 @@ func upgradePhases() []Phase {
 		resolvePhase{},   // the target version; the new and the deployed chart; the situation
 		preflightPhase{}, // checks, no writes: one actionable line per refusal
 		mergePhase{},     // decide every value; journal the result
-		applyPhase{},     // one process (Lease) backs up the spec once and updates it
+		applyPhase{},     // one process (Lease, until its write) backs up the spec once and updates it
 		waitPhase{},      // by watch, until the applied version is ready
-		verifyPhase{},    // record completion, report, release the Lease
+		verifyPhase{},    // record completion, report; a Lease a killed run of this node left behind
 	}
 }
 

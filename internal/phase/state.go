@@ -30,22 +30,24 @@ type State struct {
 	Restore *target.Backup
 
 	// merge
-	Merge        *values.Result
-	MergedFrom   string // resourceVersion of the ManagedChart the merge read
-	MergeInput   values.Input
-	NoChange     bool // the merge changes nothing: no write
-	Want         target.Want
-	Entry        journal.Entry
-	Leader       bool // this process holds the Lease and applies
-	lease        *journal.Lease
-	stopLease    func()
-	leaseLost    <-chan struct{}
-	events       *Events
-	hooks        *hooks
-	noop         bool     // resolve found the target done: nothing will be written
-	hookFailures []string // post hooks that failed, reported at the end
-	observer     *target.Observer
-	stopObserver func()
+	Merge      *values.Result
+	MergedFrom string // mergeKey of the ManagedChart the merge read
+	MergeInput values.Input
+	NoChange   bool // the merge changes nothing: no write
+	Want       target.Want
+	Entry      journal.Entry
+	Leader     bool // this process holds the Lease and applies
+	lease      *journal.Lease
+	stopLease  func()
+	// leaseReleased: this run gave the Lease up (after its apply)
+	leaseReleased bool
+	leaseLost     <-chan struct{}
+	events        *Events
+	hooks         *hooks
+	noop          bool     // resolve found the target done: nothing will be written
+	hookFailures  []string // post hooks that failed, reported at the end
+	observer      *target.Observer
+	stopObserver  func()
 }
 
 // Ref is the target as managedchart/NAMESPACE/NAME.
@@ -83,4 +85,12 @@ func (s *State) saveJournal(phase string, rec journal.Record) error {
 	}
 	s.Entry.Phases[phase] = rec
 	return s.Journal.Save(s.Entry)
+}
+
+// mergeKey is what a merge read of a ManagedChart: its version and the hash
+// of its values. A status write (Rancher copies the Bundle's status on
+// every change) changes the resourceVersion but not the key, so it needs
+// no new merge.
+func mergeKey(mc *target.ManagedChart) string {
+	return mc.Version + "@" + mc.ValuesHash()
 }

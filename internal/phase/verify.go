@@ -19,22 +19,12 @@ func (verifyPhase) Run(ctx context.Context, s *State) error {
 		return fmt.Errorf("%s is not ready (situation %s)", s.Ref(), s.Situation)
 	}
 	s.Entry.Completed = true
-	if s.stopLease != nil {
-		s.stopLease()
-		s.stopLease = nil
-	}
 	// Release also when this run did not take the Lease: a run of this node
-	// killed after it applied still holds it under the same identity.
+	// killed before it released it still holds it under the same identity.
 	// Release reads first and writes only when the Lease is ours.
-	l := s.lease
-	if l == nil && s.MC != nil {
-		l = &journal.Lease{Client: s.Env.Kube, Namespace: s.MC.Namespace, Name: journal.LeaseName(s.MC.Name),
+	if s.lease == nil && s.MC != nil {
+		s.lease = &journal.Lease{Client: s.Env.Kube, Namespace: s.MC.Namespace, Name: journal.LeaseName(s.MC.Name),
 			Identity: s.Identity, Duration: s.Opts.LeaseDuration}
 	}
-	if l != nil {
-		if err := l.Release(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.releaseLease(ctx)
 }

@@ -13,8 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -55,15 +56,16 @@ func (o *Observer) hashFor(h *versionedHash, rv string, f func() string) string 
 // Observe starts the informers and waits until they have synced.
 func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer, error) {
 	o := &Observer{changed: make(chan struct{}, 1), namespace: namespace, name: name, bdv: map[string]BundleDeployment{}}
-	byName := func(n string) dynamicinformer.TweakListOptionsFunc {
+	byName := func(n string) func(*metav1.ListOptions) {
 		return func(opts *metav1.ListOptions) {
 			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", n).String()
 		}
 	}
 	var synced []cache.InformerSynced
-	newInformer := func(gvr schema.GroupVersionResource, ns string, tweak dynamicinformer.TweakListOptionsFunc,
+	newInformer := func(gvr schema.GroupVersionResource, ns string, tweak func(*metav1.ListOptions),
 		transform cache.TransformFunc, h cache.ResourceEventHandlerFuncs) cache.SharedIndexInformer {
-		inf := dynamicinformer.NewFilteredDynamicInformer(c.Dynamic, gvr, ns, 0, cache.Indexers{}, tweak).Informer()
+		inf := cache.NewSharedIndexInformerWithOptions(c.listThenWatch(gvr, ns, tweak), &unstructured.Unstructured{},
+			cache.SharedIndexInformerOptions{})
 		if transform != nil {
 			_ = inf.SetTransform(transform) // fails only once started
 		}
@@ -95,6 +97,32 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 	}
 	return o, nil
 }
+
+// listThenWatch lists and watches gvr in ns (all namespaces when empty)
+// with tweak applied to the options: one list, then one watch. client-go
+// would first try a streaming watch-list, which the API servers of today's
+// Rancher clusters (Kubernetes 1.33 and older, as the tests' 1.33) answer
+// without the initial events, so that every informer made a request for
+// nothing before it fell back to list and watch.
+func (c *Client) listThenWatch(gvr schema.GroupVersionResource, ns string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+	res := c.Dynamic.Resource(gvr).Namespace(ns)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			tweak(&opts)
+			return res.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			tweak(&opts)
+			return res.Watch(ctx, opts)
+		},
+	}
+	return cache.ToListWatcherWithWatchListSemantics(lw, noWatchList{})
+}
+
+// noWatchList tells client-go's reflector not to try a watch-list.
+type noWatchList struct{}
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
 // watchErrors is what the informers do with a watch that ended with an
 // error, in place of client-go's default, which prints it through klog as

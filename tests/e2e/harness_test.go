@@ -159,19 +159,32 @@ type writeCounter struct {
 	next   http.RoundTripper
 	writes atomic.Int64
 	mu     sync.Mutex
-	seen   []string
+	seen   []string // the writes
+	all    []string // every request, reads included ("GET /api…?watch=true" for a watch)
 }
 
 func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	req := r.Method + " " + r.URL.Path
+	if r.URL.Query().Get("watch") == "true" {
+		req += "?watch=true"
+	}
+	w.all = append(w.all, req)
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
 		w.writes.Add(1)
-		w.mu.Lock()
 		w.seen = append(w.seen, r.Method+" "+r.URL.Path)
-		w.mu.Unlock()
 	}
 	return w.next.RoundTrip(r)
+}
+
+// requests is every request so far.
+func (w *writeCounter) requests() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.all...)
 }
 
 // upgradeCounting runs the upgrade in-process with the API transport

@@ -3,8 +3,10 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/phase"
 	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 
 var releaseSeq atomic.Int64
@@ -189,4 +192,42 @@ func TestLiveStorageClassUnchangedKeepsTrue(t *testing.T) {
 
 func exitCode(err error) int {
 	return outcomeCode(err)
+}
+
+// TestRequestsDoNotGrowWithTheWait upgrades once with a short and once with
+// a long readiness delay, with a Lease short enough to be renewed every
+// second if it were held: the wait is one list and one watch per kind, the
+// Lease is given up once the apply is recorded, so the longer wait costs no
+// request (holding the Lease through it would cost two a second).
+func TestRequestsDoNotGrowWithTheWait(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	run := func(version string, delay time.Duration) []string {
+		t.Helper()
+		f.sim.SetFault(f.ns, name, fleetsim.Fault{Delay: delay})
+		opts := phase.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: version,
+			PolicyFile: f.policy(name), AllowDowngrade: true, LeaseDuration: 3 * time.Second}
+		logs, wc, err := f.upgradeCounting(f.node, opts)
+		require.NoError(t, err, logs)
+		assert.Contains(t, logs, `"msg":"ready"`)
+		return wc.requests()
+	}
+	short := run("2.0.0", time.Second)
+	long := run("1.0.0", 7*time.Second)
+	t.Logf("requests: %d with a 1s wait, %d with a 7s wait\n%s", len(short), len(long), strings.Join(long, "\n"))
+	// a conflict retried on the way (a status write between read and update)
+	// may add a read and a write; a Lease held through the wait would add ~14
+	assert.LessOrEqual(t, len(long), len(short)+2, "requests grew with the wait")
+	assert.Equal(t, 2, countPrefix(long, "PUT /apis/coordination.k8s.io"), "the Lease is written to take it and to give it up, never renewed")
+}
+
+func countPrefix(xs []string, prefix string) int {
+	n := 0
+	for _, x := range xs {
+		if strings.HasPrefix(x, prefix) {
+			n++
+		}
+	}
+	return n
 }
