@@ -10,11 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/target"
-	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -103,21 +102,8 @@ type release struct {
 // values of the bundled example (package/examples/values.yaml), shaped as
 // the demo and the end-to-end tests shape it.
 func (w *world) create(ctx context.Context, rel release, version string) error {
-	data, err := os.ReadFile(filepath.Join(w.examples, "values.yaml"))
-	if err != nil {
-		return err
-	}
-	user, err := values.Parse(data)
-	if err != nil {
-		return err
-	}
-	mc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
-		"metadata": map[string]any{"name": rel.name, "namespace": namespace},
-		"spec": map[string]any{"chart": "demo-app", "version": version, "releaseName": rel.name,
-			"defaultNamespace": rel.releaseNS, "repoName": "demo-charts", "timeoutSeconds": int64(600), "values": user,
-			"targets": []any{map[string]any{"clusterName": "local"}}},
-	}}
+	mc := fixture.ManagedChart(fixture.Install{Namespace: namespace, Name: rel.name, Version: version,
+		ReleaseNamespace: rel.releaseNS, Values: fixture.UserValues()})
 	if _, err := w.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(namespace).Create(ctx, mc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating managedchart %s/%s: %w", namespace, rel.name, err)
 	}
@@ -126,16 +112,8 @@ func (w *world) create(ctx context.Context, rel release, version string) error {
 
 // waitReady waits by watch until rel is ready at version.
 func (w *world) waitReady(ctx context.Context, rel release, version string, timeout time.Duration) error {
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	obs, err := w.tc.Observe(wctx, namespace, rel.name)
-	if err != nil {
-		return err
-	}
-	if r, err := obs.WaitReady(wctx, target.Want{Version: version}, time.Hour, nil); err != nil {
-		return fmt.Errorf("%s never became ready at %s: %w (%v)", rel.name, version, err, r.Waiting)
-	}
-	return nil
+	_, err := fixture.WaitReady(ctx, w.env, namespace, rel.name, target.Want{Version: version}, timeout)
+	return err
 }
 
 // demote makes another StorageClass than rel's the default, as the

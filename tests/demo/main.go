@@ -19,11 +19,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/target"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -86,25 +86,13 @@ func run(ctx context.Context) error {
 	if _, err := env.Kube().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", namespace, err)
 	}
-	mc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
-		"metadata": map[string]any{"name": name, "namespace": namespace},
-		"spec": map[string]any{"chart": name, "version": "1.0.0", "releaseName": name, "defaultNamespace": "demo-system",
-			"repoName": "demo-charts", "timeoutSeconds": int64(600), "values": user,
-			"targets": []any{map[string]any{"clusterName": "local"}}},
-	}}
+	mc := fixture.ManagedChart(fixture.Install{Namespace: namespace, Name: name, Version: "1.0.0",
+		ReleaseNamespace: "demo-system", Values: user})
 	if _, err := env.Dynamic().Resource(target.ManagedChartGVR).Namespace(namespace).Create(ctx, mc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the ManagedChart: %w", err)
 	}
-	tc := &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}
-	obs, err := tc.Observe(ctx, namespace, name)
-	if err != nil {
+	if _, err := fixture.WaitReady(ctx, env, namespace, name, target.Want{Version: "1.0.0"}, 2*time.Minute); err != nil {
 		return err
-	}
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if _, err := obs.WaitReady(wctx, target.Want{Version: "1.0.0"}, time.Hour, nil); err != nil {
-		return fmt.Errorf("demo-app 1.0.0 never became ready: %w", err)
 	}
 	cert, err := env.Kube().CoreV1().Secrets("demo-system").Get(ctx, "demo-app-webhook-certs", metav1.GetOptions{})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/target"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -94,24 +95,13 @@ func (w *world) install(ctx context.Context) error {
 	if _, err := w.env.Kube().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", namespace, err)
 	}
-	mc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
-		"metadata": map[string]any{"name": name, "namespace": namespace},
-		"spec": map[string]any{"chart": name, "version": v1, "releaseName": name, "defaultNamespace": "demo-system",
-			"repoName": "demo-charts", "timeoutSeconds": int64(600), "values": user,
-			"targets": []any{map[string]any{"clusterName": "local"}}},
-	}}
+	mc := fixture.ManagedChart(fixture.Install{Namespace: namespace, Name: name, Version: v1,
+		ReleaseNamespace: "demo-system", Values: user})
 	if _, err := w.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(namespace).Create(ctx, mc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the ManagedChart: %w", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	obs, err := w.tc.Observe(wctx, namespace, name)
-	if err != nil {
+	if _, err := fixture.WaitReady(ctx, w.env, namespace, name, target.Want{Version: v1}, 2*time.Minute); err != nil {
 		return err
-	}
-	if r, err := obs.WaitReady(wctx, target.Want{Version: v1}, time.Hour, nil); err != nil {
-		return fmt.Errorf("demo-app %s never became ready: %w (%v)", v1, err, r.Waiting)
 	}
 	return nil
 }
