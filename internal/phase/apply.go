@@ -131,8 +131,8 @@ func reread(ctx context.Context, s *State) error {
 }
 
 // takeLease returns once this process holds the target's Lease (it then
-// renews it until the apply has released it) or once another process has applied the target
-// (s.Situation is then applied). While another live process holds it, it
+// renews it until the apply gives it up) or once another process has
+// applied the target (s.Situation is then applied). While another live process holds it, it
 // watches the target, and tries again when the holder's lease may expire.
 func takeLease(ctx context.Context, s *State) error {
 	s.lease = &journal.Lease{Client: s.Env.Kube, Namespace: s.MC.Namespace, Name: journal.LeaseName(s.MC.Name),

@@ -1,6 +1,7 @@
 package phase
 
 import (
+	"fmt"
 	"helm.sh/helm/v3/pkg/chart"
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
@@ -87,10 +88,11 @@ func (s *State) saveJournal(phase string, rec journal.Record) error {
 	return s.Journal.Save(s.Entry)
 }
 
-// mergeKey is what a merge read of a ManagedChart: its version and the hash
-// of its values. A status write (Rancher copies the Bundle's status on
-// every change) changes the resourceVersion but not the key, so it needs
-// no new merge.
+// mergeKey is all that computeMerge reads of a ManagedChart: its version,
+// the hash of its values, whether it is paused, and the apply recorded on
+// it. A status write (Rancher copies the Bundle's status on every change)
+// changes the resourceVersion but not the key, so it needs no new merge.
 func mergeKey(mc *target.ManagedChart) string {
-	return mc.Version + "@" + mc.ValuesHash()
+	w, _ := mc.AppliedWant()
+	return fmt.Sprintf("%s@%s paused=%t applied=%s@%s", mc.Version, mc.ValuesHash(), mc.Paused, w.Version, w.ValuesHash)
 }

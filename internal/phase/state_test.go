@@ -75,3 +75,34 @@ func keys(m map[string]journal.Record) []string {
 	}
 	return out
 }
+
+// A merge is reused while the target's version, values, pause and applied
+// record are those it read; a status write alone does not call for a new
+// one.
+func TestMergeKeyChangesWithWhatTheMergeReads(t *testing.T) {
+	base := func() *target.ManagedChart {
+		return &target.ManagedChart{Name: "app", Version: "1.0.0", ResourceVersion: "10",
+			Values: map[string]any{"image": map[string]any{"tag": "v1"}}, Annotations: map[string]string{}}
+	}
+	key := mergeKey(base())
+	cases := []struct {
+		name   string
+		change func(*target.ManagedChart)
+		same   bool
+	}{
+		{"a status write (new resourceVersion)", func(m *target.ManagedChart) { m.ResourceVersion = "11" }, true},
+		{"another value", func(m *target.ManagedChart) { m.Values["replicas"] = int64(2) }, false},
+		{"another version", func(m *target.ManagedChart) { m.Version = "1.0.1" }, false},
+		{"paused", func(m *target.ManagedChart) { m.Paused = true }, false},
+		{"an apply recorded", func(m *target.ManagedChart) {
+			m.Annotations[target.AnnotationVersion], m.Annotations[target.AnnotationValuesHash] = "2.0.0", "abc"
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mc := base()
+			tc.change(mc)
+			assert.Equal(t, tc.same, mergeKey(mc) == key, "%s vs %s", mergeKey(mc), key)
+		})
+	}
+}
