@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -50,13 +49,9 @@ func newWorld(t *testing.T) *world {
 		tc: &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}}
 	require.NoError(t, example.CopyDir(filepath.Join(root, "package", "examples", "charts"), w.charts))
 
-	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.ns})
+	_, stopSim, err := fleetsim.Start(t.Context(), fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.ns})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = sim.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	require.NoError(t, sim.WaitForSync(t.Context()))
+	t.Cleanup(stopSim)
 
 	_, err = example.InstallAndWait(t.Context(), env,
 		example.Install{Namespace: w.ns, Name: w.name, Version: "1.0.0", Values: example.UserValues()}, 60*time.Second)

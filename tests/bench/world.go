@@ -32,8 +32,7 @@ type world struct {
 	// local is where chart-upgrader's state directory (the journal), lock
 	// and termination log go: dir unless set.
 	local   string
-	stopSim context.CancelFunc
-	simDone chan struct{}
+	stopSim func() // stops the simulator and waits for it
 }
 
 // startWorld starts the control plane and a simulator of clusters
@@ -52,16 +51,8 @@ func startWorld(ctx context.Context, clusters int) (*world, error) {
 		return nil, err
 	}
 	w.tc = &target.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
-	w.sim, err = fleetsim.New(fleetsim.Options{Config: w.env.Config(), Namespace: namespace, Clusters: clusters,
-		Loader: fleetsim.DirLoader(w.charts())})
-	if err != nil {
-		w.stop()
-		return nil, err
-	}
-	simCtx, cancel := context.WithCancel(context.Background())
-	w.stopSim, w.simDone = cancel, make(chan struct{})
-	go func() { defer close(w.simDone); _ = w.sim.Run(simCtx) }()
-	if err := w.sim.WaitForSync(ctx); err != nil {
+	if w.sim, w.stopSim, err = fleetsim.Start(ctx, fleetsim.Options{Config: w.env.Config(), Namespace: namespace, Clusters: clusters,
+		Loader: fleetsim.DirLoader(w.charts())}); err != nil {
 		w.stop()
 		return nil, err
 	}
@@ -76,7 +67,6 @@ func startWorld(ctx context.Context, clusters int) (*world, error) {
 func (w *world) stop() {
 	if w.stopSim != nil {
 		w.stopSim()
-		<-w.simDone
 	}
 	if w.env != nil {
 		_ = w.env.Stop()

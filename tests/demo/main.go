@@ -61,16 +61,11 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer env.Stop()
-	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(filepath.Join(ex, "charts"))})
+	sim, stopSim, err := fleetsim.Start(ctx, fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(filepath.Join(ex, "charts"))})
 	if err != nil {
 		return err
 	}
-	simCtx, cancelSim := context.WithCancel(ctx)
-	defer cancelSim()
-	go func() { _ = sim.Run(simCtx) }()
-	if err := sim.WaitForSync(ctx); err != nil {
-		return err
-	}
+	defer stopSim()
 	fmt.Printf("   ready in %s (API server %s)\n", time.Since(start).Round(time.Millisecond), env.Host())
 
 	step("installing demo-app 1.0.0 as ManagedChart fleet-local/demo-app with the installer's values (package/examples/values.yaml)")

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -60,13 +59,9 @@ func newFixture(t *testing.T) *fixture {
 	env := testenv.ForTest(t)
 	f := &fixture{t: t, env: env, ns: env.Namespace(t), charts: t.TempDir(), node: newNode(t, "node-1")}
 	require.NoError(t, example.CopyDir(filepath.Join(repoRoot(t), "package", "examples", "charts"), f.charts))
-	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(f.charts), Namespace: f.ns})
+	sim, stopSim, err := fleetsim.Start(t.Context(), fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(f.charts), Namespace: f.ns})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = sim.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	require.NoError(t, sim.WaitForSync(t.Context()))
+	t.Cleanup(stopSim)
 	f.sim = sim
 	f.tc = &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}
 	return f

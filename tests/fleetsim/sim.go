@@ -221,6 +221,25 @@ func (s *Sim) run(ctx context.Context) error {
 	return nil
 }
 
+// Start creates a simulator, runs it in the background and returns once it
+// has synced. stop ends it and returns once Run has; calling it again does
+// nothing. The simulator runs until stop, whatever becomes of ctx, which
+// bounds only the wait for the sync.
+func Start(ctx context.Context, opts Options) (sim *Sim, stop func(), err error) {
+	if sim, err = New(opts); err != nil {
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = sim.Run(runCtx) }()
+	stop = func() { cancel(); <-done }
+	if err := sim.WaitForSync(ctx); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return sim, stop, nil
+}
+
 // WaitForSync returns once Run has filled its caches and started working,
 // or with ctx's error.
 func (s *Sim) WaitForSync(ctx context.Context) error {

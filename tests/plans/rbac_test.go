@@ -123,13 +123,9 @@ func newWorld(t *testing.T) *world {
 
 	w.charts = t.TempDir()
 	require.NoError(t, example.CopyDir(filepath.Join(repoRoot(t), "package", "examples", "charts"), w.charts))
-	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.target})
+	_, stopSim, err := fleetsim.Start(t.Context(), fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.target})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = sim.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	require.NoError(t, sim.WaitForSync(t.Context()))
+	t.Cleanup(stopSim)
 	return w
 }
 

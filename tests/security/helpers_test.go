@@ -62,13 +62,9 @@ func newWorld(t *testing.T) *world {
 	w := &world{t: t, env: env, ns: env.Namespace(t), root: root, charts: t.TempDir(),
 		tc: &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}, node: newNode(t)}
 	require.NoError(t, example.CopyDir(w.example("charts"), w.charts))
-	sim, err := fleetsim.New(fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.ns})
+	_, stopSim, err := fleetsim.Start(t.Context(), fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.ns})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = sim.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	require.NoError(t, sim.WaitForSync(t.Context()))
+	t.Cleanup(stopSim)
 	return w
 }
 

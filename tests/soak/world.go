@@ -38,8 +38,7 @@ type world struct {
 	sim      *fleetsim.Sim
 	tc       *target.Client
 	examples string // package/examples
-	stopSim  context.CancelFunc
-	simDone  chan struct{}
+	stopSim  func() // stops the simulator and waits for it
 
 	mu       sync.Mutex // serializes API server restarts with Stop
 	stopped  bool
@@ -56,16 +55,8 @@ func startWorld(ctx context.Context, root string) (*world, error) {
 		return nil, err
 	}
 	w.tc = &target.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
-	w.sim, err = fleetsim.New(fleetsim.Options{Config: w.env.Config(), Namespace: namespace,
-		Loader: fleetsim.DirLoader(filepath.Join(w.examples, "charts"))})
-	if err != nil {
-		w.stop()
-		return nil, err
-	}
-	simCtx, cancel := context.WithCancel(context.Background())
-	w.stopSim, w.simDone = cancel, make(chan struct{})
-	go func() { defer close(w.simDone); _ = w.sim.Run(simCtx) }()
-	if err := w.sim.WaitForSync(ctx); err != nil {
+	if w.sim, w.stopSim, err = fleetsim.Start(ctx, fleetsim.Options{Config: w.env.Config(), Namespace: namespace,
+		Loader: fleetsim.DirLoader(filepath.Join(w.examples, "charts"))}); err != nil {
 		w.stop()
 		return nil, err
 	}
@@ -114,10 +105,11 @@ func (w *world) stop() {
 		return
 	}
 	w.stopped = true
-	if w.stopSim != nil {
-		w.stopSim()
+	if w.stopSim != nil { // bounded: the soak must end within its time
+		stopped := make(chan struct{})
+		go func() { w.stopSim(); close(stopped) }()
 		select {
-		case <-w.simDone:
+		case <-stopped:
 		case <-time.After(30 * time.Second):
 		}
 	}
