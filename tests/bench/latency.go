@@ -60,13 +60,7 @@ func benchLatency(ctx context.Context, f latencyFlags, log io.Writer) (*report, 
 		defer os.RemoveAll(w.local)
 	}
 	rel := release{name: "demo-app", releaseNS: "demo-system"}
-	if err := w.create(ctx, rel, "1.0.0"); err != nil {
-		return nil, err
-	}
-	if err := w.waitReady(ctx, rel, "1.0.0", 2*time.Minute); err != nil {
-		return nil, err
-	}
-	if err := w.demote(ctx, rel); err != nil {
+	if err := w.deploy(ctx, rel, 2*time.Minute); err != nil {
 		return nil, err
 	}
 	w.sim.SetFault(namespace, rel.name, fleetsim.Fault{Delay: f.delay})
@@ -74,13 +68,11 @@ func benchLatency(ctx context.Context, f latencyFlags, log io.Writer) (*report, 
 	var walls []time.Duration
 	skipped := 0
 	for i := range f.runs {
-		to, extra := "2.0.0", []string(nil)
-		if i%2 == 1 {
-			to, extra = "1.0.0", []string{"--allow-downgrade"}
+		to, down := "2.0.0", i%2 == 1
+		if down {
+			to = "1.0.0"
 		}
-		args := append([]string{"upgrade", "--target", "managedchart/" + namespace + "/" + rel.name, "--chart-source", w.charts(),
-			"--version", to, "--policy", w.examples + "/policy.yaml", "--timeout", "2m"}, extra...)
-		p, err := runProc(ctx, nil, f.chartUpgrader, append(args, w.toolArgs()...)...)
+		p, err := runProc(ctx, nil, f.chartUpgrader, w.upgradeArgs(rel, to, down, 2*time.Minute)...)
 		if err != nil {
 			return nil, err
 		}

@@ -111,16 +111,10 @@ func benchClusterCount(ctx context.Context, f scaleFlags, n int, log io.Writer) 
 	defer w.stop()
 	rel := release{name: "demo-app", releaseNS: "demo-system"}
 	start := time.Now()
-	if err := w.create(ctx, rel, "1.0.0"); err != nil {
-		return row, err
-	}
-	if err := w.waitReady(ctx, rel, "1.0.0", 15*time.Minute); err != nil {
+	if err := w.deploy(ctx, rel, 15*time.Minute); err != nil {
 		return row, err
 	}
 	logf(log, "%d clusters: demo-app 1.0.0 deployed in %s", n, secs(time.Since(start)))
-	if err := w.demote(ctx, rel); err != nil {
-		return row, err
-	}
 	w.sim.SetFault(namespace, rel.name, fleetsim.Fault{ReadyOverTime: f.readyOverTime})
 	type run struct {
 		p     proc
@@ -129,13 +123,11 @@ func benchClusterCount(ctx context.Context, f scaleFlags, n int, log io.Writer) 
 	}
 	var runs []run
 	for i := range f.runs {
-		to, extra := "2.0.0", []string(nil)
-		if i%2 == 1 {
-			to, extra = "1.0.0", []string{"--allow-downgrade"}
+		to, down := "2.0.0", i%2 == 1
+		if down {
+			to = "1.0.0"
 		}
-		args := append([]string{"upgrade", "--target", "managedchart/" + namespace + "/" + rel.name, "--chart-source", w.charts(),
-			"--version", to, "--policy", w.examples + "/policy.yaml", "--timeout", "10m"}, extra...)
-		p, err := runProc(ctx, nil, f.chartUpgrader, append(args, w.toolArgs()...)...)
+		p, err := runProc(ctx, nil, f.chartUpgrader, w.upgradeArgs(rel, to, down, 10*time.Minute)...)
 		if err != nil {
 			return row, err
 		}

@@ -125,7 +125,6 @@ type side struct {
 	w       *world
 	rel     release
 	patches map[string]string // target version → the baseline's values patch
-	policy  string
 	baseEnv []string
 }
 
@@ -136,15 +135,8 @@ func benchUpgrade(ctx context.Context, f upgradeFlags, log io.Writer) (*report, 
 		return nil, err
 	}
 	defer w.stop()
-	sd := &side{f: f, w: w, rel: release{name: "demo-app", releaseNS: "demo-system"}, patches: map[string]string{},
-		policy: w.examples + "/policy.yaml"}
-	if err := w.create(ctx, sd.rel, "1.0.0"); err != nil {
-		return nil, err
-	}
-	if err := w.waitReady(ctx, sd.rel, "1.0.0", 2*time.Minute); err != nil {
-		return nil, err
-	}
-	if err := w.demote(ctx, sd.rel); err != nil {
+	sd := &side{f: f, w: w, rel: release{name: "demo-app", releaseNS: "demo-system"}, patches: map[string]string{}}
+	if err := w.deploy(ctx, sd.rel, 2*time.Minute); err != nil {
 		return nil, err
 	}
 	for v, p := range map[string]string{"2.0.0": patchTo2, "1.0.0": patchTo1} {
@@ -228,12 +220,7 @@ func (sd *side) run(ctx context.Context, st step) (sample, error) {
 	var p proc
 	switch st.tool {
 	case toolCU:
-		args := []string{"upgrade", "--target", "managedchart/" + namespace + "/" + sd.rel.name, "--chart-source", sd.w.charts(),
-			"--version", st.to, "--policy", sd.policy, "--timeout", "10m"}
-		if st.to < from {
-			args = append(args, "--allow-downgrade")
-		}
-		p, err = runProc(ctx, nil, sd.f.chartUpgrader, append(args, sd.w.toolArgs()...)...)
+		p, err = runProc(ctx, nil, sd.f.chartUpgrader, sd.w.upgradeArgs(sd.rel, st.to, st.to < from, 10*time.Minute)...)
 	default:
 		p, err = runProc(ctx, sd.baseEnv, sd.f.baseline, namespace, sd.rel.name, st.to, sd.patches[st.to])
 	}

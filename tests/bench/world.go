@@ -118,6 +118,31 @@ func (w *world) demote(ctx context.Context, rel release) error {
 	return nil
 }
 
+// deploy creates rel at 1.0.0 with the installer's values, waits (at most
+// timeout) until it is ready and demotes its StorageClass: where every
+// benchmark starts.
+func (w *world) deploy(ctx context.Context, rel release, timeout time.Duration) error {
+	if err := w.create(ctx, rel, "1.0.0"); err != nil {
+		return err
+	}
+	if err := w.waitReady(ctx, rel, "1.0.0", timeout); err != nil {
+		return err
+	}
+	return w.demote(ctx, rel)
+}
+
+// upgradeArgs is the command line of one chart-upgrader upgrade of rel to
+// version with the example policy and this world's cluster flags;
+// downgrade adds --allow-downgrade.
+func (w *world) upgradeArgs(rel release, to string, downgrade bool, timeout time.Duration) []string {
+	args := []string{"upgrade", "--target", "managedchart/" + namespace + "/" + rel.name, "--chart-source", w.charts(),
+		"--version", to, "--policy", filepath.Join(w.examples, "policy.yaml"), "--timeout", timeout.String()}
+	if downgrade {
+		args = append(args, "--allow-downgrade")
+	}
+	return append(args, w.toolArgs()...)
+}
+
 // version reads the spec.version of rel's ManagedChart.
 func (w *world) version(ctx context.Context, rel release) (string, error) {
 	mc, found, err := w.tc.Get(ctx, namespace, rel.name)
