@@ -10,20 +10,29 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
-	"github.com/chart-upgrader/chart-upgrader/internal/phase"
 )
 
-// clusterFlags are accepted by every command that talks to a cluster.
-func clusterFlags() []ucli.Flag {
+// localFlags are accepted by every command that talks to a cluster: how
+// to reach it, where this node keeps its records, how to log.
+func localFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig `FILE` (default: $KUBECONFIG, else the in-cluster service account)"},
-		&ucli.StringFlag{Name: "host-root", Value: phase.DefaultHostRoot, Usage: "`DIR` where the node's / is mounted (system-upgrade-controller: /host); state and lock go under it when it exists"},
+		&ucli.StringFlag{Name: "host-root", Value: host.DefaultHostRoot, Usage: "`DIR` where the node's / is mounted (system-upgrade-controller: /host); state and lock go under it when it exists"},
 		&ucli.StringFlag{Name: "state-dir", Usage: "journal `DIR` (default: <host-root>/var/lib/chart-upgrader when the host root exists, else $XDG_STATE_HOME/chart-upgrader)"},
 		&ucli.StringFlag{Name: "lock-file", Usage: "host lock `FILE` (default: <host-root>/run/chart-upgrader/upgrade.lock when the host root exists, else in the state dir)"},
-		&ucli.StringFlag{Name: "termination-log", Value: phase.DefaultTerminationLog, Usage: "`FILE` for the one-line result (the default is written only when it exists)"},
-		&ucli.StringFlag{Name: "node-name", EnvVars: []string{"SYSTEM_UPGRADE_NODE_NAME"}, Usage: "this node's `NAME`, for the Lease identity and Events (default: the host name)"},
+		&ucli.StringFlag{Name: "termination-log", Value: host.DefaultTerminationLog, Usage: "`FILE` for the one-line result (the default is written only when it exists)"},
 		&ucli.StringFlag{Name: "log-format", Value: "auto", Usage: "`FORMAT` of the logs on stderr: text, json, or auto (text on a terminal)"},
+	}
+}
+
+// jobFlags are accepted by the commands that may write a target (upgrade,
+// preflight, rollback): who this process is, for the Lease and Events.
+func jobFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "node-name", EnvVars: []string{"SYSTEM_UPGRADE_NODE_NAME"}, Usage: "this node's `NAME`, for the Lease identity and Events (default: the host name)"},
 		&ucli.DurationFlag{Name: "lease-duration", Value: 30 * time.Second, Usage: "how long a crashed process holds the apply `DURATION` before another may take over"},
 		// what system-upgrade-controller says about the Job (logs, Events, Lease)
 		&ucli.StringFlag{Name: "plan", EnvVars: []string{"SYSTEM_UPGRADE_PLAN_NAME"}, Usage: "the SUC Plan `NAME` running this (default $SYSTEM_UPGRADE_PLAN_NAME)"},
@@ -31,6 +40,15 @@ func clusterFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "pod-name", EnvVars: []string{"SYSTEM_UPGRADE_POD_NAME"}, Usage: "this pod's `NAME` (default $SYSTEM_UPGRADE_POD_NAME)"},
 		&ucli.StringFlag{Name: "pod-uid", EnvVars: []string{"SYSTEM_UPGRADE_POD_UID"}, Usage: "this pod's `UID` (default $SYSTEM_UPGRADE_POD_UID)"},
 	}
+}
+
+// flags joins flag lists.
+func flags(lists ...[]ucli.Flag) []ucli.Flag {
+	var out []ucli.Flag
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
 }
 
 // targetFlags name what to upgrade.
@@ -50,8 +68,8 @@ func targetFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "require-nodes-ready", Usage: "refuse unless every node is Ready"},
 		&ucli.StringFlag{Name: "ca-file", Usage: "extra CA certificates `FILE` for Helm repository URLs"},
 		&ucli.StringFlag{Name: "hooks-dir", Usage: "`DIR` of pre-<phase> and post-<phase> hooks (default: the directory of a spec found in the Plan's secret)"},
-		&ucli.DurationFlag{Name: "hook-timeout", Value: phase.DefaultHookTimeout, Usage: "how long one hook may run (`DURATION`)"},
-		&ucli.StringFlag{Name: "secrets-dir", Value: phase.DefaultSecretsDir, Usage: "without --spec and --target, the spec is `DIR`/<secret>/spec.yaml (where SUC mounts Plan secrets)"},
+		&ucli.DurationFlag{Name: "hook-timeout", Value: host.DefaultHookTimeout, Usage: "how long one hook may run (`DURATION`)"},
+		&ucli.StringFlag{Name: "secrets-dir", Value: host.DefaultSecretsDir, Usage: "without --spec and --target, the spec is `DIR`/<secret>/spec.yaml (where SUC mounts Plan secrets)"},
 	}
 }
 
@@ -66,21 +84,16 @@ func checkDurations(c *ucli.Context) error {
 	return nil
 }
 
-// options gathers the flags of a cluster command.
-func options(c *ucli.Context) phase.Options {
-	return phase.Options{
-		SpecFile: c.String("spec"), Target: c.String("target"), ChartSource: c.String("chart-source"),
-		ChartName: c.String("chart-name"), PolicyFile: c.String("policy"),
-		Set: c.StringSlice("set"), Files: c.StringSlice("file"),
-		Version: c.String("version"), Timeout: c.Duration("timeout"),
-		AllowDowngrade: c.Bool("allow-downgrade"), Unpause: c.Bool("unpause"), RequireNodesReady: c.Bool("require-nodes-ready"),
-		Kubeconfig: c.String("kubeconfig"), HostRoot: c.String("host-root"), StateDir: c.String("state-dir"), LockFile: c.String("lock-file"),
-		TerminationLog: c.String("termination-log"), NodeName: c.String("node-name"),
-		LeaseDuration: c.Duration("lease-duration"), CAFile: c.String("ca-file"), SecretsDir: c.String("secrets-dir"),
-		HooksDir: c.String("hooks-dir"), HookTimeout: c.Duration("hook-timeout"),
-		SUC: phase.SUC{Plan: c.String("plan"), PlanHash: c.String("plan-hash"), Pod: c.String("pod-name"), PodUID: c.String("pod-uid")},
-		Log: logger(c.App.ErrWriter, c.String("log-format")), Out: c.App.Writer,
-	}
+// local gathers the localFlags.
+func local(c *ucli.Context) app.Local {
+	return app.Local{Kubeconfig: c.String("kubeconfig"), HostRoot: c.String("host-root"), StateDir: c.String("state-dir"),
+		LockFile: c.String("lock-file"), TerminationLog: c.String("termination-log"),
+		Log: logger(c.App.ErrWriter, c.String("log-format")), Out: c.App.Writer}
+}
+
+// sucInfo gathers what system-upgrade-controller says about the Job.
+func sucInfo(c *ucli.Context) host.SUC {
+	return host.SUC{Plan: c.String("plan"), PlanHash: c.String("plan-hash"), Pod: c.String("pod-name"), PodUID: c.String("pod-uid")}
 }
 
 // logger logs to w: text on a terminal, JSON otherwise (or as asked).

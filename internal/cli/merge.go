@@ -7,8 +7,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
-	"github.com/chart-upgrader/chart-upgrader/internal/phase"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -33,12 +33,12 @@ func mergeCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "to-version", Usage: "target `VERSION` for migrations (default: the new chart's)"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "`FORMAT`: yaml, json or table"},
 			// cluster mode
-			&ucli.StringFlag{Name: "target", Usage: "cluster mode: `managedchart/NAMESPACE/NAME` instead of --values and --chart"},
+			&ucli.StringFlag{Name: "target", Usage: "cluster mode: `KIND/NAMESPACE/NAME` instead of --values and --chart"},
 			&ucli.StringFlag{Name: "chart-source", Usage: "cluster mode: a `DIR` of charts or a Helm repository URL"},
 			&ucli.StringFlag{Name: "chart-name", Usage: "cluster mode: the chart `NAME` in the source (default: the ManagedChart's spec.chart)"},
 			&ucli.StringFlag{Name: "version", Usage: "cluster mode: the `VERSION` to merge for (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 			&ucli.StringFlag{Name: "ca-file", Usage: "cluster mode: extra CA certificates `FILE` for Helm repository URLs"},
-		}, clusterFlags()...),
+		}, localFlags()...),
 		Action: func(c *ucli.Context) error {
 			format := c.String("output")
 			if format != "yaml" && format != "json" && format != "table" {
@@ -47,7 +47,7 @@ func mergeCommand() *ucli.Command {
 			if c.String("target") != "" {
 				return mergeTarget(c, format)
 			}
-			res, err := phase.MergeOffline(c.Context, phase.MergeFiles{
+			res, err := app.MergeOffline(c.Context, app.MergeFiles{
 				Values: c.String("values"), Chart: c.String("chart"), OldChart: c.String("old-chart"),
 				Policy: c.String("policy"), Live: c.String("live"),
 				Set: c.StringSlice("set"), Files: c.StringSlice("file"),
@@ -71,10 +71,11 @@ func mergeTarget(c *ucli.Context, format string) error {
 			return outcome.BadInput(fmt.Errorf("--%s is for offline merges; with --target the cluster provides it", offline))
 		}
 	}
-	res, err := phase.MergeTarget(c.Context, phase.Options{
+	res, err := app.MergeTarget(c.Context, app.MergeTargetOptions{
 		Target: c.String("target"), ChartSource: c.String("chart-source"), ChartName: c.String("chart-name"),
 		PolicyFile: c.String("policy"), Set: c.StringSlice("set"), Files: c.StringSlice("file"),
 		Version: c.String("version"), Kubeconfig: c.String("kubeconfig"), CAFile: c.String("ca-file"),
+		Log: local(c).Log,
 	})
 	if err != nil {
 		if res != nil {

@@ -7,9 +7,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/node"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
-	"github.com/chart-upgrader/chart-upgrader/internal/phase"
 )
 
 func nodeCommand() *ucli.Command {
@@ -99,7 +99,7 @@ func nodeAndClient(c *ucli.Context) (string, kubernetes.Interface, error) {
 	if name == "" {
 		return "", nil, outcome.BadInput(errors.New("node " + c.Command.Name + ": no --node given and $SYSTEM_UPGRADE_NODE_NAME is not set"))
 	}
-	cfg, err := phase.RESTConfig(c.String("kubeconfig"))
+	cfg, err := cluster.RESTConfig(c.String("kubeconfig"))
 	if err != nil {
 		return "", nil, err
 	}

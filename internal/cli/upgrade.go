@@ -3,21 +3,21 @@ package cli
 import (
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/phase"
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 )
 
 func upgradeCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "upgrade",
-		Usage: "upgrade ManagedCharts: resolve → preflight → merge → apply → wait → verify",
+		Usage: "upgrade charts: resolve → preflight → merge → apply → wait → verify",
 		Description: "Safe to re-run: a run after success makes no writes and exits 0.\n" +
 			"Exit codes: 0 done, 1 failure, 2 bad input, 3 refused, 4 timed out, 5 lock held.",
-		Flags: append(targetFlags(), clusterFlags()...),
+		Flags: flags(targetFlags(), localFlags(), jobFlags()),
 		Action: func(c *ucli.Context) error {
 			if err := checkDurations(c); err != nil {
 				return err
 			}
-			return phase.Upgrade(c.Context, options(c))
+			return app.Upgrade(c.Context, upgradeOptions(c))
 		},
 	}
 }
@@ -27,12 +27,29 @@ func preflightCommand() *ucli.Command {
 		Name:        "preflight",
 		Usage:       "check that an upgrade may start (the same inputs as upgrade); makes no writes",
 		Description: "Exit 0 when every check passes, 3 with one line per refusal.",
-		Flags:       append(targetFlags(), clusterFlags()...),
+		Flags:       flags(targetFlags(), localFlags(), jobFlags()),
 		Action: func(c *ucli.Context) error {
 			if err := checkDurations(c); err != nil {
 				return err
 			}
-			return phase.Preflight(c.Context, options(c))
+			return app.Preflight(c.Context, upgradeOptions(c))
 		},
+	}
+}
+
+// upgradeOptions gathers the flags of upgrade and preflight.
+func upgradeOptions(c *ucli.Context) app.Options {
+	l := local(c)
+	return app.Options{
+		SpecFile: c.String("spec"), Target: c.String("target"), ChartSource: c.String("chart-source"),
+		ChartName: c.String("chart-name"), PolicyFile: c.String("policy"),
+		Set: c.StringSlice("set"), Files: c.StringSlice("file"),
+		Version: c.String("version"), Timeout: c.Duration("timeout"),
+		AllowDowngrade: c.Bool("allow-downgrade"), Unpause: c.Bool("unpause"), RequireNodesReady: c.Bool("require-nodes-ready"),
+		Kubeconfig: l.Kubeconfig, HostRoot: l.HostRoot, StateDir: l.StateDir, LockFile: l.LockFile,
+		TerminationLog: l.TerminationLog, NodeName: c.String("node-name"),
+		LeaseDuration: c.Duration("lease-duration"), CAFile: c.String("ca-file"), SecretsDir: c.String("secrets-dir"),
+		HooksDir: c.String("hooks-dir"), HookTimeout: c.Duration("hook-timeout"),
+		SUC: sucInfo(c), Log: l.Log, Out: l.Out,
 	}
 }

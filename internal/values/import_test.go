@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The pure packages (DESIGN §9) must not reach a cluster or run Helm
+// The pure packages (docs/design.md §3) must not reach a cluster or run Helm
 // actions, not even transitively.
 var pureImports = []struct {
 	pkg      string
@@ -17,6 +17,7 @@ var pureImports = []struct {
 }{
 	{"github.com/chart-upgrader/chart-upgrader/internal/values", false},
 	{"github.com/chart-upgrader/chart-upgrader/internal/spec", true},
+	{"github.com/chart-upgrader/chart-upgrader/internal/upgrade", false}, // the core
 }
 
 // forbiddenImport reports why an import path is not allowed in a pure

@@ -19,7 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -36,7 +36,7 @@ type world struct {
 	name   string // the ManagedChart
 	charts string // a directory holding the example charts 1.0.0 and 2.0.0
 	root   string // the repository root
-	tc     *target.Client
+	tc     *managedchart.Client
 }
 
 func newWorld(t *testing.T) *world {
@@ -46,7 +46,7 @@ func newWorld(t *testing.T) *world {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	w := &world{t: t, env: env, ns: env.Namespace(t), name: "app", charts: t.TempDir(), root: root,
-		tc: &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}}
+		tc: &managedchart.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}}
 	require.NoError(t, example.CopyDir(filepath.Join(root, "package", "examples", "charts"), w.charts))
 
 	_, stopSim, err := fleetsim.Start(t.Context(), fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.ns})

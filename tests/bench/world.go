@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
@@ -26,7 +28,7 @@ const namespace = "fleet-local"
 type world struct {
 	env      *testenv.Env
 	sim      *fleetsim.Sim
-	tc       *target.Client
+	tc       *managedchart.Client
 	examples string // package/examples
 	dir      string
 	// local is where chart-upgrader's state directory (the journal), lock
@@ -50,7 +52,7 @@ func startWorld(ctx context.Context, clusters int) (*world, error) {
 		_ = os.RemoveAll(w.dir)
 		return nil, err
 	}
-	w.tc = &target.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
+	w.tc = &managedchart.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
 	if w.sim, w.stopSim, err = fleetsim.Start(ctx, fleetsim.Options{Config: w.env.Config(), Namespace: namespace, Clusters: clusters,
 		Loader: fleetsim.DirLoader(w.charts())}); err != nil {
 		w.stop()
@@ -94,7 +96,7 @@ type release struct {
 func (w *world) create(ctx context.Context, rel release, version string) error {
 	mc := fixture.ManagedChart(fixture.Install{Namespace: namespace, Name: rel.name, Version: version,
 		ReleaseNamespace: rel.releaseNS, Values: fixture.UserValues()})
-	if _, err := w.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(namespace).Create(ctx, mc, metav1.CreateOptions{}); err != nil {
+	if _, err := w.env.Dynamic().Resource(managedchart.ManagedChartGVR).Namespace(namespace).Create(ctx, mc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating managedchart %s/%s: %w", namespace, rel.name, err)
 	}
 	return nil
@@ -102,7 +104,7 @@ func (w *world) create(ctx context.Context, rel release, version string) error {
 
 // waitReady waits by watch until rel is ready at version.
 func (w *world) waitReady(ctx context.Context, rel release, version string, timeout time.Duration) error {
-	_, err := fixture.WaitReady(ctx, w.env, namespace, rel.name, target.Want{Version: version}, timeout)
+	_, err := fixture.WaitReady(ctx, w.env, namespace, rel.name, upgrade.Want{Version: version}, timeout)
 	return err
 }
 

@@ -17,11 +17,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
@@ -83,10 +85,10 @@ func run(ctx context.Context) error {
 	}
 	mc := fixture.ManagedChart(fixture.Install{Namespace: namespace, Name: name, Version: "1.0.0",
 		ReleaseNamespace: "demo-system", Values: user})
-	if _, err := env.Dynamic().Resource(target.ManagedChartGVR).Namespace(namespace).Create(ctx, mc, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Dynamic().Resource(managedchart.ManagedChartGVR).Namespace(namespace).Create(ctx, mc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the ManagedChart: %w", err)
 	}
-	if _, err := fixture.WaitReady(ctx, env, namespace, name, target.Want{Version: "1.0.0"}, 2*time.Minute); err != nil {
+	if _, err := fixture.WaitReady(ctx, env, namespace, name, upgrade.Want{Version: "1.0.0"}, 2*time.Minute); err != nil {
 		return err
 	}
 	cert, err := env.Kube().CoreV1().Secrets("demo-system").Get(ctx, "demo-app-webhook-certs", metav1.GetOptions{})

@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 )
 
 // crashAfterEnv is the test-only fault switch of the runner: the process
@@ -142,16 +144,16 @@ func referenceValues(t *testing.T) map[string]any {
 
 // assertUpgraded checks the final state of an upgrade of name from 1.0.0
 // with userValues to 2.0.0: what an uninterrupted upgrade leaves.
-func (f *fixture) assertUpgraded(name string, reference map[string]any, cert []byte) *target.ManagedChart {
+func (f *fixture) assertUpgraded(name string, reference map[string]any, cert []byte) *managedchart.ManagedChart {
 	t := f.t
 	t.Helper()
 	mc := f.get(name)
 	assert.Equal(t, "2.0.0", mc.Version)
-	assert.Equal(t, "2.0.0", mc.Annotations[target.AnnotationVersion])
-	assert.Equal(t, mc.ValuesHash(), mc.Annotations[target.AnnotationValuesHash], "the annotated hash is that of the values")
-	assert.Equal(t, "1.0.0", mc.Annotations[target.AnnotationPreviousVersion])
+	assert.Equal(t, "2.0.0", mc.Annotations[managedchart.AnnotationVersion])
+	assert.Equal(t, mc.ValuesHash(), mc.Annotations[managedchart.AnnotationValuesHash], "the annotated hash is that of the values")
+	assert.Equal(t, "1.0.0", mc.Annotations[managedchart.AnnotationPreviousVersion])
 	assert.False(t, mc.Paused, "left paused")
-	assert.Empty(t, mc.Annotations[target.AnnotationPaused])
+	assert.Empty(t, mc.Annotations[managedchart.AnnotationPaused])
 	assert.Equal(t, withoutCerts(reference), withoutCerts(mc.Values), "values differ from an uninterrupted upgrade's")
 	assert.Equal(t, string(cert), lookup(mc.Values, "webhook", "certs", "cert"), "once pinned this release's certificate")
 
@@ -164,9 +166,9 @@ func (f *fixture) assertUpgraded(name string, reference map[string]any, cert []b
 
 	bk := f.backups(name)
 	if assert.Len(t, bk, 1, "exactly one backup") {
-		assert.Equal(t, target.BackupName(name, "1.0.0"), bk[0].Name)
+		assert.Equal(t, managedchart.BackupName(name, "1.0.0"), bk[0].Name)
 	}
-	f.waitReady(name, target.Want{Version: "2.0.0", ValuesHash: mc.ValuesHash()})
+	f.waitReady(name, upgrade.Want{Version: "2.0.0", ValuesHash: mc.ValuesHash()})
 	return mc
 }
 

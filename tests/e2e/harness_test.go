@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 
 	"github.com/stretchr/testify/require"
@@ -21,9 +24,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/cli"
-	"github.com/chart-upgrader/chart-upgrader/internal/phase"
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -40,7 +43,7 @@ type fixture struct {
 	sim    *fleetsim.Sim
 	charts string
 	node   node
-	tc     *target.Client
+	tc     *managedchart.Client
 }
 
 // node is the local side of one chart-upgrader process.
@@ -63,7 +66,7 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(stopSim)
 	f.sim = sim
-	f.tc = &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}
+	f.tc = &managedchart.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}
 	return f
 }
 
@@ -75,7 +78,7 @@ func repoRoot(t *testing.T) string {
 
 // install creates a ManagedChart of demo-app at version with the user
 // values, and waits until the simulator reports it deployed and ready.
-func (f *fixture) install(name, version string, values map[string]any) *target.ManagedChart {
+func (f *fixture) install(name, version string, values map[string]any) *managedchart.ManagedChart {
 	f.t.Helper()
 	mc, err := example.InstallAndWait(f.t.Context(), f.env,
 		example.Install{Namespace: f.ns, Name: name, Version: version, Values: values}, 60*time.Second)
@@ -84,14 +87,14 @@ func (f *fixture) install(name, version string, values map[string]any) *target.M
 }
 
 // waitReady waits (by watch) until the ManagedChart is ready for want.
-func (f *fixture) waitReady(name string, want target.Want) *target.ManagedChart {
+func (f *fixture) waitReady(name string, want upgrade.Want) *managedchart.ManagedChart {
 	f.t.Helper()
 	mc, err := example.WaitReady(f.t.Context(), f.env, f.ns, name, want, 60*time.Second)
 	require.NoError(f.t, err)
 	return mc
 }
 
-func (f *fixture) get(name string) *target.ManagedChart {
+func (f *fixture) get(name string) *managedchart.ManagedChart {
 	f.t.Helper()
 	mc, found, err := f.tc.Get(f.t.Context(), f.ns, name)
 	require.NoError(f.t, err)
@@ -184,7 +187,8 @@ func (w *writeCounter) requests() []string {
 
 // upgradeCounting runs the upgrade in-process with the API transport
 // wrapped, and returns its log, the write requests it made and its error.
-func (f *fixture) upgradeCounting(n node, opts phase.Options) (string, *writeCounter, error) {
+// beforeApply, when given, runs before each write of the target.
+func (f *fixture) upgradeCounting(n node, opts app.Options, beforeApply ...func(ctx context.Context, attempt int)) (string, *writeCounter, error) {
 	f.t.Helper()
 	var logs bytes.Buffer
 	wc := &writeCounter{}
@@ -192,15 +196,18 @@ func (f *fixture) upgradeCounting(n node, opts phase.Options) (string, *writeCou
 		f.env.KubeconfigPath(), n.stateDir, n.lockFile, n.termLog, n.name
 	opts.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 	opts.Out = &logs
-	opts.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
-	err := phase.Upgrade(f.t.Context(), opts)
+	seams := app.Seams{WrapTransport: func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }}
+	if len(beforeApply) > 0 {
+		seams.BeforeApply = beforeApply[0]
+	}
+	err := app.Upgrade(app.WithSeams(f.t.Context(), seams), opts)
 	return logs.String(), wc, err
 }
 
 // backups lists the backup Secrets of a target.
 func (f *fixture) backups(name string) []corev1.Secret {
 	f.t.Helper()
-	list, err := f.env.Kube().CoreV1().Secrets(f.ns).List(f.t.Context(), metav1.ListOptions{LabelSelector: target.LabelBackupOf + "=" + name})
+	list, err := f.env.Kube().CoreV1().Secrets(f.ns).List(f.t.Context(), metav1.ListOptions{LabelSelector: managedchart.LabelBackupOf + "=" + name})
 	require.NoError(f.t, err)
 	return list.Items
 }
@@ -242,7 +249,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "chart-upgrader")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/chart-upgrader")
+		cmd := exec.Command("go", "build", "-tags", "testseams", "-o", binPath, "./cmd/chart-upgrader")
 		cmd.Dir = repoRoot(t)
 		out, err := cmd.CombinedOutput()
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/repo"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/phase"
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 )
 
 // TestMergeTargetReadsTheClusterAndWritesNothing: merge --target takes U
@@ -56,9 +56,9 @@ func TestMergeTargetReadsTheClusterAndWritesNothing(t *testing.T) {
 
 	// and it writes nothing
 	wc := &writeCounter{}
-	_, err := phase.MergeTarget(t.Context(), phase.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts,
-		Version: "2.0.0", PolicyFile: f.policy(name), Kubeconfig: f.env.KubeconfigPath(),
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }})
+	seams := app.Seams{WrapTransport: func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }}
+	_, err := app.MergeTarget(app.WithSeams(t.Context(), seams), app.MergeTargetOptions{Target: "managedchart/" + f.ns + "/" + name,
+		ChartSource: f.charts, Version: "2.0.0", PolicyFile: f.policy(name), Kubeconfig: f.env.KubeconfigPath()})
 	require.NoError(t, err)
 	assert.Zero(t, wc.writes.Load(), "writes: %v", wc.seen)
 	assertUnchanged(t, before, f.get(name))

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/phase"
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 
@@ -149,18 +149,18 @@ func TestLateNodeSeesAnotherNodesApplyDuringPreflight(t *testing.T) {
 	// preflight makes after resolve read the target at 1.0.0
 	gate := &gateTransport{open: make(chan struct{}), reached: make(chan struct{}), passed: make(chan struct{}),
 		match: func(r *http.Request) bool {
-			return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/bundles/"+target.BundleName(name))
+			return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/bundles/"+managedchart.BundleName(name))
 		}}
 	late := newNode(t, "node-late")
 	var logs bytes.Buffer
-	opts := phase.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: "2.0.0",
+	opts := app.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: "2.0.0",
 		PolicyFile: f.policy(name), Timeout: 2 * time.Minute,
 		Kubeconfig: f.env.KubeconfigPath(), StateDir: late.stateDir, LockFile: late.lockFile,
 		TerminationLog: late.termLog, NodeName: late.name,
-		Log: slog.New(slog.NewJSONHandler(&logs, nil)), Out: io.Discard,
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { gate.next = rt; return gate }}
+		Log: slog.New(slog.NewJSONHandler(&logs, nil)), Out: io.Discard}
+	seams := app.Seams{WrapTransport: func(rt http.RoundTripper) http.RoundTripper { gate.next = rt; return gate }}
 	lateDone := make(chan error, 1)
-	go func() { lateDone <- phase.Upgrade(t.Context(), opts) }()
+	go func() { lateDone <- app.Upgrade(app.WithSeams(t.Context(), seams), opts) }()
 	select {
 	case <-gate.reached:
 	case err := <-lateDone:
@@ -176,7 +176,7 @@ func TestLateNodeSeesAnotherNodesApplyDuringPreflight(t *testing.T) {
 		mc := f.get(name)
 		b, _, err := f.tc.Look(t.Context(), mc)
 		require.NoError(t, err)
-		if mc.Annotations[target.AnnotationVersion] == "2.0.0" && len(target.Health(mc, b)) > 0 {
+		if mc.Annotations[managedchart.AnnotationVersion] == "2.0.0" && len(managedchart.Health(mc, b)) > 0 {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "the first node never applied: %s", first.output())

@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
-	"github.com/chart-upgrader/chart-upgrader/internal/phase"
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 
@@ -26,8 +26,8 @@ func (f *fixture) targetRef(name string) string { return "managedchart/" + f.ns 
 
 // upgradeOpts are the in-process options of an upgrade of one target of
 // the fixture to version (policy may be "").
-func (f *fixture) upgradeOpts(name, version, policy string) phase.Options {
-	return phase.Options{Target: f.targetRef(name), ChartSource: f.charts, Version: version, PolicyFile: policy,
+func (f *fixture) upgradeOpts(name, version, policy string) app.Options {
+	return app.Options{Target: f.targetRef(name), ChartSource: f.charts, Version: version, PolicyFile: policy,
 		Timeout: 60 * time.Second}
 }
 
@@ -35,7 +35,7 @@ func (f *fixture) upgradeOpts(name, version, policy string) phase.Options {
 // another writer (a person, another tool) would.
 func (f *fixture) patchManagedChart(ctx context.Context, name, patch string) {
 	f.t.Helper()
-	_, err := f.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(f.ns).
+	_, err := f.env.Dynamic().Resource(managedchart.ManagedChartGVR).Namespace(f.ns).
 		Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "someone-else"})
 	require.NoError(f.t, err)
 }
@@ -43,7 +43,7 @@ func (f *fixture) patchManagedChart(ctx context.Context, name, patch string) {
 // awaitObserved waits, by watch, until cond holds for what the cluster
 // shows of the ManagedChart, its Bundle and BundleDeployments. The
 // deadline only detects hangs.
-func (f *fixture) awaitObserved(name, what string, cond func(*target.ManagedChart, *target.Bundle, []target.BundleDeployment) bool) {
+func (f *fixture) awaitObserved(name, what string, cond func(*managedchart.ManagedChart, *managedchart.Bundle, []managedchart.BundleDeployment) bool) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(f.t.Context(), 60*time.Second)
 	defer cancel()
@@ -63,12 +63,12 @@ func (f *fixture) awaitObserved(name, what string, cond func(*target.ManagedChar
 }
 
 // bundleSettled: the Bundle has observed its generation.
-func bundleSettled(b *target.Bundle) bool {
+func bundleSettled(b *managedchart.Bundle) bool {
 	return b != nil && b.Status.ObservedGeneration == b.Generation
 }
 
 // bundleNotReady: the Bundle, settled, says it is not Ready.
-func bundleNotReady(_ *target.ManagedChart, b *target.Bundle, _ []target.BundleDeployment) bool {
+func bundleNotReady(_ *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
 	if !bundleSettled(b) {
 		return false
 	}
@@ -97,7 +97,7 @@ func lastLineOf(s string) string {
 // assertRefusedUntouched checks an upgrade refused with exit 3 that wrote
 // nothing: no request that writes, the spec and annotations as before, no
 // backup, no Lease.
-func assertRefusedUntouched(t *testing.T, f *fixture, name string, before *target.ManagedChart, err error, logs string, wc *writeCounter) {
+func assertRefusedUntouched(t *testing.T, f *fixture, name string, before *managedchart.ManagedChart, err error, logs string, wc *writeCounter) {
 	t.Helper()
 	require.Error(t, err, logs)
 	assert.Equal(t, outcome.ExitRefused, outcome.Code(err), "error: %v\nlogs: %s", err, logs)
@@ -132,7 +132,7 @@ func TestRefuseErrApplied(t *testing.T) {
 	f.install(name, "1.0.0", example.UserValues())
 	const msg = "simulated: helm upgrade failed: configmaps is forbidden"
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{ErrApplied: msg})
-	f.awaitObserved(name, "ErrApplied", func(_ *target.ManagedChart, b *target.Bundle, _ []target.BundleDeployment) bool {
+	f.awaitObserved(name, "ErrApplied", func(_ *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
 		return bundleSettled(b) && b.Status.Summary.ErrApplied > 0
 	})
 	before := f.get(name)
@@ -151,7 +151,7 @@ func TestRefuseModified(t *testing.T) {
 	f.install(name, "1.0.0", example.UserValues())
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{Modified: []fleetsim.Resource{{APIVersion: "v1", Kind: "ConfigMap",
 		Namespace: f.ns, Name: name + "-config", Patch: `{"data":{"replicaCount":"9"}}`}}})
-	f.awaitObserved(name, "Modified", func(_ *target.ManagedChart, b *target.Bundle, _ []target.BundleDeployment) bool {
+	f.awaitObserved(name, "Modified", func(_ *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
 		return bundleSettled(b) && b.Status.Summary.Modified > 0
 	})
 	before := f.get(name)
@@ -168,7 +168,7 @@ func TestRefusePausedBySomeoneElseUnlessUnpause(t *testing.T) {
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
 	f.patchManagedChart(t.Context(), name, `{"spec":{"paused":true}}`)
-	f.awaitObserved(name, "a paused bundle", func(_ *target.ManagedChart, b *target.Bundle, _ []target.BundleDeployment) bool {
+	f.awaitObserved(name, "a paused bundle", func(_ *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
 		return bundleSettled(b) && b.Paused
 	})
 	before := f.get(name)
@@ -178,15 +178,15 @@ func TestRefusePausedBySomeoneElseUnlessUnpause(t *testing.T) {
 	assertRefusedUntouched(t, f, name, before, err, logs, wc)
 	l := lineHolding(t, err.Error(), "paused by someone else")
 	assert.Contains(t, l, "--unpause")
-	assert.Contains(t, l, target.AnnotationPaused)
+	assert.Contains(t, l, managedchart.AnnotationPaused)
 
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--unpause")...)
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	mc := f.get(name)
 	assert.Equal(t, "2.0.0", mc.Version)
 	assert.False(t, mc.Paused, "--unpause leaves the target unpaused")
-	assert.Equal(t, "2.0.0", mc.Annotations[target.AnnotationVersion])
-	assert.Equal(t, mc.ValuesHash(), mc.Annotations[target.AnnotationValuesHash])
+	assert.Equal(t, "2.0.0", mc.Annotations[managedchart.AnnotationVersion])
+	assert.Equal(t, mc.ValuesHash(), mc.Annotations[managedchart.AnnotationValuesHash])
 	b, err := f.tc.Bundle(t.Context(), f.ns, name)
 	require.NoError(t, err)
 	assert.False(t, b.Paused, "the bundle follows")
@@ -235,11 +235,11 @@ func TestRefuseDowngradeUnlessAllowed(t *testing.T) {
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	mc := f.get(name)
 	assert.Equal(t, "1.0.0", mc.Version)
-	assert.Equal(t, "1.0.0", mc.Annotations[target.AnnotationVersion])
+	assert.Equal(t, "1.0.0", mc.Annotations[managedchart.AnnotationVersion])
 	assert.Equal(t, "registry.example.com/demo/app:v1.0.0", f.configMap(name + "-config")["image"])
 	bk := f.backups(name)
 	require.Len(t, bk, 1)
-	assert.Equal(t, target.BackupName(name, "2.0.0"), bk[0].Name)
+	assert.Equal(t, managedchart.BackupName(name, "2.0.0"), bk[0].Name)
 }
 
 func TestRefuseReadonlyChangedByMigration(t *testing.T) {

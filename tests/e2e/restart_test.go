@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 
@@ -26,8 +26,8 @@ func TestAPIServerRestartDuringWait(t *testing.T) {
 	go func() { done <- f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...) }()
 
 	// the apply is done once the target carries our record
-	f.awaitObserved(name, "the apply", func(mc *target.ManagedChart, _ *target.Bundle, _ []target.BundleDeployment) bool {
-		return mc.Annotations[target.AnnotationVersion] == "2.0.0"
+	f.awaitObserved(name, "the apply", func(mc *managedchart.ManagedChart, _ *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
+		return mc.Annotations[managedchart.AnnotationVersion] == "2.0.0"
 	})
 	applied := time.Now()
 	select {

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
-	"github.com/chart-upgrader/chart-upgrader/internal/phase"
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -26,12 +26,11 @@ func (f *fixture) rollbackCounting(n node, name string) (string, *writeCounter, 
 	f.t.Helper()
 	var logs bytes.Buffer
 	wc := &writeCounter{}
-	opts := phase.Options{Target: f.targetRef(name), Timeout: 60 * time.Second,
-		Kubeconfig: f.env.KubeconfigPath(), StateDir: n.stateDir, LockFile: n.lockFile, TerminationLog: n.termLog, NodeName: n.name}
-	opts.Log = slog.New(slog.NewJSONHandler(&logs, nil))
-	opts.Out = &logs
-	opts.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
-	err := phase.Rollback(f.t.Context(), opts)
+	opts := app.RollbackOptions{Target: f.targetRef(name), Timeout: 60 * time.Second, NodeName: n.name,
+		Local: app.Local{Kubeconfig: f.env.KubeconfigPath(), StateDir: n.stateDir, LockFile: n.lockFile, TerminationLog: n.termLog,
+			Log: slog.New(slog.NewJSONHandler(&logs, nil)), Out: &logs}}
+	seams := app.Seams{WrapTransport: func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }}
+	err := app.Rollback(app.WithSeams(f.t.Context(), seams), opts)
 	return logs.String(), wc, err
 }
 
@@ -61,7 +60,7 @@ func TestRollbackRestoresVersionAndValues(t *testing.T) {
 	assert.Equal(t, installed.Values, mc.Values)
 	assert.False(t, mc.Paused)
 	assertAppliedRecord(t, mc, "1.0.0")
-	assert.Equal(t, "2.0.0", mc.Annotations[target.AnnotationPreviousVersion])
+	assert.Equal(t, "2.0.0", mc.Annotations[managedchart.AnnotationPreviousVersion])
 
 	// the rollback waited until Fleet deployed 1.0.0 with those values
 	cmObj, err := f.env.Kube().CoreV1().ConfigMaps(f.ns).Get(t.Context(), name+"-config", metav1.GetOptions{})

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 )
 
 // TestAsSUCJob runs the binary exactly as system-upgrade-controller's Job
@@ -74,7 +74,7 @@ func TestAsSUCJob(t *testing.T) {
 	assert.Contains(t, out, "upgrade spec from the Plan's secret")
 	mc := f.get(name)
 	assert.Equal(t, "2.0.0", mc.Version)
-	assert.Equal(t, mc.ValuesHash(), mc.Annotations[target.AnnotationValuesHash])
+	assert.Equal(t, mc.ValuesHash(), mc.Annotations[managedchart.AnnotationValuesHash])
 
 	// local records under the host root, private
 	for _, p := range []string{

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/phase"
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 
@@ -60,10 +60,10 @@ func TestUpgradeHappyPath(t *testing.T) {
 	// the annotations are the cluster-wide record
 	mc := f.get(name)
 	assert.Equal(t, "2.0.0", mc.Version)
-	assert.Equal(t, "2.0.0", mc.Annotations[target.AnnotationVersion])
-	assert.Equal(t, mc.ValuesHash(), mc.Annotations[target.AnnotationValuesHash])
-	assert.Equal(t, "1.0.0", mc.Annotations[target.AnnotationPreviousVersion])
-	assert.NotEmpty(t, mc.Annotations[target.AnnotationAppliedAt])
+	assert.Equal(t, "2.0.0", mc.Annotations[managedchart.AnnotationVersion])
+	assert.Equal(t, mc.ValuesHash(), mc.Annotations[managedchart.AnnotationValuesHash])
+	assert.Equal(t, "1.0.0", mc.Annotations[managedchart.AnnotationPreviousVersion])
+	assert.NotEmpty(t, mc.Annotations[managedchart.AnnotationAppliedAt])
 	assert.False(t, mc.Paused)
 
 	// every DESIGN §1 problem, end to end, in what Helm deployed
@@ -84,9 +84,9 @@ func TestUpgradeHappyPath(t *testing.T) {
 	// one backup of the spec from before, the termination log, Events
 	bk := f.backups(name)
 	require.Len(t, bk, 1)
-	assert.Equal(t, target.BackupName(name, "1.0.0"), bk[0].Name)
+	assert.Equal(t, managedchart.BackupName(name, "1.0.0"), bk[0].Name)
 	var spec map[string]any
-	require.NoError(t, yaml.Unmarshal(bk[0].Data[target.BackupKeySpec], &spec))
+	require.NoError(t, yaml.Unmarshal(bk[0].Data[managedchart.BackupKeySpec], &spec))
 	assert.Equal(t, "1.0.0", spec["version"])
 	term, err := os.ReadFile(f.node.termLog)
 	require.NoError(t, err)
@@ -116,7 +116,7 @@ func TestRerunAfterSuccessMakesNoWrites(t *testing.T) {
 	f := newFixture(t)
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
-	opts := phase.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: "2.0.0",
+	opts := app.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: "2.0.0",
 		PolicyFile: f.policy(name)}
 	logs, first, err := f.upgradeCounting(f.node, opts)
 	require.NoError(t, err, logs)
@@ -168,7 +168,7 @@ func TestReadonlyViolationIsRefusedWithoutWrites(t *testing.T) {
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
 	before := f.get(name)
-	logs, wc, err := f.upgradeCounting(f.node, phase.Options{Target: "managedchart/" + f.ns + "/" + name,
+	logs, wc, err := f.upgradeCounting(f.node, app.Options{Target: "managedchart/" + f.ns + "/" + name,
 		ChartSource: f.charts, Version: "2.0.0", PolicyFile: f.policy(name), Set: []string{"promote.clusterPodCIDR=10.99.0.0/16"}})
 	require.Error(t, err)
 	assert.Equal(t, 3, exitCode(err), logs)
@@ -206,7 +206,7 @@ func TestRequestsDoNotGrowWithTheWait(t *testing.T) {
 	run := func(version string, delay time.Duration) []string {
 		t.Helper()
 		f.sim.SetFault(f.ns, name, fleetsim.Fault{Delay: delay})
-		opts := phase.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: version,
+		opts := app.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: version,
 			PolicyFile: f.policy(name), AllowDowngrade: true, LeaseDuration: 3 * time.Second}
 		logs, wc, err := f.upgradeCounting(f.node, opts)
 		require.NoError(t, err, logs)

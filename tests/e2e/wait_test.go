@@ -13,18 +13,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 
 // assertAppliedRecord checks the annotations record an apply of version
 // with the values the target holds.
-func assertAppliedRecord(t *testing.T, mc *target.ManagedChart, version string) {
+func assertAppliedRecord(t *testing.T, mc *managedchart.ManagedChart, version string) {
 	t.Helper()
 	assert.Equal(t, version, mc.Version)
-	assert.Equal(t, version, mc.Annotations[target.AnnotationVersion])
-	assert.Equal(t, mc.ValuesHash(), mc.Annotations[target.AnnotationValuesHash], "the annotated hash is the hash of the values")
-	assert.NotEmpty(t, mc.Annotations[target.AnnotationAppliedAt])
+	assert.Equal(t, version, mc.Annotations[managedchart.AnnotationVersion])
+	assert.Equal(t, mc.ValuesHash(), mc.Annotations[managedchart.AnnotationValuesHash], "the annotated hash is the hash of the values")
+	assert.NotEmpty(t, mc.Annotations[managedchart.AnnotationAppliedAt])
 }
 
 func TestWaitTimeoutSaysWhatWasAwaited(t *testing.T) {
@@ -34,12 +34,11 @@ func TestWaitTimeoutSaysWhatWasAwaited(t *testing.T) {
 	opts := f.upgradeOpts(name, "2.0.0", f.policy(name))
 	opts.Timeout = 3 * time.Second
 	// preflight saw it Ready; from the apply on, nothing becomes ready
-	opts.BeforeUpdate = func(_ context.Context, attempt int) {
+	logs, _, err := f.upgradeCounting(f.node, opts, func(_ context.Context, attempt int) {
 		if attempt == 1 {
 			f.sim.SetFault(f.ns, name, fleetsim.Fault{NeverReady: true})
 		}
-	}
-	logs, _, err := f.upgradeCounting(f.node, opts)
+	})
 	require.Error(t, err, logs)
 	assert.Equal(t, outcome.ExitTimeout, outcome.Code(err), "error: %v", err)
 	t.Logf("timed out: %v", err)
@@ -80,7 +79,7 @@ func TestWaitStaleStatusNeverCountsAsReady(t *testing.T) {
 	assert.Contains(t, r.stdout, "managedchart/"+f.ns+"/"+name)
 	mc := f.get(name)
 	assertAppliedRecord(t, mc, "2.0.0")
-	assert.Equal(t, "1.0.0", mc.Annotations[target.AnnotationPreviousVersion])
+	assert.Equal(t, "1.0.0", mc.Annotations[managedchart.AnnotationPreviousVersion])
 	assert.Len(t, f.backups(name), 1)
 	assert.Equal(t, "registry.example.com/demo/app:v2.0.0", f.configMap(name + "-config")["image"])
 	assert.False(t, f.leaseHeld(name), "the run that completed released the lease")

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 )
 
 func TestConcurrentWriterIsMergedNotLost(t *testing.T) {
@@ -20,13 +20,12 @@ func TestConcurrentWriterIsMergedNotLost(t *testing.T) {
 	var attempts []int
 	// between the tool's read and its write, someone else writes an
 	// unrelated value
-	opts.BeforeUpdate = func(ctx context.Context, attempt int) {
+	logs, wc, err := f.upgradeCounting(f.node, opts, func(ctx context.Context, attempt int) {
 		attempts = append(attempts, attempt)
 		if attempt == 1 {
 			f.patchManagedChart(ctx, name, `{"spec":{"values":{"extra":{"note":"written by someone else"}}}}`)
 		}
-	}
-	logs, wc, err := f.upgradeCounting(f.node, opts)
+	})
 	require.NoError(t, err, logs)
 	require.GreaterOrEqual(t, len(attempts), 2, "the first write did not conflict: %v", attempts)
 	assert.Contains(t, logs, "re-reading and merging again")
@@ -44,8 +43,8 @@ func TestConcurrentWriterIsMergedNotLost(t *testing.T) {
 	assert.NotContains(t, image, "tag", "follow dropped the pinned tag")
 	promote, _ := mc.Values["promote"].(map[string]any)
 	assert.Equal(t, "10.52.0.0/16", promote["clusterPodCIDR"], "readonly kept")
-	assert.Equal(t, "2.0.0", mc.Annotations[target.AnnotationVersion])
-	assert.Equal(t, mc.ValuesHash(), mc.Annotations[target.AnnotationValuesHash], "the annotated hash is that of the merged values")
+	assert.Equal(t, "2.0.0", mc.Annotations[managedchart.AnnotationVersion])
+	assert.Equal(t, mc.ValuesHash(), mc.Annotations[managedchart.AnnotationValuesHash], "the annotated hash is that of the merged values")
 	assert.Len(t, f.backups(name), 1, "exactly one backup")
 
 	// and Fleet deployed exactly that

@@ -6,6 +6,7 @@
 package image
 
 import (
+	"bytes"
 	"debug/elf"
 	"os"
 	"os/exec"
@@ -76,16 +77,46 @@ func TestFinalStageIsScratchWithTheBinaryAndCAs(t *testing.T) {
 	assert.Contains(t, final, `ENTRYPOINT ["/chart-upgrader"]`)
 }
 
-func TestImageBinaryIsStaticAndVersioned(t *testing.T) {
+// buildRelease builds the binary as the image does (tags: none, or the
+// given build tags) and returns its path.
+func buildRelease(t *testing.T, tags ...string) string {
+	t.Helper()
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "chart-upgrader")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags",
-		"-s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Version=v9.9.9-test", "-o", out, "./cmd/chart-upgrader")
+	args := []string{"build", "-trimpath", "-ldflags",
+		"-s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Version=v9.9.9-test", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, "./cmd/chart-upgrader")...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(b))
+	return out
+}
+
+// seamMarks are names only the test seams bring into a binary (function
+// names stay in a stripped Go binary, for stack traces).
+var seamMarks = []string{"CHART_UPGRADER_TEST_CRASH_AFTER", "internal/app.seamsOf", "internal/app.crashJournal", "internal/app.(*beforeApply)"}
+
+// TestReleaseBinaryHasNoTestSeams: the crash switch and the transport and
+// before-apply seams are built only with -tags testseams. The control
+// build with the tag shows the marks are there to be found.
+func TestReleaseBinaryHasNoTestSeams(t *testing.T) {
+	release, err := os.ReadFile(buildRelease(t))
+	require.NoError(t, err)
+	seamed, err := os.ReadFile(buildRelease(t, "testseams"))
+	require.NoError(t, err)
+	for _, m := range seamMarks {
+		assert.True(t, bytes.Contains(seamed, []byte(m)), "control: the testseams build lacks %q", m)
+		assert.False(t, bytes.Contains(release, []byte(m)), "the release binary holds %q", m)
+	}
+}
+
+func TestImageBinaryIsStaticAndVersioned(t *testing.T) {
+	out := buildRelease(t)
 	f, err := elf.Open(out)
 	require.NoError(t, err)
 	defer f.Close()

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -78,16 +78,16 @@ func TestRBACIsSufficientAndTight(t *testing.T) {
 	assert.NotContains(t, stderr, "could not record event")
 	assert.Contains(t, stdout, "upgraded managedchart/"+w.target+"/"+demo+" 1.0.0 → 2.0.0")
 
-	tc := &target.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
+	tc := &managedchart.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
 	mc, found, err := tc.Get(ctx, w.target, demo)
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, "2.0.0", mc.Version)
-	assert.Equal(t, mc.ValuesHash(), mc.Annotations[target.AnnotationValuesHash])
+	assert.Equal(t, mc.ValuesHash(), mc.Annotations[managedchart.AnnotationValuesHash])
 
 	code, stdout, stderr = runCLI(t, append([]string{"status", "--target", "managedchart/" + w.target + "/" + demo}, local...)...)
 	require.Equal(t, 0, code, "status as %s:\n%s\n%s", w.sa, stderr, stdout)
-	assert.Contains(t, stdout, target.BackupName(demo, "1.0.0"))
+	assert.Contains(t, stdout, managedchart.BackupName(demo, "1.0.0"))
 
 	// every request the ServiceAccount made was allowed, and every rule
 	// it has was used
@@ -111,7 +111,7 @@ func newWorld(t *testing.T) *world {
 		"namespace: harvester-system", "namespace: "+w.release,
 		"namespace: system-upgrade", "namespace: "+w.suc,
 		"resourceNames: [harvester-crd, harvester]", "resourceNames: ["+demo+"]",
-		"resourceNames: [mcc-harvester-crd, mcc-harvester]", "resourceNames: ["+target.BundleName(demo)+"]",
+		"resourceNames: [mcc-harvester-crd, mcc-harvester]", "resourceNames: ["+managedchart.BundleName(demo)+"]",
 		"resourceNames: [harvester-longhorn]", "resourceNames: ["+demo+"-longhorn]")
 	for _, old := range []string{"harvester", "fleet-local", "system-upgrade"} {
 		require.NotContains(t, body(text), old, "a name the test does not move is left in 10-rbac.yaml")
@@ -183,7 +183,7 @@ func (w *world) waitAuthorized(t *testing.T) {
 	ctx := t.Context()
 	for what, try := range map[string]func() error{
 		"Role chart-upgrader-target": func() error {
-			_, err := dyn.Resource(target.ManagedChartGVR).Namespace(w.target).Get(ctx, demo, metav1.GetOptions{})
+			_, err := dyn.Resource(managedchart.ManagedChartGVR).Namespace(w.target).Get(ctx, demo, metav1.GetOptions{})
 			return err
 		},
 		"Role chart-upgrader-release": func() error {
@@ -352,12 +352,12 @@ func (w *world) refusals(t *testing.T) {
 	ctx := t.Context()
 	kube, dyn := w.clients(t)
 	other := w.env.Namespace(t)
-	admin := w.env.Dynamic().Resource(target.ManagedChartGVR)
+	admin := w.env.Dynamic().Resource(managedchart.ManagedChartGVR)
 	for ns, name := range map[string]string{other: demo, w.target: "other-chart"} {
 		_, err := admin.Namespace(ns).Create(ctx, managedChart(ns, name), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	mcs := dyn.Resource(target.ManagedChartGVR)
+	mcs := dyn.Resource(managedchart.ManagedChartGVR)
 	mine, err := mcs.Namespace(w.target).Get(ctx, demo, metav1.GetOptions{})
 	require.NoError(t, err, "the ServiceAccount reads its target")
 	elsewhere, err := admin.Namespace(other).Get(ctx, demo, metav1.GetOptions{})
@@ -365,7 +365,7 @@ func (w *world) refusals(t *testing.T) {
 	sibling, err := admin.Namespace(w.target).Get(ctx, "other-chart", metav1.GetOptions{})
 	require.NoError(t, err)
 	merge := []byte(`{"spec":{"paused":true}}`)
-	backup := target.BackupName(demo, "1.0.0")
+	backup := managedchart.BackupName(demo, "1.0.0")
 
 	for what, try := range map[string]func() error{
 		"list secrets in kube-system": func() error {
@@ -408,16 +408,16 @@ func (w *world) refusals(t *testing.T) {
 			return err
 		},
 		"update the bundle": func() error {
-			b, err := w.env.Dynamic().Resource(target.BundleGVR).Namespace(w.target).Get(ctx, target.BundleName(demo), metav1.GetOptions{})
+			b, err := w.env.Dynamic().Resource(managedchart.BundleGVR).Namespace(w.target).Get(ctx, managedchart.BundleName(demo), metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			_, err = dyn.Resource(target.BundleGVR).Namespace(w.target).Update(ctx, b, metav1.UpdateOptions{})
+			_, err = dyn.Resource(managedchart.BundleGVR).Namespace(w.target).Update(ctx, b, metav1.UpdateOptions{})
 			return err
 		},
 		"get a bundledeployment by name": func() error {
-			_, err := dyn.Resource(target.BundleDeploymentGVR).Namespace(fleetsim.ClusterNamespace(w.target)).
-				Get(ctx, fleetsim.BundleDeploymentName(target.BundleName(demo), fleetsim.LocalCluster), metav1.GetOptions{})
+			_, err := dyn.Resource(managedchart.BundleDeploymentGVR).Namespace(fleetsim.ClusterNamespace(w.target)).
+				Get(ctx, fleetsim.BundleDeploymentName(managedchart.BundleName(demo), fleetsim.LocalCluster), metav1.GetOptions{})
 			return err
 		},
 		"delete the backup secret": func() error {

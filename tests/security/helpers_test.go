@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cli"
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -41,7 +41,7 @@ type world struct {
 	ns     string
 	root   string // the repository root
 	charts string // the example charts 1.0.0 and 2.0.0
-	tc     *target.Client
+	tc     *managedchart.Client
 	node   node
 }
 
@@ -60,7 +60,7 @@ func newWorld(t *testing.T) *world {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	w := &world{t: t, env: env, ns: env.Namespace(t), root: root, charts: t.TempDir(),
-		tc: &target.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}, node: newNode(t)}
+		tc: &managedchart.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}, node: newNode(t)}
 	require.NoError(t, example.CopyDir(w.example("charts"), w.charts))
 	_, stopSim, err := fleetsim.Start(t.Context(), fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(w.charts), Namespace: w.ns})
 	require.NoError(t, err)

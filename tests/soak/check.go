@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/journal"
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -56,22 +56,22 @@ func (s *soak) check(ctx context.Context, c *cycle) {
 	if mc.Version != p.to {
 		c.violate("record", fmt.Sprintf("spec.version is %s after the %s to %s", mc.Version, p.op, p.to))
 	}
-	if ann[target.AnnotationVersion] != mc.Version {
-		c.violate("record", fmt.Sprintf("annotation %s=%q, spec.version %s", target.AnnotationVersion, ann[target.AnnotationVersion], mc.Version))
+	if ann[managedchart.AnnotationVersion] != mc.Version {
+		c.violate("record", fmt.Sprintf("annotation %s=%q, spec.version %s", managedchart.AnnotationVersion, ann[managedchart.AnnotationVersion], mc.Version))
 	}
-	if ann[target.AnnotationValuesHash] != hash {
-		c.violate("record", fmt.Sprintf("annotation %s=%q, hash of spec.values %s", target.AnnotationValuesHash, ann[target.AnnotationValuesHash], hash))
+	if ann[managedchart.AnnotationValuesHash] != hash {
+		c.violate("record", fmt.Sprintf("annotation %s=%q, hash of spec.values %s", managedchart.AnnotationValuesHash, ann[managedchart.AnnotationValuesHash], hash))
 	}
-	if ann[target.AnnotationPreviousVersion] != p.from {
-		c.violate("record", fmt.Sprintf("annotation %s=%q, want %s", target.AnnotationPreviousVersion, ann[target.AnnotationPreviousVersion], p.from))
+	if ann[managedchart.AnnotationPreviousVersion] != p.from {
+		c.violate("record", fmt.Sprintf("annotation %s=%q, want %s", managedchart.AnnotationPreviousVersion, ann[managedchart.AnnotationPreviousVersion], p.from))
 	}
-	if ann[target.AnnotationAppliedAt] == "" {
-		c.violate("record", "no "+target.AnnotationAppliedAt+" annotation")
+	if ann[managedchart.AnnotationAppliedAt] == "" {
+		c.violate("record", "no "+managedchart.AnnotationAppliedAt+" annotation")
 	}
 	var entries []string
 	found := false
 	for _, nd := range s.nodes {
-		st, err := journal.Open(nd.stateDir)
+		st, err := host.Open(nd.stateDir)
 		if err != nil {
 			continue
 		}
@@ -98,7 +98,7 @@ func (s *soak) check(ctx context.Context, c *cycle) {
 	}
 	byVersion := map[string][]string{}
 	for _, b := range bks {
-		v := b.Labels[target.LabelBackupVersion]
+		v := b.Labels[managedchart.LabelBackupVersion]
 		byVersion[v] = append(byVersion[v], b.Name)
 		sum := sha256.New()
 		keys := make([]string, 0, len(b.Data))
@@ -125,8 +125,8 @@ func (s *soak) check(ctx context.Context, c *cycle) {
 			c.violate("backup", fmt.Sprintf("a backup of from-version %s: %v", v, names))
 		}
 		for _, nm := range names {
-			if nm != target.BackupName(name, v) {
-				c.violate("backup", fmt.Sprintf("backup %s is not named %s", nm, target.BackupName(name, v)))
+			if nm != managedchart.BackupName(name, v) {
+				c.violate("backup", fmt.Sprintf("backup %s is not named %s", nm, managedchart.BackupName(name, v)))
 			}
 		}
 	}
@@ -141,8 +141,8 @@ func (s *soak) check(ctx context.Context, c *cycle) {
 	if mc.Paused {
 		c.violate("paused", "spec.paused is true")
 	}
-	if v, ok := ann[target.AnnotationPaused]; ok {
-		c.violate("paused", fmt.Sprintf("annotation %s=%q left", target.AnnotationPaused, v))
+	if v, ok := ann[managedchart.AnnotationPaused]; ok {
+		c.violate("paused", fmt.Sprintf("annotation %s=%q left", managedchart.AnnotationPaused, v))
 	}
 
 	// (5) no two processes applied: at most one apply log line over all
@@ -184,7 +184,7 @@ func (s *soak) checkExits(c *cycle) {
 // checkValues: the installer's customisations are there; after an upgrade
 // every value the concurrent writer wrote during it is there; after a
 // rollback the values are exactly the backup's.
-func (s *soak) checkValues(ctx context.Context, c *cycle, mc *target.ManagedChart) {
+func (s *soak) checkValues(ctx context.Context, c *cycle, mc *managedchart.ManagedChart) {
 	want := map[string]any{
 		"storageClass.replicaCount": int64(2),
 		"resources.requests.memory": "512Mi",

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 
@@ -40,7 +40,7 @@ type cycle struct {
 	start time.Time
 	dur   time.Duration
 
-	before     *target.ManagedChart
+	before     *managedchart.ManagedChart
 	helmBefore int
 
 	mu         sync.Mutex
@@ -153,7 +153,7 @@ func (s *soak) runCycle(ctx context.Context, n int, p plan, budget time.Duration
 		c.fault("sim: readiness delay")
 	}
 	if p.paused {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}},"spec":{"paused":true}}`, target.AnnotationPaused)
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}},"spec":{"paused":true}}`, managedchart.AnnotationPaused)
 		if err := retry(cctx, func(ctx context.Context) error { return s.w.patch(ctx, []byte(patch)) }); err != nil {
 			c.incomplete = "pausing the target: " + err.Error()
 			return c
@@ -166,7 +166,7 @@ func (s *soak) runCycle(ctx context.Context, n int, p plan, budget time.Duration
 		f := base
 		f.ErrApplied = errAppliedMsg
 		s.w.sim.SetFault(namespace, name, f)
-		if _, ok := s.w.awaitState(cctx, 15*time.Second, func(_ *target.ManagedChart, b *target.Bundle, _ []target.BundleDeployment) bool {
+		if _, ok := s.w.awaitState(cctx, 15*time.Second, func(_ *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
 			return b != nil && b.Status.ObservedGeneration == b.Generation && b.Status.Summary.ErrApplied > 0
 		}); ok {
 			errBefore = true
@@ -300,9 +300,9 @@ func (s *soak) runCycle(ctx context.Context, n int, p plan, budget time.Duration
 	}
 
 	// the state now must be ready (the faults are cleared)
-	if _, ok := s.w.awaitState(cctx, 20*time.Second, func(mc *target.ManagedChart, b *target.Bundle, bds []target.BundleDeployment) bool {
-		want, _ := mc.AppliedWant()
-		return target.Evaluate(want, mc, b, bds).Ready
+	if _, ok := s.w.awaitState(cctx, 20*time.Second, func(mc *managedchart.ManagedChart, b *managedchart.Bundle, bds []managedchart.BundleDeployment) bool {
+		want, _ := mc.Observed().Applied.Want()
+		return managedchart.Evaluate(want, mc, b, bds).Ready
 	}); !ok && cctx.Err() == nil {
 		c.violate("ready", "the target is not ready for what its annotations say within 20s after the cycle")
 	}
@@ -322,7 +322,7 @@ func (s *soak) duringWait(ctx context.Context, c *cycle, base fleetsim.Fault, st
 	}
 	for {
 		mc, found, err := s.w.tc.Get(ctx, namespace, name)
-		if err == nil && found && mc.Version == p.to && mc.Annotations[target.AnnotationVersion] == p.to {
+		if err == nil && found && mc.Version == p.to && mc.Annotations[managedchart.AnnotationVersion] == p.to {
 			break
 		}
 		select {

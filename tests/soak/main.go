@@ -36,7 +36,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/journal"
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -130,7 +130,7 @@ func (s *soak) run(ctx context.Context, start time.Time, duration time.Duration,
 	}()
 	if s.bin == "" {
 		s.bin = filepath.Join(s.dir, "chart-upgrader")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", s.bin, "./cmd/chart-upgrader")
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "testseams", "-o", s.bin, "./cmd/chart-upgrader")
 		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build: %v\n%s", err, out)
@@ -277,7 +277,7 @@ func (s *soak) dumpState(c *cycle) {
 		}
 	}
 	for _, nd := range s.nodes {
-		st, err := journal.Open(nd.stateDir)
+		st, err := host.Open(nd.stateDir)
 		if err != nil {
 			continue
 		}

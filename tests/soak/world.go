@@ -9,13 +9,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
@@ -36,7 +38,7 @@ const (
 type world struct {
 	env      *testenv.Env
 	sim      *fleetsim.Sim
-	tc       *target.Client
+	tc       *managedchart.Client
 	examples string // package/examples
 	stopSim  func() // stops the simulator and waits for it
 
@@ -54,7 +56,7 @@ func startWorld(ctx context.Context, root string) (*world, error) {
 	if w.env, err = testenv.Start(ctx, testenv.Options{}); err != nil {
 		return nil, err
 	}
-	w.tc = &target.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
+	w.tc = &managedchart.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
 	if w.sim, w.stopSim, err = fleetsim.Start(ctx, fleetsim.Options{Config: w.env.Config(), Namespace: namespace,
 		Loader: fleetsim.DirLoader(filepath.Join(w.examples, "charts"))}); err != nil {
 		w.stop()
@@ -88,10 +90,10 @@ func (w *world) install(ctx context.Context) error {
 	}
 	mc := fixture.ManagedChart(fixture.Install{Namespace: namespace, Name: name, Version: v1,
 		ReleaseNamespace: "demo-system", Values: user})
-	if _, err := w.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(namespace).Create(ctx, mc, metav1.CreateOptions{}); err != nil {
+	if _, err := w.env.Dynamic().Resource(managedchart.ManagedChartGVR).Namespace(namespace).Create(ctx, mc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the ManagedChart: %w", err)
 	}
-	if _, err := fixture.WaitReady(ctx, w.env, namespace, name, target.Want{Version: v1}, 2*time.Minute); err != nil {
+	if _, err := fixture.WaitReady(ctx, w.env, namespace, name, upgrade.Want{Version: v1}, 2*time.Minute); err != nil {
 		return err
 	}
 	return nil
@@ -154,7 +156,7 @@ func (w *world) probeSim(ctx context.Context, timeout time.Duration) (time.Durat
 	w.probes++
 	probe := fmt.Sprintf("soak-probe-%d", w.probes)
 	w.mu.Unlock()
-	res := w.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(namespace)
+	res := w.env.Dynamic().Resource(managedchart.ManagedChartGVR).Namespace(namespace)
 	mc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
 		"metadata": map[string]any{"name": probe, "namespace": namespace},
@@ -217,8 +219,8 @@ func retry(ctx context.Context, f func(context.Context) error) error {
 }
 
 // get reads the ManagedChart, retrying through an API server restart.
-func (w *world) get(ctx context.Context) (*target.ManagedChart, error) {
-	var mc *target.ManagedChart
+func (w *world) get(ctx context.Context) (*managedchart.ManagedChart, error) {
+	var mc *managedchart.ManagedChart
 	err := retry(ctx, func(ctx context.Context) error {
 		m, found, err := w.tc.Get(ctx, namespace, name)
 		if err == nil && !found {
@@ -231,13 +233,13 @@ func (w *world) get(ctx context.Context) (*target.ManagedChart, error) {
 }
 
 // look reads the ManagedChart, its Bundle and BundleDeployments once.
-func (w *world) look(ctx context.Context) (*target.ManagedChart, *target.Bundle, []target.BundleDeployment, error) {
+func (w *world) look(ctx context.Context) (*managedchart.ManagedChart, *managedchart.Bundle, []managedchart.BundleDeployment, error) {
 	mc, err := w.get(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var b *target.Bundle
-	var bds []target.BundleDeployment
+	var b *managedchart.Bundle
+	var bds []managedchart.BundleDeployment
 	err = retry(ctx, func(ctx context.Context) error {
 		var err error
 		b, bds, err = w.tc.Look(ctx, mc)
@@ -249,10 +251,10 @@ func (w *world) look(ctx context.Context) (*target.ManagedChart, *target.Bundle,
 // awaitState polls (every 100 ms, within timeout) until cond holds for what
 // the cluster shows; it returns the last look and whether cond held.
 func (w *world) awaitState(ctx context.Context, timeout time.Duration,
-	cond func(*target.ManagedChart, *target.Bundle, []target.BundleDeployment) bool) (*target.ManagedChart, bool) {
+	cond func(*managedchart.ManagedChart, *managedchart.Bundle, []managedchart.BundleDeployment) bool) (*managedchart.ManagedChart, bool) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var last *target.ManagedChart
+	var last *managedchart.ManagedChart
 	for {
 		mc, b, bds, err := w.look(ctx)
 		if err == nil {
@@ -271,7 +273,7 @@ func (w *world) awaitState(ctx context.Context, timeout time.Duration,
 
 // patch applies a JSON merge patch to the ManagedChart as another writer.
 func (w *world) patch(ctx context.Context, patch []byte) error {
-	_, err := w.env.Dynamic().Resource(target.ManagedChartGVR).Namespace(namespace).
+	_, err := w.env.Dynamic().Resource(managedchart.ManagedChartGVR).Namespace(namespace).
 		Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "soak-writer"})
 	return err
 }
@@ -280,7 +282,7 @@ func (w *world) patch(ctx context.Context, patch []byte) error {
 func (w *world) backups(ctx context.Context) ([]corev1.Secret, error) {
 	var items []corev1.Secret
 	err := retry(ctx, func(ctx context.Context) error {
-		list, err := w.env.Kube().CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: target.LabelBackupOf + "=" + name})
+		list, err := w.env.Kube().CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: managedchart.LabelBackupOf + "=" + name})
 		if err == nil {
 			items = list.Items
 		}
@@ -291,6 +293,6 @@ func (w *world) backups(ctx context.Context) ([]corev1.Secret, error) {
 
 // healthy: the Bundle has observed its generation and preflight's health
 // check finds nothing.
-func healthy(mc *target.ManagedChart, b *target.Bundle, _ []target.BundleDeployment) bool {
-	return b != nil && b.Status.ObservedGeneration == b.Generation && len(target.Health(mc, b)) == 0
+func healthy(mc *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
+	return b != nil && b.Status.ObservedGeneration == b.Generation && len(managedchart.Health(mc, b)) == 0
 }

@@ -11,7 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/target"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 )
 
 // writerHook is installed as pre-preflight, pre-merge and pre-apply in the
@@ -115,7 +115,7 @@ func (wr *writer) write(ctx context.Context) {
 			wr.skip("reading the target: " + err.Error())
 			return
 		}
-		if mc.Version == wr.to && mc.Annotations[target.AnnotationVersion] == wr.to {
+		if mc.Version == wr.to && mc.Annotations[managedchart.AnnotationVersion] == wr.to {
 			wr.skip("the target was already applied")
 			return
 		}

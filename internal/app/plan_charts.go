@@ -1,0 +1,61 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+)
+
+// planCharts returns the charts to upgrade: those of --spec, or the one
+// --target with --chart-source and --policy, or, under
+// system-upgrade-controller, those of the spec in the Plan's secret (then
+// opts.SpecFile is set to it). It returns the spec file read, if any.
+func planCharts(opts *Options) ([]spec.Chart, string, error) {
+	switch {
+	case opts.SpecFile != "" && opts.Target != "":
+		return nil, "", outcome.BadInput(errors.New("give --spec or --target, not both"))
+	case opts.SpecFile != "":
+		if opts.PolicyFile != "" || len(opts.Set) > 0 || len(opts.Files) > 0 || opts.ChartSource != "" {
+			return nil, "", outcome.BadInput(errors.New("--policy, --set, -f and --chart-source go with --target; with --spec, put rules in the spec"))
+		}
+		sp, err := spec.LoadSpec(opts.SpecFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("--spec: %w", err)
+		}
+		return sp.Charts, opts.SpecFile, nil
+	case opts.Target != "":
+		t, err := spec.ParseTarget(opts.Target)
+		if err != nil {
+			return nil, "", outcome.BadInput(fmt.Errorf("--target: %w", err))
+		}
+		if opts.ChartSource == "" {
+			return nil, "", outcome.BadInput(errors.New("--chart-source is required with --target"))
+		}
+		c := spec.Chart{Target: t, Chart: spec.ChartRef{Name: opts.ChartName, Source: opts.ChartSource},
+			Wait: spec.Wait{Timeout: spec.DefaultWaitTimeout}}
+		if opts.PolicyFile != "" {
+			p, err := spec.LoadPolicy(opts.PolicyFile)
+			if err != nil {
+				return nil, "", fmt.Errorf("--policy: %w", err)
+			}
+			c.Rules, c.Migrations = p.Rules, p.Migrations
+		}
+		return []spec.Chart{c}, "", nil
+	default:
+		// under system-upgrade-controller: the spec in the Plan's secret
+		if len(opts.Set) > 0 || len(opts.Files) > 0 || opts.PolicyFile != "" || opts.ChartSource != "" {
+			return nil, "", outcome.BadInput(errors.New("--policy, --set, -f and --chart-source need --target"))
+		}
+		path, err := host.DiscoverSpec(opts.SecretsDir)
+		if err != nil {
+			return nil, "", err
+		}
+		opts.Log.Info("upgrade spec from the Plan's secret", "spec", path)
+		opts.SpecFile = path
+		charts, _, err := planCharts(opts)
+		return charts, path, err
+	}
+}

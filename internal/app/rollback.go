@@ -1,0 +1,65 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// RollbackOptions are the inputs of `rollback`.
+type RollbackOptions struct {
+	Local
+	Target        string // KIND/NAMESPACE/NAME
+	Version       string // restore the backup taken when upgrading from it; "" → the newest
+	Timeout       time.Duration
+	NodeName      string
+	LeaseDuration time.Duration
+	SUC           host.SUC
+	Heartbeat     time.Duration
+}
+
+// Rollback restores a target from its backup and waits until it is ready.
+// Like upgrade it is idempotent: once restored and ready, a re-run writes
+// nothing.
+func Rollback(ctx context.Context, o RollbackOptions) (err error) {
+	o.Log, o.Out = logAndOut(o.Log, o.Out)
+	if attrs := o.SUC.Attrs(); len(attrs) > 0 {
+		o.Log = o.Log.With(attrs...)
+	}
+	defer func() { host.WriteTermination(o.TerminationLog, "rolled back", err, o.Log) }()
+	if o.Target == "" {
+		return outcome.BadInput(errors.New("rollback needs --target KIND/NAMESPACE/NAME"))
+	}
+	t, err := spec.ParseTarget(o.Target)
+	if err != nil {
+		return outcome.BadInput(fmt.Errorf("--target: %w", err))
+	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 30 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = spec.DefaultWaitTimeout
+	}
+	sess, err := openSession(ctx, o.Local, o.NodeName, o.LeaseDuration)
+	if err != nil {
+		return err
+	}
+	defer sess.close()
+	target, err := openTarget(ctx, sess.clients, t)
+	if err != nil {
+		return err
+	}
+	runner := sess.runner(ctx, upgrade.Settings{Version: o.Version, LeaseDuration: o.LeaseDuration, Heartbeat: o.Heartbeat,
+		Node: o.NodeName, JobName: o.SUC.String(), LeaseAnnotations: leaseAnnotations(o.NodeName, o.SUC), Log: o.Log, Out: o.Out})
+	res, err := runner.Run(ctx, upgrade.Job{Target: target, Timeout: o.Timeout}, upgrade.GoalRollback)
+	if err == nil {
+		fmt.Fprintf(o.Out, "rolled back %s %s → %s\n", t, res.From, res.To)
+	}
+	return err
+}

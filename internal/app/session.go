@@ -1,0 +1,111 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
+	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// names are the CLI's names of what a refusal withholds.
+var names = upgrade.Names{Version: "--version", AllowDowngrade: "--allow-downgrade", Unpause: "--unpause"}
+
+func (o Options) local() Local {
+	return Local{Kubeconfig: o.Kubeconfig, HostRoot: o.HostRoot, StateDir: o.StateDir, LockFile: o.LockFile,
+		TerminationLog: o.TerminationLog, Log: o.Log, Out: o.Out}
+}
+
+// session is what the charts of one run share: the host lock, the journal
+// and the cluster clients.
+type session struct {
+	lock    *host.Lock
+	store   *host.Store
+	clients *cluster.Clients
+	cluster *cluster.Cluster
+}
+
+// openSession takes the host lock, opens the journal and the Lease
+// identity kept in it, and builds the API clients.
+func openSession(ctx context.Context, l Local, node string, leaseDuration time.Duration) (*session, error) {
+	stateDir, lockFile := host.LocalPaths(l.HostRoot, l.StateDir, l.LockFile)
+	lock, err := host.Acquire(lockFile)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{lock: lock}
+	if s.store, err = host.Open(stateDir); err != nil {
+		s.close()
+		return nil, err
+	}
+	identity, err := s.store.Identity(node)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("lease identity in %s: %w", stateDir, err)
+	}
+	if s.clients, err = connect(ctx, l.Kubeconfig, l.Log); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.cluster = &cluster.Cluster{Clients: s.clients, Identity: identity, LeaseDuration: leaseDuration,
+		APIVersions: targets.APIVersions()}
+	return s, nil
+}
+
+func (s *session) close() { _ = s.lock.Release() }
+
+// connect builds the API clients from a kubeconfig (see
+// cluster.RESTConfig).
+func connect(ctx context.Context, kubeconfig string, log interface {
+	Warn(string, ...any)
+}) (*cluster.Clients, error) {
+	cfg, err := cluster.RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	wrapConfig(ctx, cfg)
+	return cluster.NewClients(cfg, nil)
+}
+
+// runner is the core's runner over this session's ports.
+func (s *session) runner(ctx context.Context, set upgrade.Settings) *upgrade.Runner {
+	set.Identity, set.Names = s.cluster.Identity, names
+	return &upgrade.Runner{Cluster: s.cluster, Journal: wrapJournal(ctx, s.store), Settings: set}
+}
+
+// job is one chart of a spec as the core runs it: the target from the kind
+// registry, its chart source and rules, the overrides, the wait timeout
+// (timeout overrides the spec's when > 0).
+func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, files []string, timeout time.Duration) (upgrade.Job, error) {
+	t, err := openTarget(ctx, s.clients, c.Target)
+	if err != nil {
+		return upgrade.Job{}, err
+	}
+	j := upgrade.Job{Target: t, ChartName: c.Chart.Name, Rules: c.Rules, Migrations: c.Migrations, Timeout: c.Wait.Timeout}
+	if timeout > 0 {
+		j.Timeout = timeout
+	}
+	if c.Chart.Source != "" {
+		if j.Source, err = openSource(c.Chart.Source, caFile); err != nil {
+			return upgrade.Job{}, fmt.Errorf("chart source of %s: %w", c.Target, err)
+		}
+	}
+	if j.Overrides, err = Overrides(files, set); err != nil {
+		return upgrade.Job{}, err
+	}
+	return j, nil
+}
+
+// openTarget opens the target port of a spec target.
+func openTarget(ctx context.Context, c *cluster.Clients, t spec.Target) (upgrade.Target, error) {
+	tg, err := targets.Open(c, upgrade.Ref{Kind: strings.ToLower(t.Kind), Namespace: t.Namespace, Name: t.Name})
+	if err != nil {
+		return nil, err
+	}
+	return wrapTarget(ctx, tg), nil
+}

@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// Upgrade runs `chart-upgrader upgrade`: each chart of the spec (or the one
+// --target) is brought to the wanted version, one after another. It holds
+// the host lock throughout (busy → outcome.ErrLockHeld). A re-run after
+// success makes no write to the cluster and returns nil.
+func Upgrade(ctx context.Context, opts Options) error {
+	return runCharts(ctx, opts, upgrade.GoalUpgrade, "upgraded")
+}
+
+// Preflight runs resolve and preflight only: it makes no writes.
+func Preflight(ctx context.Context, opts Options) error {
+	return runCharts(ctx, opts, upgrade.GoalCheck, "preflight passed for")
+}
+
+func runCharts(ctx context.Context, opts Options, goal upgrade.Goal, verb string) (err error) {
+	opts.defaults()
+	defer func() { host.WriteTermination(opts.TerminationLog, verb, err, opts.Log) }()
+	charts, specFile, err := planCharts(&opts)
+	if err != nil {
+		return err
+	}
+	if opts.HooksDir == "" && opts.SpecFile == "" && opts.Target == "" {
+		// run by system-upgrade-controller: hooks travel with the spec
+		opts.HooksDir = filepath.Dir(specFile)
+	}
+	if opts.Version == "" {
+		opts.Version = os.Getenv(upgrade.LatestVersionEnv)
+	}
+	sess, err := openSession(ctx, opts.local(), opts.NodeName, opts.LeaseDuration)
+	if err != nil {
+		return err
+	}
+	defer sess.close()
+	runner := sess.runner(ctx, upgrade.Settings{Version: opts.Version, AllowDowngrade: opts.AllowDowngrade, Unpause: opts.Unpause,
+		RequireNodesReady: opts.RequireNodesReady, LeaseDuration: opts.LeaseDuration, Heartbeat: opts.Heartbeat,
+		Node: opts.NodeName, JobName: opts.SUC.String(), LeaseAnnotations: leaseAnnotations(opts.NodeName, opts.SUC),
+		Log: opts.Log, Out: opts.Out})
+	runner.Hooks = &host.Hooks{Dir: opts.HooksDir, Timeout: opts.HookTimeout, HostRoot: opts.HostRoot, Log: opts.Log}
+	done := 0
+	for _, c := range charts {
+		job, err := sess.job(ctx, c, opts.CAFile, opts.Set, opts.Files, opts.Timeout)
+		if err != nil {
+			return err
+		}
+		res, err := runner.Run(ctx, job, goal)
+		if err != nil {
+			return err
+		}
+		for _, h := range res.HookFailures {
+			fmt.Fprintf(opts.Out, "warning: %s\n", h)
+		}
+		line := fmt.Sprintf("%s %s %s → %s", verb, c.Target, res.From, res.To)
+		if goal == upgrade.GoalUpgrade && res.Situation == upgrade.SituationDone && !res.Leader {
+			line = fmt.Sprintf("%s is at %s and ready: nothing to do", c.Target, res.To)
+		}
+		fmt.Fprintln(opts.Out, line)
+		done++
+	}
+	opts.Log.Info("finished", "charts", done)
+	return nil
+}
+
+// leaseAnnotations name the Job holding a Lease, for a person reading it.
+func leaseAnnotations(node string, suc host.SUC) map[string]string {
+	ann := map[string]string{}
+	for k, v := range map[string]string{
+		"chart-upgrader.io/node": node, "chart-upgrader.io/plan": suc.Plan,
+		"chart-upgrader.io/plan-hash": suc.PlanHash, "chart-upgrader.io/pod": suc.Pod,
+		"chart-upgrader.io/pod-uid": suc.PodUID,
+	} {
+		if v != "" {
+			ann[k] = v
+		}
+	}
+	return ann
+}

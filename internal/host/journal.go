@@ -1,0 +1,144 @@
+package host
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// Store is a directory of journal entries.
+type Store struct{ dir string }
+
+// Open returns the journal in dir, creating it with mode 0700.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating state directory %s: %w", dir, err)
+	}
+	return &Store{dir: dir}, nil
+}
+
+// Dir is the directory of the store.
+func (s *Store) Dir() string { return s.dir }
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func (s *Store) path(target, version string) string {
+	name := unsafeChars.ReplaceAllString(target, "_") + "@" + unsafeChars.ReplaceAllString(version, "_") + ".json"
+	return filepath.Join(s.dir, name)
+}
+
+// Load returns the entry of target at version; ok is false when there is none.
+func (s *Store) Load(target, version string) (upgrade.Entry, bool, error) {
+	data, err := os.ReadFile(s.path(target, version))
+	if errors.Is(err, fs.ErrNotExist) {
+		return upgrade.Entry{}, false, nil
+	}
+	if err != nil {
+		return upgrade.Entry{}, false, fmt.Errorf("reading journal: %w", err)
+	}
+	var e upgrade.Entry
+	if err := json.Unmarshal(data, &e); err != nil {
+		return upgrade.Entry{}, false, fmt.Errorf("journal %s is corrupt: %w", s.path(target, version), err)
+	}
+	return e, true, nil
+}
+
+// List returns every entry of target, oldest update first.
+func (s *Store) List(target string) ([]upgrade.Entry, error) {
+	pattern := filepath.Join(s.dir, unsafeChars.ReplaceAllString(target, "_")+"@*.json")
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	var out []upgrade.Entry
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading journal: %w", err)
+		}
+		var e upgrade.Entry
+		if err := json.Unmarshal(data, &e); err != nil {
+			return nil, fmt.Errorf("journal %s is corrupt: %w", f, err)
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UpdatedAt.Before(out[j].UpdatedAt) })
+	return out, nil
+}
+
+// Save writes the entry atomically: a temporary file in the same
+// directory, fsync, rename, fsync of the directory. Mode 0600.
+func (s *Store) Save(e upgrade.Entry) error {
+	e.UpdatedAt = time.Now().UTC()
+	data, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(s.path(e.Target, e.ToVersion), append(data, '\n'), 0o600)
+}
+
+// WriteFileAtomic replaces path with data so that a reader (or a crash) sees
+// the old content or the new, never a mix.
+func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("replacing %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Identity returns this host's stable identity for Leases: read from the
+// state directory, or made once and stored there. A process re-run with the
+// same state directory (a retried Job on the same node) has the same
+// identity, so it can take its own Lease back at once.
+func (s *Store) Identity(node string) (string, error) {
+	path := filepath.Join(s.dir, "identity")
+	if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
+		return string(data), nil
+	}
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	id := node + "-" + hex.EncodeToString(b)
+	if err := WriteFileAtomic(path, []byte(id), 0o600); err != nil {
+		return "", err
+	}
+	return id, nil
+}

@@ -1,0 +1,92 @@
+package host
+
+import (
+	"errors"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+func TestLockIsExclusiveAndPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run", "upgrade.lock")
+	l, err := Acquire(path)
+	require.NoError(t, err)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	_, err = Acquire(path) // another open file description: flock refuses
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, outcome.ErrLockHeld))
+	assert.Equal(t, outcome.ExitLockHeld, outcome.Code(err))
+	assert.Contains(t, err.Error(), path)
+	assert.Contains(t, err.Error(), "pid ")
+
+	require.NoError(t, l.Release())
+	require.NoError(t, l.Release(), "releasing twice is fine")
+	l2, err := Acquire(path)
+	require.NoError(t, err, "free again after release")
+	require.NoError(t, l2.Release())
+}
+
+func TestJournalRoundTripAtomicPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s, err := Open(dir)
+	require.NoError(t, err)
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+
+	_, ok, err := s.Load("managedchart/fleet-local/harvester", "1.4.3")
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	e := upgrade.Entry{Target: "managedchart/fleet-local/harvester", FromVersion: "1.3.2", ToVersion: "1.4.3", ValuesHash: "abc",
+		Phases: map[string]upgrade.Step{"resolve": {FinishedAt: time.Unix(1, 0).UTC(), Duration: "5ms"}}}
+	require.NoError(t, s.Save(e))
+	got, ok, err := s.Load(e.Target, e.ToVersion)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, e.Phases, got.Phases)
+	assert.Equal(t, "abc", got.ValuesHash)
+
+	files, err := filepath.Glob(filepath.Join(dir, "*"))
+	require.NoError(t, err)
+	require.Len(t, files, 1, "no temporary file left behind: %v", files)
+	fi, err = os.Stat(files[0])
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	e.ToVersion = "1.5.0"
+	require.NoError(t, s.Save(e))
+	list, err := s.List(e.Target)
+	require.NoError(t, err)
+	assert.Len(t, list, 2)
+
+	require.NoError(t, os.WriteFile(files[0], []byte("{not json"), 0o600))
+	_, _, err = s.Load(e.Target, "1.4.3")
+	assert.ErrorContains(t, err, "is corrupt")
+}
+
+func TestIdentityIsStablePerStateDir(t *testing.T) {
+	s, err := Open(t.TempDir())
+	require.NoError(t, err)
+	a, err := s.Identity("node-a")
+	require.NoError(t, err)
+	b, err := s.Identity("node-b")
+	require.NoError(t, err)
+	assert.Equal(t, a, b, "read back, not made again")
+	assert.Regexp(t, `^node-a-[0-9a-f]{12}$`, a)
+	other, err := Open(t.TempDir())
+	require.NoError(t, err)
+	c, err := other.Identity("node-a")
+	require.NoError(t, err)
+	assert.NotEqual(t, a, c, "another state dir is another process")
+}

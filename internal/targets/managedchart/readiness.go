@@ -1,0 +1,161 @@
+package managedchart
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// Evaluate judges readiness exactly as DESIGN §5 "wait" says: the target
+// carries the applied version and values hash; Bundle mcc-<name> has
+// spec.helm.version = target (and the applied values, when they are in the
+// Bundle) and has observed its generation; every BundleDeployment applied
+// its deploymentID and is ready; the summary says desiredReady > 0 clusters
+// all ready, none unavailable, and the Ready condition is True.
+func Evaluate(want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) upgrade.Readiness {
+	var r upgrade.Readiness
+	wait := r.Wait
+	if !upgrade.JudgeTarget(&r, "managedchart", mc.Observed(), want) {
+		return r
+	}
+	if b == nil {
+		wait("bundle %s does not exist yet", BundleName(mc.Name))
+		return r
+	}
+	s := b.Status
+	r.ReadyCount, r.DesiredCount = s.Summary.Ready, s.Summary.DesiredReady
+	for _, nr := range s.Summary.NonReadyResources {
+		r.NonReady = append(r.NonReady, nr.Line())
+	}
+	if b.HelmVersion != want.Version {
+		wait("bundle %s is at version %q, not %q yet", b.Name, b.HelmVersion, want.Version)
+	}
+	if b.HasValues && want.ValuesHash != "" {
+		if b.ValuesHash() != want.ValuesHash {
+			wait("bundle %s does not carry the applied values yet", b.Name)
+		}
+	}
+	if s.ObservedGeneration != b.Generation {
+		wait("bundle %s generation %d not observed yet (observed %d)", b.Name, b.Generation, s.ObservedGeneration)
+	}
+	if b.Paused {
+		wait("bundle %s is paused", b.Name)
+	}
+	if len(bds) == 0 {
+		wait("no bundledeployments of %s yet", b.Name)
+	}
+	notApplied, notReady := 0, 0
+	for _, bd := range bds {
+		switch {
+		case !bd.applied():
+			notApplied++
+		case !bd.Ready:
+			notReady++
+		}
+	}
+	if notApplied > 0 {
+		wait("%d of %d bundledeployments have not applied their deployment", notApplied, len(bds))
+	}
+	if notReady > 0 {
+		wait("%d of %d bundledeployments are not ready", notReady, len(bds))
+	}
+	// Fleet lists no non-ready resource: name the first BundleDeployments
+	// (lines are built only then: a judgement runs on every event, over
+	// every BundleDeployment)
+	if len(r.NonReady) == 0 && notApplied+notReady > 0 {
+		pending := make([]string, 0, notApplied+notReady)
+		for _, bd := range bds {
+			switch {
+			case !bd.applied():
+				pending = append(pending, bd.Namespace+"/"+bd.Name+" not applied")
+			case !bd.Ready:
+				line := bd.Namespace + "/" + bd.Name + " not ready"
+				if len(bd.NonReady) > 0 {
+					line += ": " + bd.NonReady[0]
+				}
+				pending = append(pending, line)
+			}
+		}
+		sort.Strings(pending)
+		if len(pending) > 10 {
+			pending = pending[:10]
+		}
+		r.NonReady = pending
+	}
+	if s.Summary.DesiredReady <= 0 || s.Summary.Ready != s.Summary.DesiredReady {
+		wait("bundle summary: %d of %d clusters ready", s.Summary.Ready, s.Summary.DesiredReady)
+	}
+	if s.Unavailable != 0 {
+		wait("bundle %s: %d unavailable", b.Name, s.Unavailable)
+	}
+	if c, ok := s.Condition("Ready"); !ok || c.Status != "True" {
+		msg := c.Message
+		if msg == "" {
+			msg = "no Ready condition"
+		}
+		wait("bundle %s is not Ready: %s", b.Name, msg)
+	}
+	r.Ready = len(r.Waiting) == 0
+	return r
+}
+
+// applied reports whether the BundleDeployment applied its current
+// deployment.
+func (bd BundleDeployment) applied() bool {
+	return bd.DeploymentID != "" && bd.AppliedDeploymentID == bd.DeploymentID
+}
+
+// Line renders a non-ready resource for a person.
+func (n NonReadyResource) Line() string {
+	s := n.Name
+	if n.State != "" {
+		s += " (" + n.State + ")"
+	}
+	if n.Message != "" {
+		s += ": " + n.Message
+	}
+	for i, d := range n.Details {
+		if i == 3 {
+			s += fmt.Sprintf("; +%d more", len(n.Details)-3)
+			break
+		}
+		s += "; " + d
+	}
+	return s
+}
+
+// Health is the preflight's judgement of a target before an upgrade: it is
+// Ready, with no ErrApplied or Modified clusters. Problems are lines a
+// person can act on, naming the offending resources.
+func Health(mc *ManagedChart, b *Bundle) []string {
+	s := mc.Status
+	where := "managedchart status"
+	if b != nil {
+		s, where = b.Status, "bundle "+b.Name
+	}
+	var problems []string
+	if s.Summary.ErrApplied > 0 {
+		problems = append(problems, fmt.Sprintf("%s: %d cluster(s) in ErrApplied", where, s.Summary.ErrApplied))
+	}
+	if s.Summary.Modified > 0 {
+		problems = append(problems, fmt.Sprintf("%s: %d cluster(s) Modified", where, s.Summary.Modified))
+	}
+	c, ok := s.Condition("Ready")
+	switch {
+	case !ok:
+		problems = append(problems, fmt.Sprintf("%s has no Ready condition", where))
+	case c.Status != "True":
+		msg := c.Message
+		if msg == "" {
+			msg = c.Reason
+		}
+		problems = append(problems, fmt.Sprintf("%s is not Ready: %s", where, msg))
+	}
+	if len(problems) > 0 {
+		for _, nr := range s.Summary.NonReadyResources {
+			problems = append(problems, "  "+nr.Line())
+		}
+	}
+	return problems
+}

@@ -1,0 +1,128 @@
+package managedchart
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// world is a ready ManagedChart at 2.0.0 with its Bundle and one
+// BundleDeployment; each case breaks one thing.
+func world() (upgrade.Want, *ManagedChart, *Bundle, []BundleDeployment) {
+	vals := map[string]any{"a": int64(1)}
+	mc := &ManagedChart{Name: "app", Namespace: "fleet-local", Version: "2.0.0", Values: vals, Annotations: map[string]string{}}
+	want := upgrade.Want{Version: "2.0.0", ValuesHash: mc.ValuesHash()}
+	mc.Annotations[AnnotationVersion], mc.Annotations[AnnotationValuesHash] = want.Version, want.ValuesHash
+	b := &Bundle{Name: "mcc-app", Generation: 4, HelmVersion: "2.0.0", Values: vals, HasValues: true,
+		Status: BundleStatus{ObservedGeneration: 4, Conditions: []Condition{{Type: "Ready", Status: "True"}},
+			Summary: Summary{DesiredReady: 1, Ready: 1}}}
+	bds := []BundleDeployment{{Namespace: "cluster-a", Name: "mcc-app", DeploymentID: "s-1:2", AppliedDeploymentID: "s-1:2", Ready: true}}
+	return want, mc, b, bds
+}
+
+func TestEvaluate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		breakIt func(w *upgrade.Want, mc *ManagedChart, b **Bundle, bds *[]BundleDeployment)
+		waiting string // a fragment of the first reason; "" = ready
+	}{
+		{"all good", func(*upgrade.Want, *ManagedChart, **Bundle, *[]BundleDeployment) {}, ""},
+		{"target at another version", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) { mc.Version = "1.0.0" }, `spec.version is "1.0.0"`},
+		{"target not annotated (someone else's change)", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) {
+			delete(mc.Annotations, AnnotationValuesHash)
+		}, "not annotated"},
+		{"target values changed since the apply", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) {
+			mc.Values = map[string]any{"a": int64(2)}
+		}, "values differ"},
+		{"target paused", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) { mc.Paused = true }, "paused"},
+		{"no bundle yet", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) { *b = nil }, "does not exist yet"},
+		{"stale: bundle still at the old version, Ready", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+			(*b).HelmVersion = "1.0.0"
+		}, `at version "1.0.0"`},
+		{"stale: bundle without the applied values", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+			(*b).Values = map[string]any{"a": int64(0)}
+		}, "does not carry the applied values"},
+		{"values moved to a secret: not compared", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+			(*b).HasValues, (*b).Values = false, nil
+		}, ""},
+		{"stale: Ready for the old generation", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+			(*b).Generation = 5
+		}, "generation 5 not observed"},
+		{"bundle paused", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) { (*b).Paused = true }, "is paused"},
+		{"no bundledeployments", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) { *bds = nil }, "no bundledeployments"},
+		{"deployment not applied", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) {
+			(*bds)[0].DeploymentID = "s-3:4"
+		}, "have not applied"},
+		{"deployment not ready", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) {
+			(*bds)[0].Ready = false
+		}, "are not ready"},
+		{"summary: nothing desired", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+			(*b).Status.Summary = Summary{}
+		}, "0 of 0 clusters ready"},
+		{"summary: not all ready", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+			(*b).Status.Summary = Summary{DesiredReady: 3, Ready: 2}
+		}, "2 of 3 clusters ready"},
+		{"unavailable", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) { (*b).Status.Unavailable = 1 }, "1 unavailable"},
+		{"Ready condition false", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+			(*b).Status.Conditions = []Condition{{Type: "Ready", Status: "False", Message: "waiting for rollout"}}
+		}, "not Ready: waiting for rollout"},
+		{"no Ready condition", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+			(*b).Status.Conditions = nil
+		}, "no Ready condition"},
+		{"without a hash, only the version counts", func(w *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) {
+			w.ValuesHash = ""
+			mc.Annotations = map[string]string{}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, mc, b, bds := world()
+			tc.breakIt(&want, mc, &b, &bds)
+			r := Evaluate(want, mc, b, bds)
+			if tc.waiting == "" {
+				assert.True(t, r.Ready, "waiting: %v", r.Waiting)
+				return
+			}
+			assert.False(t, r.Ready)
+			assert.True(t, strings.Contains(strings.Join(r.Waiting, "\n"), tc.waiting), "want %q in %v", tc.waiting, r.Waiting)
+		})
+	}
+}
+
+func TestEvaluateNilTarget(t *testing.T) {
+	r := Evaluate(upgrade.Want{Version: "1"}, nil, nil, nil)
+	assert.False(t, r.Ready)
+	assert.Equal(t, []string{"the managedchart does not exist"}, r.Waiting)
+}
+
+func TestProgressNamesTheFirstNonReadyResource(t *testing.T) {
+	want, mc, b, bds := world()
+	b.Status.Summary = Summary{DesiredReady: 2, Ready: 1, NonReadyResources: []NonReadyResource{
+		{Name: "cluster-b", State: "NotReady", Details: []string{"Deployment harvester-system/harvester: 1 of 3 updated"}},
+		{Name: "cluster-c", State: "WaitApplied"},
+	}}
+	p := Evaluate(want, mc, b, bds).Progress()
+	assert.Contains(t, p, "ready 1/2")
+	assert.Contains(t, p, "cluster-b (NotReady); Deployment harvester-system/harvester: 1 of 3 updated (+1 more)")
+}
+
+func TestHealth(t *testing.T) {
+	_, mc, b, _ := world()
+	assert.Empty(t, Health(mc, b))
+
+	b.Status.Summary.ErrApplied = 1
+	b.Status.Conditions = []Condition{{Type: "Ready", Status: "False", Message: "ErrApplied(1) [Cluster local: boom]"}}
+	b.Status.Summary.NonReadyResources = []NonReadyResource{{Name: "fleet-local/local", State: "ErrApplied", Message: "boom"}}
+	h := Health(mc, b)
+	assert.Equal(t, []string{
+		"bundle mcc-app: 1 cluster(s) in ErrApplied",
+		"bundle mcc-app is not Ready: ErrApplied(1) [Cluster local: boom]",
+		"  fleet-local/local (ErrApplied): boom",
+	}, h)
+
+	// without a bundle, the ManagedChart's copy of the status is judged
+	mc.Status = BundleStatus{Summary: Summary{Modified: 2}, Conditions: []Condition{{Type: "Ready", Status: "True"}}}
+	assert.Equal(t, []string{"managedchart status: 2 cluster(s) Modified"}, Health(mc, nil))
+}

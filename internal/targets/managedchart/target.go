@@ -1,0 +1,179 @@
+package managedchart
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// Kind is the kind's name in --target and in the kind registry.
+const Kind = "managedchart"
+
+// Target is the upgrade.Target of one ManagedChart.
+type Target struct {
+	c               *Client
+	namespace, name string
+}
+
+// New returns the target port of ManagedChart namespace/name.
+func New(c *Client, namespace, name string) *Target {
+	return &Target{c: c, namespace: namespace, name: name}
+}
+
+var _ upgrade.Target = (*Target)(nil)
+
+// Ref names it as managedchart/NAMESPACE/NAME.
+func (t *Target) Ref() upgrade.Ref {
+	return upgrade.Ref{Kind: Kind, Namespace: t.namespace, Name: t.name}
+}
+
+// Read reads the ManagedChart; nil when it does not exist.
+func (t *Target) Read(ctx context.Context) (*upgrade.Observed, error) {
+	mc, found, err := t.c.Get(ctx, t.namespace, t.name)
+	if err != nil || !found {
+		return nil, err
+	}
+	return mc.Observed(), nil
+}
+
+// Health is what preflight refuses on: the Bundle (or, before there is
+// one, Rancher's copy of its status) not Ready, ErrApplied or Modified
+// clusters, with the non-ready resources Fleet names; and the Helm release
+// Fleet deploys pending.
+func (t *Target) Health(ctx context.Context, o *upgrade.Observed) ([]string, error) {
+	mc := o.Source.(*ManagedChart)
+	b, err := t.c.Bundle(ctx, mc.Namespace, mc.Name)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	if health := Health(mc, b); len(health) > 0 {
+		problems = append(problems, "the managedchart is not healthy; fix it before upgrading:\n  "+strings.Join(health, "\n  "))
+	}
+	ns := mc.DefaultNamespace
+	if ns == "" {
+		ns = "default"
+	}
+	pending, err := t.c.PendingRelease(ctx, ns, mc.Release())
+	if err != nil {
+		return nil, err
+	}
+	if pending != "" {
+		problems = append(problems, fmt.Sprintf("helm release %s/%s is %s: another install or upgrade is in progress or was interrupted; resolve it (helm rollback) first", ns, mc.Release(), pending))
+	}
+	return problems, nil
+}
+
+// Apply writes spec.version, spec.values and spec.paused=false (or, for a
+// restore, the whole backed-up spec) and the record annotations, with the
+// resourceVersion o was read at: a concurrent change fails it with
+// upgrade.ErrConflict.
+func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (*upgrade.Observed, error) {
+	up := Update{Version: c.Version, Values: c.Values, Unpause: true,
+		Annotations: map[string]string{
+			AnnotationVersion:         c.Record.Version,
+			AnnotationValuesHash:      c.Record.ValuesHash,
+			AnnotationAppliedAt:       c.Record.AppliedAt,
+			AnnotationPreviousVersion: c.Record.PreviousVersion,
+			AnnotationPaused:          "", // we unpause: drop our pause mark
+		}}
+	if c.Restore != nil {
+		b, ok := c.Restore.Data.(*Backup)
+		if !ok {
+			return nil, fmt.Errorf("restoring %s: not a managedchart backup", t.Ref())
+		}
+		up.Spec = b.Spec
+	}
+	mc, err := t.c.Apply(ctx, o.Source.(*ManagedChart), up)
+	if apierrors.IsConflict(errors.Unwrap(err)) || apierrors.IsConflict(err) {
+		return nil, fmt.Errorf("%w: %w", upgrade.ErrConflict, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return mc.Observed(), nil
+}
+
+// Backup writes the whole spec into Secret
+// chart-upgrader-backup-<name>-<version>, once.
+func (t *Target) Backup(ctx context.Context, o *upgrade.Observed) (string, bool, error) {
+	mc := o.Source.(*ManagedChart)
+	created, err := t.c.EnsureBackup(ctx, mc)
+	return BackupName(mc.Name, mc.Version), created, err
+}
+
+// ReadBackup reads the backup taken when upgrading from fromVersion (the
+// newest when empty).
+func (t *Target) ReadBackup(ctx context.Context, fromVersion string) (*upgrade.Backup, error) {
+	b, err := t.c.ReadBackup(ctx, t.namespace, t.name, fromVersion)
+	if err != nil {
+		return nil, err
+	}
+	vals, _ := values.Normalize(b.Spec["values"]).(map[string]any)
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	hash, err := values.Hash(vals)
+	if err != nil {
+		return nil, err
+	}
+	return &upgrade.Backup{Name: b.Name, Version: b.Version, ValuesHash: hash, Data: b}, nil
+}
+
+// Backups names the backup Secrets of the ManagedChart.
+func (t *Target) Backups(ctx context.Context) ([]string, error) {
+	secrets, err := t.c.Kube.CoreV1().Secrets(t.namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelBackupOf + "=" + t.name})
+	if err != nil {
+		return nil, fmt.Errorf("listing backups: %w", err)
+	}
+	var out []string
+	for _, s := range secrets.Items {
+		out = append(out, s.Name)
+	}
+	return out, nil
+}
+
+// Look reads the Bundle and BundleDeployments once and judges readiness.
+func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Want) (upgrade.Readiness, error) {
+	mc := o.Source.(*ManagedChart)
+	b, bds, err := t.c.Look(ctx, mc)
+	if err != nil {
+		return upgrade.Readiness{}, err
+	}
+	return Evaluate(want, mc, b, bds), nil
+}
+
+// Watch starts the informers of the ManagedChart, its Bundle and its
+// BundleDeployments.
+func (t *Target) Watch(ctx context.Context) (upgrade.Watch, error) {
+	obs, err := t.c.Observe(ctx, t.namespace, t.name)
+	if err != nil {
+		return nil, err
+	}
+	return WatchOf(obs), nil
+}
+
+// WatchOf is an Observer seen through the upgrade.Watch port.
+func WatchOf(o *Observer) upgrade.Watch { return observerWatch{o} }
+
+// observerWatch is an Observer seen through the upgrade.Watch port.
+type observerWatch struct{ o *Observer }
+
+func (w observerWatch) Current() *upgrade.Observed {
+	mc, _, _ := w.o.Snapshot()
+	return mc.Observed()
+}
+
+func (w observerWatch) Readiness(want upgrade.Want) upgrade.Readiness {
+	mc, b, bds := w.o.Snapshot()
+	return Evaluate(want, mc, b, bds)
+}
+
+func (w observerWatch) Changed() <-chan struct{} { return w.o.Changed() }

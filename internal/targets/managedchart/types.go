@@ -1,0 +1,295 @@
+package managedchart
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// The resources chart-upgrader reads.
+var (
+	ManagedChartGVR     = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "managedcharts"}
+	BundleGVR           = schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundles"}
+	BundleDeploymentGVR = schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundledeployments"}
+)
+
+// The annotations chart-upgrader writes on a target: the cluster-wide
+// record of what it applied, read by every later run on any node.
+const (
+	AnnotationVersion         = "chart-upgrader.io/version"
+	AnnotationValuesHash      = "chart-upgrader.io/values-sha256"
+	AnnotationAppliedAt       = "chart-upgrader.io/applied-at"
+	AnnotationPreviousVersion = "chart-upgrader.io/previous-version"
+	// AnnotationPaused says chart-upgrader paused the target itself, so a
+	// later run may unpause it.
+	AnnotationPaused = "chart-upgrader.io/paused"
+)
+
+// Labels Fleet puts on a BundleDeployment.
+const (
+	LabelBundleName      = "fleet.cattle.io/bundle-name"
+	LabelBundleNamespace = "fleet.cattle.io/bundle-namespace"
+)
+
+// BundleName is the Fleet Bundle Rancher makes of a ManagedChart.
+func BundleName(managedChart string) string { return "mcc-" + managedChart }
+
+// ManagedChart is what chart-upgrader uses of a ManagedChart.
+type ManagedChart struct {
+	Namespace, Name  string
+	Chart, Version   string
+	ReleaseName      string
+	DefaultNamespace string
+	Values           map[string]any
+	Paused           bool
+	Annotations      map[string]string
+	ResourceVersion  string
+	Generation       int64
+	Status           BundleStatus // Rancher's copy of the Bundle status
+	Object           *unstructured.Unstructured
+
+	// valuesHash, when set, is ValuesHash of Values, worked out once per
+	// resourceVersion by the Observer (hashing marshals the values).
+	valuesHash string
+}
+
+// Ref names the ManagedChart as managedchart/NAMESPACE/NAME.
+func (m *ManagedChart) Ref() string { return fmt.Sprintf("managedchart/%s/%s", m.Namespace, m.Name) }
+
+// Release is the Helm release name Fleet deploys the chart as.
+func (m *ManagedChart) Release() string {
+	if m.ReleaseName != "" {
+		return m.ReleaseName
+	}
+	return m.Chart
+}
+
+// ValuesHash is the hash of the values it holds now (values.Hash).
+func (m *ManagedChart) ValuesHash() string {
+	if m.valuesHash != "" {
+		return m.valuesHash
+	}
+	h, _ := values.Hash(m.Values)
+	return h
+}
+
+// PausedByUs reports whether chart-upgrader paused it.
+func (m *ManagedChart) PausedByUs() bool { return m.Annotations[AnnotationPaused] == "true" }
+
+// Bundle is what chart-upgrader uses of a Fleet Bundle.
+type Bundle struct {
+	Name          string
+	Generation    int64
+	HelmVersion   string
+	Values        map[string]any
+	HasValues     bool // spec.helm.values is present (not moved to a Secret)
+	Paused        bool
+	Status        BundleStatus
+	ResourceCount int
+
+	valuesHash string // as ManagedChart.valuesHash
+}
+
+// ValuesHash is the hash of spec.helm.values (values.Hash).
+func (b *Bundle) ValuesHash() string {
+	if b.valuesHash != "" {
+		return b.valuesHash
+	}
+	h, _ := values.Hash(b.Values)
+	return h
+}
+
+// BundleStatus is Fleet's BundleStatus, the parts readiness needs.
+type BundleStatus struct {
+	ObservedGeneration int64
+	Conditions         []Condition
+	Summary            Summary
+	Unavailable        int64
+	ReadyClusters      string // display.readyClusters, "r/d"
+	State              string // display.state
+}
+
+// Condition is a status condition.
+type Condition struct {
+	Type, Status, Reason, Message string
+}
+
+// Summary is Fleet's BundleSummary.
+type Summary struct {
+	DesiredReady, Ready, NotReady, ErrApplied, Modified, WaitApplied, OutOfSync, Pending int64
+	NonReadyResources                                                                    []NonReadyResource
+}
+
+// NonReadyResource is a BundleDeployment that is not ready, with why.
+type NonReadyResource struct {
+	Name, State, Message string
+	Details              []string // "kind namespace/name: summary" of its objects
+}
+
+// Condition returns the condition of that type.
+func (s BundleStatus) Condition(t string) (Condition, bool) {
+	for _, c := range s.Conditions {
+		if c.Type == t {
+			return c, true
+		}
+	}
+	return Condition{}, false
+}
+
+// BundleDeployment is what chart-upgrader uses of a BundleDeployment.
+type BundleDeployment struct {
+	Namespace, Name     string
+	DeploymentID        string
+	StagedDeploymentID  string
+	AppliedDeploymentID string
+	Ready               bool
+	NonReady            []string
+}
+
+// ParseManagedChart reads a ManagedChart object.
+func ParseManagedChart(u *unstructured.Unstructured) (*ManagedChart, error) {
+	m := &ManagedChart{Namespace: u.GetNamespace(), Name: u.GetName(), Annotations: u.GetAnnotations(),
+		ResourceVersion: u.GetResourceVersion(), Generation: u.GetGeneration(), Object: u}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	spec, _ := u.Object["spec"].(map[string]any)
+	m.Chart = str(spec, "chart")
+	m.Version = str(spec, "version")
+	m.ReleaseName = str(spec, "releaseName")
+	m.DefaultNamespace = str(spec, "defaultNamespace")
+	m.Paused, _ = spec["paused"].(bool)
+	switch v := values.Normalize(spec["values"]).(type) {
+	case nil:
+		m.Values = map[string]any{}
+	case map[string]any:
+		m.Values = v
+	default:
+		return nil, fmt.Errorf("managedchart %s/%s: spec.values is not a map", m.Namespace, m.Name)
+	}
+	status, _ := u.Object["status"].(map[string]any)
+	m.Status = parseBundleStatus(status)
+	return m, nil
+}
+
+// ParseBundle reads a Fleet Bundle object.
+func ParseBundle(u *unstructured.Unstructured) *Bundle {
+	b := &Bundle{Name: u.GetName(), Generation: u.GetGeneration()}
+	spec, _ := u.Object["spec"].(map[string]any)
+	helm, _ := spec["helm"].(map[string]any)
+	b.HelmVersion = str(helm, "version")
+	if v, ok := helm["values"]; ok {
+		b.HasValues = true
+		b.Values, _ = values.Normalize(v).(map[string]any)
+		if b.Values == nil {
+			b.Values = map[string]any{}
+		}
+	}
+	b.Paused, _ = spec["paused"].(bool)
+	status, _ := u.Object["status"].(map[string]any)
+	b.Status = parseBundleStatus(status)
+	return b
+}
+
+// ParseBundleDeployment reads a Fleet BundleDeployment object.
+func ParseBundleDeployment(u *unstructured.Unstructured) BundleDeployment {
+	spec, _ := u.Object["spec"].(map[string]any)
+	status, _ := u.Object["status"].(map[string]any)
+	bd := BundleDeployment{Namespace: u.GetNamespace(), Name: u.GetName(),
+		DeploymentID: str(spec, "deploymentID"), StagedDeploymentID: str(spec, "stagedDeploymentID"),
+		AppliedDeploymentID: str(status, "appliedDeploymentID")}
+	bd.Ready, _ = status["ready"].(bool)
+	for _, item := range list(status, "nonReadyStatus") {
+		bd.NonReady = append(bd.NonReady, objectLine(item))
+	}
+	return bd
+}
+
+func parseBundleStatus(status map[string]any) BundleStatus {
+	s := BundleStatus{ObservedGeneration: num(status, "observedGeneration"), Unavailable: num(status, "unavailable")}
+	for _, c := range list(status, "conditions") {
+		s.Conditions = append(s.Conditions, Condition{Type: str(c, "type"), Status: str(c, "status"),
+			Reason: str(c, "reason"), Message: str(c, "message")})
+	}
+	display, _ := status["display"].(map[string]any)
+	s.ReadyClusters, s.State = str(display, "readyClusters"), str(display, "state")
+	sum, _ := status["summary"].(map[string]any)
+	s.Summary = Summary{DesiredReady: num(sum, "desiredReady"), Ready: num(sum, "ready"), NotReady: num(sum, "notReady"),
+		ErrApplied: num(sum, "errApplied"), Modified: num(sum, "modified"), WaitApplied: num(sum, "waitApplied"),
+		OutOfSync: num(sum, "outOfSync"), Pending: num(sum, "pending")}
+	for _, r := range list(sum, "nonReadyResources") {
+		nr := NonReadyResource{Name: str(r, "name"), State: str(r, "bundleState"), Message: str(r, "message")}
+		for _, m := range list(r, "modifiedStatus") {
+			what := "modified"
+			switch {
+			case m["missing"] == true:
+				what = "missing"
+			case m["delete"] == true:
+				what = "extra"
+			}
+			nr.Details = append(nr.Details, fmt.Sprintf("%s %s", objectLine(m), what))
+		}
+		for _, n := range list(r, "nonReadyStatus") {
+			nr.Details = append(nr.Details, objectLine(n))
+		}
+		s.Summary.NonReadyResources = append(s.Summary.NonReadyResources, nr)
+	}
+	return s
+}
+
+// objectLine renders "Kind namespace/name: summary" of a status entry.
+func objectLine(m map[string]any) string {
+	name := str(m, "name")
+	if ns := str(m, "namespace"); ns != "" {
+		name = ns + "/" + name
+	}
+	line := strings.TrimSpace(str(m, "kind") + " " + name)
+	if sum, ok := m["summary"].(map[string]any); ok {
+		var msgs []string
+		if st := str(sum, "state"); st != "" {
+			msgs = append(msgs, st)
+		}
+		msgList, _ := sum["message"].([]any)
+		for _, x := range msgList {
+			if s, ok := x.(string); ok {
+				msgs = append(msgs, s)
+			}
+		}
+		if len(msgs) > 0 {
+			line += ": " + strings.Join(msgs, "; ")
+		}
+	}
+	return line
+}
+
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func num(m map[string]any, k string) int64 {
+	switch v := m[k].(type) {
+	case int64:
+		return v
+	case float64:
+		return int64(v)
+	case int:
+		return int64(v)
+	}
+	return 0
+}
+
+func list(m map[string]any, k string) []map[string]any {
+	items, _ := m[k].([]any)
+	out := make([]map[string]any, 0, len(items))
+	for _, it := range items {
+		if mm, ok := it.(map[string]any); ok {
+			out = append(out, mm)
+		}
+	}
+	return out
+}

@@ -1,0 +1,136 @@
+package managedchart
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// bundleDeployment is a BundleDeployment as Fleet writes it: Helm options
+// with the values, resource lists, conditions, managedFields.
+func bundleDeployment() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "BundleDeployment",
+		"metadata": map[string]any{"name": "mcc-app", "namespace": "cluster-fleet-local-c-1", "uid": "u-1",
+			"resourceVersion": "42", "generation": int64(3),
+			"labels":        map[string]any{LabelBundleName: "mcc-app", LabelBundleNamespace: "fleet-local"},
+			"managedFields": []any{map[string]any{"manager": "fleet", "fieldsV1": map[string]any{"f:spec": map[string]any{}}}}},
+		"spec": map[string]any{"deploymentID": "s-2:abc", "stagedDeploymentID": "s-2:abc",
+			"options": map[string]any{"helm": map[string]any{"values": map[string]any{"big": "values"}}}},
+		"status": map[string]any{"appliedDeploymentID": "s-1:abc", "ready": false,
+			"nonReadyStatus": []any{map[string]any{"kind": "Deployment", "namespace": "demo", "name": "app",
+				"summary": map[string]any{"state": "in-progress", "message": []any{"rolling out"}}}},
+			"resources":  []any{map[string]any{"kind": "ConfigMap", "name": "x"}},
+			"conditions": []any{map[string]any{"type": "Ready", "status": "False"}}},
+	}}
+}
+
+func TestSlimBundleDeploymentKeepsWhatReadinessReads(t *testing.T) {
+	full := bundleDeployment()
+	out, err := slimBundleDeployment(full.DeepCopy())
+	require.NoError(t, err)
+	slim := out.(*unstructured.Unstructured)
+	assert.Equal(t, ParseBundleDeployment(full), ParseBundleDeployment(slim))
+	assert.Equal(t, "42", slim.GetResourceVersion())
+	assert.Equal(t, full.GetLabels(), slim.GetLabels())
+	assert.Nil(t, slim.GetManagedFields())
+	_, hasOptions, _ := unstructured.NestedMap(slim.Object, "spec", "options")
+	_, hasResources, _ := unstructured.NestedSlice(slim.Object, "status", "resources")
+	assert.False(t, hasOptions, "the Helm options (values) are dropped")
+	assert.False(t, hasResources)
+
+	again, err := slimBundleDeployment(slim)
+	require.NoError(t, err)
+	assert.Equal(t, slim, again, "idempotent: the informer may transform an object twice")
+}
+
+func TestSlimBundleKeepsWhatReadinessReads(t *testing.T) {
+	full := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Bundle",
+		"metadata": map[string]any{"name": "mcc-app", "namespace": "fleet-local", "generation": int64(4),
+			"managedFields": []any{map[string]any{"manager": "rancher"}}},
+		"spec": map[string]any{"helm": map[string]any{"version": "2.0.0", "values": map[string]any{"a": int64(1)}},
+			"resources": []any{map[string]any{"name": "templates/cm.yaml", "content": "…"}}},
+		"status": map[string]any{"observedGeneration": int64(4), "summary": map[string]any{"desiredReady": int64(1), "ready": int64(1)},
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
+	}}
+	out, err := slimBundle(full.DeepCopy())
+	require.NoError(t, err)
+	slim := out.(*unstructured.Unstructured)
+	assert.Equal(t, ParseBundle(full), ParseBundle(slim))
+	_, hasResources, _ := unstructured.NestedSlice(slim.Object, "spec", "resources")
+	assert.False(t, hasResources)
+	assert.Nil(t, slim.GetManagedFields())
+}
+
+func TestEvaluateNamesPendingBundleDeploymentsOnlyWithoutFleetsList(t *testing.T) {
+	want, mc, b, bds := world()
+	bds[0].Ready, bds[0].NonReady = false, []string{"Deployment demo/app: in-progress"}
+	r := Evaluate(want, mc, b, bds)
+	assert.Equal(t, []string{"cluster-a/mcc-app not ready: Deployment demo/app: in-progress"}, r.NonReady)
+
+	b.Status.Summary.NonReadyResources = []NonReadyResource{{Name: "fleet-local/local", State: "NotReady"}}
+	r = Evaluate(want, mc, b, bds)
+	assert.Equal(t, []string{"fleet-local/local (NotReady)"}, r.NonReady, "Fleet's own list wins")
+}
+
+func TestHashForWorksOutOncePerResourceVersion(t *testing.T) {
+	o := &Observer{}
+	calls := 0
+	f := func() string { calls++; return "h" + string(rune('0'+calls)) }
+	assert.Equal(t, "h1", o.hashFor(&o.mcHash, "7", f))
+	assert.Equal(t, "h1", o.hashFor(&o.mcHash, "7", f))
+	assert.Equal(t, "h2", o.hashFor(&o.mcHash, "8", f), "a new resourceVersion is hashed again")
+	assert.Equal(t, "h3", o.hashFor(&o.bundleHash, "8", f), "each object has its own")
+	assert.Equal(t, 3, calls)
+}
+
+func TestWatchErrorsSaySomethingOnlyForABrokenWatch(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	live := context.Background()
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	refused := errors.New(`Get "https://127.0.0.1:6443/apis/fleet.cattle.io/v1alpha1/bundles?watch=true": dial tcp 127.0.0.1:6443: connect: connection refused`)
+	expired := apierrors.NewResourceExpired("too old resource version: 1 (42)")
+
+	cases := []struct {
+		name      string
+		ctx, hctx context.Context
+		err       error
+		level     string // "" for nothing logged
+	}{
+		{"the Observer was stopped", stopped, live, context.Canceled, ""},
+		{"the informer was stopped", live, stopped, refused, ""},
+		{"closed normally", live, live, io.EOF, ""},
+		{"expired: re-listed", live, live, expired, "DEBUG"},
+		{"cut: re-listed", live, live, io.ErrUnexpectedEOF, "DEBUG"},
+		{"the API server is down", live, live, refused, "WARN"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			buf.Reset()
+			watchErrors(tc.ctx, log, "bundles")(tc.hctx, nil, tc.err)
+			if tc.level == "" {
+				assert.Empty(t, buf.String())
+				return
+			}
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal(buf.Bytes(), &rec), buf.String())
+			assert.Equal(t, tc.level, rec["level"])
+			assert.Equal(t, "bundles", rec["resource"])
+			assert.Equal(t, tc.err.Error(), rec["err"])
+		})
+	}
+	// no logger: nothing to say, and no panic
+	watchErrors(live, nil, "bundles")(live, nil, refused)
+}

@@ -1,0 +1,226 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// Ref names a target: its kind (lower case, as in --target), namespace and
+// name.
+type Ref struct{ Kind, Namespace, Name string }
+
+// String is the --target form: managedchart/fleet-local/harvester.
+func (r Ref) String() string { return r.Kind + "/" + r.Namespace + "/" + r.Name }
+
+// Want is what an apply wrote: readiness is judged against it, so status
+// written before the apply never counts.
+type Want struct {
+	Version    string
+	ValuesHash string
+}
+
+// Record is what chart-upgrader wrote on a target when it applied: the
+// cluster-wide record every later run on any node reads.
+type Record struct {
+	Version         string
+	ValuesHash      string
+	AppliedAt       string
+	PreviousVersion string
+}
+
+// Want is the version and values hash the record says were applied; ok is
+// false when the target carries no complete record.
+func (r Record) Want() (Want, bool) {
+	w := Want{Version: r.Version, ValuesHash: r.ValuesHash}
+	return w, w.Version != "" && w.ValuesHash != ""
+}
+
+// Observed is one read of a target.
+type Observed struct {
+	Chart      string         // the chart it deploys (the default chart name in the source)
+	Version    string         // the chart version it declares
+	Values     map[string]any // U: the user values it holds
+	ValuesHash string         // values.Hash of Values
+	Paused     bool
+	PausedByUs bool   // paused by chart-upgrader itself (its annotation says so)
+	Applied    Record // what chart-upgrader recorded on it
+	UID        string // for Events
+
+	// Source is the adapter's own copy of what it read (for an optimistic
+	// write); the core never looks inside.
+	Source any
+}
+
+// AppliedHere reports whether the target carries chart-upgrader's apply of
+// version, with the values that apply wrote still in place.
+func (o *Observed) AppliedHere(version string) bool {
+	w, ok := o.Applied.Want()
+	return ok && w.Version == version && o.Version == version && w.ValuesHash == o.ValuesHash
+}
+
+// Change is the one write of an apply.
+type Change struct {
+	Version string
+	Values  map[string]any // the merged values U'; ignored with Restore
+	// Restore, for a rollback, puts back the whole backed-up target.
+	Restore *Backup
+	Record  Record // recorded on the target with the write
+}
+
+// Backup is a target as it was before an upgrade.
+type Backup struct {
+	Name       string // where it is kept, for people
+	Version    string
+	ValuesHash string
+	// Data is the adapter's own copy of what it saved.
+	Data any
+}
+
+// ErrConflict wraps the error of an Apply that lost an optimistic write:
+// the target changed since it was read.
+var ErrConflict = errors.New("the target changed since it was read")
+
+// Target is the port to one target of some kind. Every read is fresh; the
+// core decides what to do with it.
+type Target interface {
+	// Ref names the target.
+	Ref() Ref
+	// Read reads the target; nil (and no error) when it does not exist.
+	Read(ctx context.Context) (*Observed, error)
+	// Health lists what makes the target unfit for an upgrade now (not
+	// ready, in error, a release pending), one line a person can act on
+	// each, naming the offending resources. None: healthy.
+	Health(ctx context.Context, o *Observed) ([]string, error)
+	// Apply makes one write with optimistic concurrency; a target changed
+	// since o was read fails it with an error wrapping ErrConflict.
+	Apply(ctx context.Context, o *Observed, c Change) (*Observed, error)
+	// Backup saves the target as o shows it, once: an existing backup of
+	// the same version is left as it is. created says whether this call
+	// wrote it.
+	Backup(ctx context.Context, o *Observed) (name string, created bool, err error)
+	// ReadBackup reads the backup taken before the upgrade from
+	// fromVersion; the newest when fromVersion is empty.
+	ReadBackup(ctx context.Context, fromVersion string) (*Backup, error)
+	// Backups names the backups kept, for status.
+	Backups(ctx context.Context) ([]string, error)
+	// Look judges readiness for want once, without a watch.
+	Look(ctx context.Context, o *Observed, want Want) (Readiness, error)
+	// Watch starts watching the target and what its controllers make of
+	// it, and returns once the first view is complete. It ends with ctx.
+	Watch(ctx context.Context) (Watch, error)
+}
+
+// Watch is a live view of a target.
+type Watch interface {
+	// Current is the target as last seen; nil when it does not exist.
+	Current() *Observed
+	// Readiness judges the current view for want.
+	Readiness(want Want) Readiness
+	// Changed receives a value after anything watched changed.
+	Changed() <-chan struct{}
+}
+
+// Cluster is the port to what the cluster offers every kind.
+type Cluster interface {
+	// Live reads the objects of live and once rules; a missing object is
+	// left out (the merge reports it).
+	Live(ctx context.Context, refs []values.ObjectRef) (values.LiveObjects, error)
+	// NotReadyNodes names the nodes that are not Ready.
+	NotReadyNodes(ctx context.Context) ([]string, error)
+	// Lease is the coordination Lease name in namespace, held under this
+	// process's identity; annotations say who holds it.
+	Lease(namespace, name string, annotations map[string]string) Lease
+	// Event records an Event on a target; failures are only logged.
+	Event(ctx context.Context, e Event)
+}
+
+// Lease makes one process in the cluster the one that applies a target.
+type Lease interface {
+	// TryAcquire takes the Lease when it is free, expired or ours, never
+	// waiting; when not, it says who holds it.
+	TryAcquire(ctx context.Context) (held bool, holder string, err error)
+	// Hold renews it until stop is called; lost is closed if another
+	// process took it.
+	Hold(ctx context.Context) (stop func(), lost <-chan struct{})
+	// Release gives it up when we hold it; otherwise it writes nothing.
+	Release(ctx context.Context) error
+}
+
+// Event is one Kubernetes Event on a target. It never carries values.
+type Event struct {
+	Target    Ref
+	UID       string
+	Warning   bool
+	Reason    string
+	Action    string
+	Message   string
+	Node      string
+	Reporting string // the reporting instance: this process's identity
+}
+
+// ChartSource is where chart versions come from.
+type ChartSource interface {
+	// Load loads a version of a chart; the returned chart's Version is its
+	// own spelling of it.
+	Load(ctx context.Context, name, version string) (*Chart, error)
+	// Versions lists the versions of a chart the source has.
+	Versions(ctx context.Context, name string) ([]string, error)
+	String() string
+}
+
+// Chart is what the core needs of one chart version.
+type Chart struct {
+	Name, Version string
+	// Defaults are its coalesced default values, subcharts included.
+	Defaults map[string]any
+	// RegeneratedData lists templates that generate data on every render.
+	RegeneratedData []string
+	// Check validates and renders the chart with user values.
+	Check func(userValues map[string]any) error
+}
+
+// Journal is the local record of which steps finished, per target and
+// version.
+type Journal interface {
+	Load(target, version string) (Entry, bool, error)
+	Save(e Entry) error
+}
+
+// Entry is what the journal knows about one upgrade of one target to one
+// version. It holds hashes, never values.
+type Entry struct {
+	Target      string          `json:"target"`      // managedchart/NS/NAME
+	FromVersion string          `json:"fromVersion"` // deployed when the upgrade started
+	ToVersion   string          `json:"toVersion"`
+	ValuesHash  string          `json:"valuesSha256,omitempty"` // applied or waited for
+	Phases      map[string]Step `json:"phases"`                 // by step name, when finished
+	Completed   bool            `json:"completed"`
+	UpdatedAt   time.Time       `json:"updatedAt"`
+}
+
+// Step is one finished step in the journal.
+type Step struct {
+	FinishedAt time.Time `json:"finishedAt"`
+	Duration   string    `json:"duration"`
+	Note       string    `json:"note,omitempty"`
+}
+
+// Hooks runs the pre-<step> and post-<step> executables around each step.
+type Hooks interface {
+	// Run runs the hook kind ("pre" or "post") of step, if there is one.
+	// stepErr is the step's result, for post hooks. A failing pre hook
+	// wraps outcome.ErrRefused.
+	Run(ctx context.Context, kind, step string, c HookContext, stepErr error) error
+}
+
+// HookContext tells a hook what is going on.
+type HookContext struct {
+	Target     Ref
+	From, To   string
+	Situation  Situation
+	Node       string
+	ValuesHash string
+}

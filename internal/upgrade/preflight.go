@@ -1,0 +1,71 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+// Checked is the output of preflight: the merge it checked (for the merge
+// step to reuse), or, when another process applied the target meanwhile,
+// the target as re-read and the situation that says so.
+type Checked struct {
+	Plan      *Plan
+	Obs       *Observed // set when re-read
+	Situation Situation // set when re-read: applied
+}
+
+// preflight checks that the upgrade may start, and makes no writes. Each
+// failed check is one line a person can act on; any → outcome.ErrRefused.
+func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
+	var problems []string
+	refuse := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	o, kind := r.Obs, j.ref.Kind
+
+	if r.Situation == SituationDowngrade && !j.AllowDowngrade {
+		refuse("%s → %s is a downgrade: give %s if you mean it", r.From, r.To, j.Names.AllowDowngrade)
+	}
+	if o.Paused && !o.PausedByUs && !j.Unpause {
+		refuse("the %s is paused by someone else (spec.paused=true without the chart-upgrader.io/paused annotation): unpause it, or give %s", kind, j.Names.Unpause)
+	}
+	health, err := j.job.Target.Health(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	problems = append(problems, health...)
+	if j.RequireNodesReady {
+		notReady, err := j.Cluster.NotReadyNodes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(notReady) > 0 {
+			refuse("nodes not Ready: %s", strings.Join(notReady, ", "))
+		}
+	}
+	// the merge must not be refused and the chart must render with it
+	plan, err := j.plan(ctx, r, o)
+	if err != nil {
+		if !errors.Is(err, outcome.ErrRefused) {
+			return nil, err
+		}
+		refuse("%v", err)
+	}
+	if len(problems) == 0 {
+		return &Checked{Plan: plan}, nil
+	}
+	// another process may have applied the target since resolve read it:
+	// what looks unhealthy (not ready, a release pending) is then its
+	// rollout, which this process waits for, not a reason to refuse
+	now, err := j.job.Target.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if now != nil && Assess(now, r.To, false) == SituationApplied {
+		j.Log.Info("another process applied the target since it was read", "version", now.Applied.Version)
+		return &Checked{Obs: now, Situation: SituationApplied}, nil
+	}
+	return nil, outcome.Refused(fmt.Errorf("preflight refused %s %s → %s:\n- %s", j.ref, r.From, r.To, strings.Join(problems, "\n- ")))
+}
