@@ -41,11 +41,11 @@ demo-merge: build
 		--policy $(EXAMPLES)/policy.yaml \
 		--live $(EXAMPLES)/live.yaml
 
-## bench: the merge benchmarks (figures in README "Performance")
+## bench: the merge benchmarks (figures in docs/performance.md)
 bench:
 	scripts/bench
 
-## bench-upgrade: chart-upgrader side by side with a bash + kubectl + yq script, on the local control plane (README "Performance")
+## bench-upgrade: chart-upgrader side by side with a bash + kubectl + yq script, on the local control plane (docs/performance.md)
 bench-upgrade:
 	scripts/bench-upgrade
 
@@ -57,11 +57,11 @@ bench-latency:
 bench-scale:
 	scripts/bench-scale
 
-## bench-channel: a bounded load run of channel serve: requests/s and p99 (README "Performance")
+## bench-channel: a bounded load run of channel serve: requests/s and p99 (docs/performance.md)
 bench-channel:
 	scripts/bench-channel
 
-## soak: upgrade and rollback cycles with random faults, invariants checked after each (README "Reliability"); stops within 10 minutes; SOAK_FLAGS="-seed N -duration 3m"
+## soak: upgrade and rollback cycles with random faults, invariants checked after each (docs/reliability.md); stops within 10 minutes; SOAK_FLAGS="-seed N -duration 3m"
 soak:
 	scripts/soak $(SOAK_FLAGS)
 

@@ -22,7 +22,7 @@ var Version = "dev"
 const envPrefix = "CHART_UPGRADER_"
 
 // Run runs the CLI with args (args[0] is the program name) and returns the
-// exit code of DESIGN §8. Errors are printed to stderr, one line each.
+// exit code of docs/design.md §10. Errors are printed to stderr, one line each.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	err := app.RunContext(ctx, normalizeArgs(args))

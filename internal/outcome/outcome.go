@@ -1,5 +1,5 @@
 // Package outcome holds the sentinel errors callers branch on and maps them
-// to the exit codes of DESIGN §8, in one place.
+// to the exit codes of docs/design.md §10, in one place.
 package outcome
 
 import (
@@ -19,7 +19,7 @@ var (
 	ErrLockHeld = errors.New("lock held")
 )
 
-// Exit codes of DESIGN §8.
+// Exit codes of docs/design.md §10.
 const (
 	ExitOK       = 0
 	ExitFailure  = 1

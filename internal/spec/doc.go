@@ -1,5 +1,5 @@
 // Package spec reads the two files a person writes for chart-upgrader: the
-// upgrade spec (DESIGN §4: which targets to upgrade, in order, from which
+// upgrade spec (docs/design.md §6: which targets to upgrade, in order, from which
 // chart source, with which rules and migrations) and the policy file of
 // `chart-upgrader merge --policy` (just rules and migrations).
 //

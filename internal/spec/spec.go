@@ -24,7 +24,7 @@ const (
 // gives no wait.timeout.
 const DefaultWaitTimeout = 20 * time.Minute
 
-// Spec is a parsed upgrade spec (DESIGN §4).
+// Spec is a parsed upgrade spec (docs/design.md §6).
 type Spec struct {
 	File   string  // the file it was read from, as given
 	Charts []Chart // upgraded one after another, in this order; never empty

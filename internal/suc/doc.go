@@ -1,5 +1,5 @@
 // Package suc builds the system-upgrade-controller Plan that runs
-// chart-upgrader (DESIGN §7): one upgrade Job per opted-in node, the upgrade
+// chart-upgrader (docs/design.md §9): one upgrade Job per opted-in node, the upgrade
 // spec mounted from a Secret, the version pinned or followed from a channel,
 // and a Job deadline longer than the upgrade's wait.
 //

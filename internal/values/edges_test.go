@@ -342,7 +342,7 @@ func TestSummaryAndTable(t *testing.T) {
 
 // TestMergeLiveUnderUserScalar: a live rule below a path where the user has
 // a scalar replaces that scalar with a map; the user's value must still get
-// a decision (DESIGN §3: every path where the user has a value gets one).
+// a decision (docs/design.md §5.7: every path where the user has a value gets one).
 func TestMergeLiveUnderUserScalar(t *testing.T) {
 	res := mustMerge(t, values.Input{
 		User: vals(t, `{storageClass: legacy}`), OldDefaults: vals(t, `{}`), NewDefaults: vals(t, `{}`),
@@ -357,7 +357,7 @@ func TestMergeLiveUnderUserScalar(t *testing.T) {
 // TestMergeDefaultsNotNormalized: Merge normalises U, the overrides and the
 // live objects, but takes Dold and Dnew as given; defaults built in Go (int,
 // not int64) then compare unequal to the same user number, and max/min find
-// them not comparable (DESIGN §3: numbers compare by value).
+// them not comparable (docs/design.md §5.4: numbers compare by value).
 func TestMergeDefaultsNotNormalized(t *testing.T) {
 	res := mustMerge(t, values.Input{
 		User:        vals(t, `{a: 1, b: 3}`),

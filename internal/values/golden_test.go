@@ -16,7 +16,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/golden from the current output")
 
 // goldenPolicy is policy.yaml of a golden scenario: the rules and
-// migrations of DESIGN §4 plus the other inputs of a merge.
+// migrations of a policy file (docs/design.md §6) plus the other inputs of a merge.
 type goldenPolicy struct {
 	From  string `json:"from"`
 	To    string `json:"to"`

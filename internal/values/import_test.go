@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The pure packages (docs/design.md §3) must not reach a cluster or run Helm
+// The pure packages (docs/design.md §3.1) must not reach a cluster or run Helm
 // actions, not even transitively.
 var pureImports = []struct {
 	pkg      string

@@ -14,7 +14,7 @@ import (
 
 var (
 	scRef = values.ObjectRef{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Name: "harvester-longhorn"}
-	// the expression of the DESIGN §4 example
+	// the expression of the live example in docs/policy.md
 	scExpr     = `.metadata.annotations["storageclass.kubernetes.io/is-default-class"] == "true"`
 	secretRef  = values.ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: "harvester-system", Name: "webhook-tls"}
 	secretExpr = `.data["tls.crt"]`
@@ -198,7 +198,7 @@ func TestMergeOnce(t *testing.T) {
 		assert.Equal(t, []string{"live-missing webhook.tls.cert"}, warningList(res))
 	})
 
-	// DESIGN §3 says once is "like live", whose missing object falls back to
+	// docs/design.md §5.4 says once is "like live", whose missing object falls back to
 	// the user value: a value the user gave explicitly survives.
 	t.Run("live object missing, user value set: the user value is kept", func(t *testing.T) {
 		res := mustMerge(t, values.Input{
@@ -253,7 +253,7 @@ func TestParsePolicyNames(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, p, got)
 	}
-	assert.Len(t, values.Policies, 10, "DESIGN §3 lists ten policies")
+	assert.Len(t, values.Policies, 10, "docs/design.md §5.4 lists ten policies")
 	_, err := values.ParsePolicy("prefer-magic")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"prefer-magic"`)

@@ -10,7 +10,7 @@ import (
 )
 
 // policyCase is one merge of a policy table: inline YAML inputs, the rules
-// as "policy:pattern", and what DESIGN §3 says comes out.
+// as "policy:pattern", and what docs/design.md §5 says comes out.
 type policyCase struct {
 	name  string
 	user  string

@@ -220,7 +220,7 @@ func (p Pattern) Match(keys []string) bool {
 }
 
 // MatchSelfOrAncestor reports whether the pattern matches the path or one of
-// its ancestors (the root included): the rule-selection test of DESIGN §3.
+// its ancestors (the root included): the rule-selection test of docs/design.md §5.3.
 func (p Pattern) MatchSelfOrAncestor(keys []string) bool {
 	s := p.start()
 	if s&p.accept() != 0 {

@@ -173,7 +173,7 @@ func TestMergeReadonlyRefusals(t *testing.T) {
 
 // TestMergeReadonlyAncestorReplaced: an override (or migration) that
 // replaces a map above a readonly path with a scalar or null changes the
-// effective value of that path too; DESIGN §3 says the merge is refused.
+// effective value of that path too; docs/design.md §5.4 says the merge is refused.
 func TestMergeReadonlyAncestorReplaced(t *testing.T) {
 	for _, c := range []struct {
 		name string

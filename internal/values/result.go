@@ -19,7 +19,7 @@ const (
 	ActionOverride Action = "override" // an explicit --set or -f value is written
 )
 
-// WarningKind classifies a warning (DESIGN §3).
+// WarningKind classifies a warning (docs/design.md §5.7).
 type WarningKind string
 
 // The warning kinds.

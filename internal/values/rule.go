@@ -7,7 +7,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 )
 
-// Policy decides one subtree of the new user values (DESIGN §3).
+// Policy decides one subtree of the new user values (docs/design.md §5.4).
 type Policy string
 
 // The policies. PolicyUser applies to every path no rule matches.

@@ -66,7 +66,7 @@ func TestUpgradeHappyPath(t *testing.T) {
 	assert.NotEmpty(t, mc.Annotations[managedchart.AnnotationAppliedAt])
 	assert.False(t, mc.Paused)
 
-	// every DESIGN §1 problem, end to end, in what Helm deployed
+	// every docs/design.md §1 problem, end to end, in what Helm deployed
 	cm := f.configMap(name + "-config")
 	assert.Equal(t, "registry.example.com/demo/webhook:v0.5.6", cm["webhookImage"], "the pinned tag followed the chart")
 	assert.Equal(t, "10.52.0.0/16", cm["clusterPodCIDR"], "readonly CIDR kept although 2.0.0's default is 10.42.0.0/16")

@@ -1,7 +1,7 @@
 // Package fleetsim simulates Rancher's ManagedChart controller, the Fleet
 // controller and the Fleet agent against a real API server, closely enough
 // for chart-upgrader's end-to-end tests, demo and benchmarks
-// (/work/shared/FACTS.md is the reference):
+// (docs/design.md §4.2 describes the chain it stands for):
 //
 //   - Rancher: each ManagedChart <name> (management.cattle.io/v3) becomes a
 //     Bundle mcc-<name> (fleet.cattle.io/v1alpha1) in the same namespace with

@@ -157,7 +157,7 @@ func (f *fixture) waitReadyAfter(name, version string, prevGeneration int64) (bu
 	return bundle, mc
 }
 
-// bundleReady is the readiness rule of DESIGN §5 for a Bundle.
+// bundleReady is the readiness rule of docs/design.md §4.2 for a Bundle.
 func bundleReady(b *unstructured.Unstructured) bool {
 	desired := num(b, "status", "summary", "desiredReady")
 	return num(b, "status", "observedGeneration") == b.GetGeneration() &&

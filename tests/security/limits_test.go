@@ -23,7 +23,7 @@ import (
 )
 
 // maxChannelBody is how much of a channel answer's body chart-upgrader
-// reads (internal/channel maxDrain), as the README states it.
+// reads (internal/channel maxDrain), as docs/reference.md states it.
 const maxChannelBody = 64 << 10
 
 // endless streams prefix and then filler forever, without a
@@ -151,11 +151,11 @@ func zeroBomb(t *testing.T) []byte {
 
 // The limits are documented where an operator reads about the commands.
 func TestLimitsDocumented(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	reference, err := os.ReadFile(filepath.Join("..", "..", "docs", "reference.md"))
 	require.NoError(t, err)
-	doc := string(readme)
+	doc := string(reference)
 	i := strings.Index(doc, "## Size limits")
-	require.GreaterOrEqual(t, i, 0, "README has no Size limits section")
+	require.GreaterOrEqual(t, i, 0, "docs/reference.md has no Size limits section")
 	section := doc[i:]
 	if j := strings.Index(section[3:], "\n## "); j >= 0 {
 		section = section[:j+3]
@@ -175,6 +175,6 @@ func TestLimitsDocumented(t *testing.T) {
 			}
 		}
 		require.NotEmpty(t, line, "the Size limits section says nothing of %s", what)
-		assert.Contains(t, line, limit, "the README states the %s limit", what)
+		assert.Contains(t, line, limit, "docs/reference.md states the %s limit", what)
 	}
 }

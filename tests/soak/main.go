@@ -1,7 +1,7 @@
 // Command soak runs chart-upgrader's upgrade and rollback over and over
 // against a local control plane and the Fleet simulator, with random
 // faults, and checks invariants after every cycle. `make soak` runs it
-// (scripts/soak); README "Reliability" describes the faults and the
+// (scripts/soak); docs/reliability.md describes the faults and the
 // invariants.
 //
 // Each cycle is one operation — an upgrade of demo-app 1.0.0 → 2.0.0, or a

@@ -133,7 +133,7 @@ func jsonValues(v any) any {
 }
 
 // BackupName is the Secret holding a target's spec before an upgrade from
-// fromVersion (DESIGN §5 apply).
+// fromVersion (docs/design.md §4.2).
 func BackupName(managedChart, fromVersion string) string {
 	name := "chart-upgrader-backup-" + managedChart + "-" + sanitize(fromVersion)
 	if len(name) > 253 {

@@ -7,7 +7,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
-// Evaluate judges readiness exactly as DESIGN §5 "wait" says: the target
+// Evaluate judges readiness exactly as docs/design.md §4.2 says: the target
 // carries the applied version and values hash; Bundle mcc-<name> has
 // spec.helm.version = target (and the applied values, when they are in the
 // Bundle) and has observed its generation; every BundleDeployment applied
