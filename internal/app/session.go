@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"fmt"
 	"strings"
 	"time"
@@ -61,15 +62,13 @@ func (s *session) close() { _ = s.lock.Release() }
 
 // connect builds the API clients from a kubeconfig (see
 // cluster.RESTConfig).
-func connect(ctx context.Context, kubeconfig string, log interface {
-	Warn(string, ...any)
-}) (*cluster.Clients, error) {
+func connect(ctx context.Context, kubeconfig string, log *slog.Logger) (*cluster.Clients, error) {
 	cfg, err := cluster.RESTConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
 	wrapConfig(ctx, cfg)
-	return cluster.NewClients(cfg, nil)
+	return cluster.NewClients(cfg, log)
 }
 
 // runner is the core's runner over this session's ports.

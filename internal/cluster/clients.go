@@ -66,6 +66,9 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 // NewClients builds the clients of a run; log receives what the clients
 // have to say while they work (a broken watch).
 func NewClients(cfg *rest.Config, log *slog.Logger) (*Clients, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)

@@ -120,10 +120,17 @@ func (f *fixture) policy(release string) string {
 	return f.writeFile("policy.yaml", p)
 }
 
-// clusterArgs are the flags every cluster command of this node gets.
-func (f *fixture) clusterArgs(n node) []string {
-	return []string{"--kubeconfig", f.env.KubeconfigPath(), "--state-dir", n.stateDir, "--lock-file", n.lockFile,
-		"--termination-log", n.termLog, "--node-name", n.name, "--log-format", "json"}
+// clusterArgs are the flags a cluster command of this node gets: every
+// one takes the local ones; those that may write a target (upgrade,
+// preflight, rollback) also the node name.
+func (f *fixture) clusterArgs(n node, command string) []string {
+	args := []string{"--kubeconfig", f.env.KubeconfigPath(), "--state-dir", n.stateDir, "--lock-file", n.lockFile,
+		"--termination-log", n.termLog, "--log-format", "json"}
+	switch command {
+	case "upgrade", "preflight", "rollback":
+		args = append(args, "--node-name", n.name)
+	}
+	return args
 }
 
 // result is what one run printed and returned.
@@ -137,7 +144,7 @@ func (f *fixture) cli(n node, command string, args ...string) result {
 	f.t.Helper()
 	var out, errb bytes.Buffer
 	full := append([]string{"chart-upgrader", command}, args...)
-	full = append(full, f.clusterArgs(n)...)
+	full = append(full, f.clusterArgs(n, command)...)
 	code := cli.Run(f.t.Context(), full, &out, &errb)
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
@@ -263,7 +270,7 @@ func binary(t *testing.T) string {
 // process starts chart-upgrader as a separate process for node n.
 func (f *fixture) process(n node, env []string, command string, args ...string) *exec.Cmd {
 	full := append([]string{command}, args...)
-	full = append(full, f.clusterArgs(n)...)
+	full = append(full, f.clusterArgs(n, command)...)
 	cmd := exec.Command(binary(f.t), full...)
 	cmd.Env = append(os.Environ(), env...)
 	return cmd

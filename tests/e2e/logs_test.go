@@ -41,7 +41,7 @@ func TestJSONLogsStayJSONAcrossASpec(t *testing.T) {
 	specFile := f.writeFile("spec.yaml", spec)
 
 	cmd := exec.Command(binary(t), append([]string{"upgrade", "--spec", specFile, "--version", "2.0.0"},
-		f.clusterArgs(f.node)...)...)
+		f.clusterArgs(f.node, "upgrade")...)...)
 	cmd.Env = cleanEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
