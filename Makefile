@@ -4,7 +4,7 @@ LDFLAGS := -s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Versio
 GO      ?= go
 EXAMPLES := package/examples
 
-.PHONY: bench-channel all build image-binary image-check test demo demo-merge bench bench-upgrade bench-latency bench-scale fuzz soak lint testenv clean
+.PHONY: cover bench-channel all build image-binary image-check test demo demo-merge bench bench-upgrade bench-latency bench-scale fuzz soak lint testenv clean
 
 all: lint build test
 
@@ -64,6 +64,10 @@ bench-channel:
 ## soak: upgrade and rollback cycles with random faults, invariants checked after each (docs/reliability.md); stops within 10 minutes; SOAK_FLAGS="-seed N -duration 3m"
 soak:
 	scripts/soak $(SOAK_FLAGS)
+
+## cover: statement coverage of the pure core (internal/upgrade) from unit tests alone; fails below 85%
+cover:
+	scripts/cover
 
 ## fuzz: a short bounded run of every fuzz target
 fuzz:

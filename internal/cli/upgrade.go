@@ -22,21 +22,6 @@ func upgradeCommand() *ucli.Command {
 	}
 }
 
-func preflightCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:        "preflight",
-		Usage:       "check that an upgrade may start (the same inputs as upgrade); makes no writes",
-		Description: "Exit 0 when every check passes, 3 with one line per refusal.",
-		Flags:       flags(targetFlags(), localFlags(), jobFlags()),
-		Action: func(c *ucli.Context) error {
-			if err := checkDurations(c); err != nil {
-				return err
-			}
-			return app.Preflight(c.Context, upgradeOptions(c))
-		},
-	}
-}
-
 // upgradeOptions gathers the flags of upgrade and preflight.
 func upgradeOptions(c *ucli.Context) app.Options {
 	l := local(c)
