@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/httpclient"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
@@ -32,7 +33,7 @@ func ResolveRepo(ctx context.Context, repoURL, chartName, constraint string, dev
 		v, err := chart.Latest(ctx, src, chartName, constraint, devel)
 		switch {
 		case err == nil, errors.Is(err, outcome.ErrBadInput):
-		case untrusted(err):
+		case httpclient.Untrusted(err):
 			return outcome.BadInput(fmt.Errorf("TLS certificate not trusted (a CA file can add its authority): %w", err))
 		default:
 			return retryable(err)

@@ -2,15 +2,13 @@ package channel
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/httpclient"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
@@ -19,10 +17,6 @@ const (
 	HeaderClusterID     = "X-SUC-Cluster-ID"
 	HeaderLatestVersion = "X-SUC-Latest-Version"
 )
-
-// maxDrain is the most of a response body read; channel answers carry no
-// body worth reading, and a larger one closes the connection.
-const maxDrain = 64 << 10
 
 // Resolve returns the version the SUC channel at rawURL points to. It sends a
 // GET without following redirects, with X-SUC-Cluster-ID and
@@ -42,7 +36,7 @@ func Resolve(ctx context.Context, rawURL string, opts Options) (string, error) {
 		return "", err
 	}
 	what := fmt.Sprintf("channel URL %q", u.Redacted())
-	client, err := newClient(opts.CAFile)
+	client, err := httpclient.New(httpclient.Options{CAFile: opts.CAFile, Redirects: httpclient.NoFollow})
 	if err != nil {
 		return "", prefix(what, err)
 	}
@@ -86,7 +80,7 @@ func ask(ctx context.Context, client *http.Client, u *url.URL, opts Options) (st
 	if err != nil {
 		return "", outcome.BadInput(err)
 	}
-	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("User-Agent", httpclient.UserAgent)
 	if opts.ClusterID != "" {
 		req.Header.Set(HeaderClusterID, opts.ClusterID)
 	}
@@ -95,13 +89,14 @@ func ask(ctx context.Context, client *http.Client, u *url.URL, opts Options) (st
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		if untrusted(err) {
+		if httpclient.Untrusted(err) {
 			// Asking again will not help; TLS verification is never skipped.
-			return "", outcome.BadInput(fmt.Errorf("TLS certificate not trusted (a CA file can add its authority): %w", scrub(err)))
+			return "", outcome.BadInput(fmt.Errorf("TLS certificate not trusted (a CA file can add its authority): %w", httpclient.Scrub(err)))
 		}
-		return "", retryable(scrub(err))
+		return "", retryable(httpclient.Scrub(err))
 	}
-	defer drain(resp.Body)
+	// A small answer leaves its connection reusable; a large one closes it.
+	defer httpclient.Drain(resp.Body)
 	code := resp.StatusCode
 	switch {
 	case isRedirect(code):
@@ -150,30 +145,4 @@ func versionFromLocation(base *url.URL, location string, requireSemver bool) (st
 		return "", fmt.Errorf("location %q: %w", loc.Redacted(), err)
 	}
 	return v, nil
-}
-
-// untrusted tells whether err is a failed TLS certificate verification.
-func untrusted(err error) bool {
-	var verr *tls.CertificateVerificationError
-	var uerr x509.UnknownAuthorityError
-	var herr x509.HostnameError
-	var cerr x509.CertificateInvalidError
-	return errors.As(err, &verr) || errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &cerr)
-}
-
-// drain reads at most maxDrain bytes of body, so a small answer leaves its
-// connection reusable, and closes it.
-func drain(body io.ReadCloser) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, maxDrain))
-	_ = body.Close()
-}
-
-// scrub drops the URL, which may hold credentials, from a client error; the
-// caller names the URL itself.
-func scrub(err error) error {
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		return uerr.Err
-	}
-	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/httpclient"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
@@ -76,7 +77,9 @@ func NewServer(cfg Config, log *slog.Logger) (*Server, error) {
 		s.channels[ch.Name] = ch
 	}
 	if strings.Contains(cfg.Source, "://") {
-		client, err := repoClient(cfg.CAFile)
+		// One client across refreshes, so connections are reused; each
+		// refresh is bounded by its context.
+		client, err := httpclient.New(httpclient.Options{CAFile: cfg.CAFile})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.File, err)
 		}

@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 
@@ -22,11 +18,9 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/httpclient"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
-
-// userAgent identifies chart-upgrader to repositories.
-const userAgent = "chart-upgrader"
 
 // repoSource is a Helm chart repository served over HTTP(S).
 type repoSource struct {
@@ -54,49 +48,19 @@ func newRepoSource(ref string, opts SourceOptions) (*repoSource, error) {
 }
 
 // httpClient returns opts.HTTPClient after checking it verifies TLS, or the
-// default client.
+// default client: DefaultHTTPTimeout, TLS verified against the system roots
+// plus opts.CAFile, no redirect from https to http.
 func httpClient(opts SourceOptions) (*http.Client, error) {
 	if opts.HTTPClient != nil {
 		if opts.CAFile != "" {
 			return nil, errors.New("a CA file cannot be combined with an HTTP client of one's own")
 		}
-		if t, ok := opts.HTTPClient.Transport.(*http.Transport); ok && t.TLSClientConfig != nil && t.TLSClientConfig.InsecureSkipVerify {
+		if !httpclient.Verifies(opts.HTTPClient) {
 			return nil, errors.New("the HTTP client skips TLS verification, which chart-upgrader never does")
 		}
 		return opts.HTTPClient, nil
 	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading CA file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %q holds no PEM certificate", opts.CAFile)
-		}
-		tlsConfig.RootCAs = pool
-	}
-	transport := &http.Transport{Proxy: http.ProxyFromEnvironment}
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		transport = t.Clone()
-	}
-	transport.TLSClientConfig = tlsConfig
-	return &http.Client{Transport: transport, Timeout: DefaultHTTPTimeout, CheckRedirect: noDowngrade}, nil
-}
-
-// noDowngrade follows at most 10 redirects and never from https to http.
-func noDowngrade(req *http.Request, via []*http.Request) error {
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
-		return fmt.Errorf("refusing a redirect from https to %s", req.URL.Redacted())
-	}
-	return nil
+	return httpclient.New(httpclient.Options{CAFile: opts.CAFile, Timeout: DefaultHTTPTimeout})
 }
 
 func (s *repoSource) String() string { return s.base.Redacted() }
@@ -221,14 +185,14 @@ func (s *repoSource) get(ctx context.Context, u *url.URL, max int64) ([]byte, er
 	if err != nil {
 		return nil, outcome.BadInput(fmt.Errorf("fetching %s: %w", name, err))
 	}
-	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("User-Agent", httpclient.UserAgent)
 	resp, err := s.client.Do(req)
 	if err != nil {
-		if untrusted(err) {
+		if httpclient.Untrusted(err) {
 			// Asking again will not help; TLS verification is never skipped.
-			return nil, outcome.BadInput(fmt.Errorf("fetching %s: TLS certificate not trusted (a CA file can add its authority): %w", name, scrub(err)))
+			return nil, outcome.BadInput(fmt.Errorf("fetching %s: TLS certificate not trusted (a CA file can add its authority): %w", name, httpclient.Scrub(err)))
 		}
-		return nil, fmt.Errorf("fetching %s: %w", name, scrub(err))
+		return nil, fmt.Errorf("fetching %s: %w", name, httpclient.Scrub(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -239,38 +203,15 @@ func (s *repoSource) get(ctx context.Context, u *url.URL, max int64) ([]byte, er
 		}
 		return nil, err
 	}
-	// Too large is bad input: the same answer will be too large again.
-	tooLarge := outcome.BadInput(fmt.Errorf("fetching %s: the response is larger than the limit of %s: %w", name, formatBytes(max), errTooLarge))
-	if resp.ContentLength > max {
-		return nil, tooLarge
+	data, err := httpclient.ReadAll(resp, max)
+	if errors.Is(err, httpclient.ErrTooLarge) {
+		// Too large is bad input: the same answer will be too large again.
+		return nil, outcome.BadInput(fmt.Errorf("fetching %s: the response is larger than the limit of %s: %w", name, formatBytes(max), errTooLarge))
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", name, err)
 	}
-	if int64(len(data)) > max {
-		return nil, tooLarge
-	}
 	return data, nil
-}
-
-// untrusted tells whether err is a failed TLS certificate verification.
-func untrusted(err error) bool {
-	var verr *tls.CertificateVerificationError
-	var uerr x509.UnknownAuthorityError
-	var herr x509.HostnameError
-	var cerr x509.CertificateInvalidError
-	return errors.As(err, &verr) || errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &cerr)
-}
-
-// scrub drops the URL, which may hold credentials, from a client error; the
-// caller names the URL itself.
-func scrub(err error) error {
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		return uerr.Err
-	}
-	return err
 }
 
 // parseIndex reads a repository index with the rules of Helm's loader:

@@ -1,13 +1,10 @@
 package spec
 
 import (
-	"fmt"
-	"os"
-
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/internal/yamlfile"
 )
 
 // Policy is the content of a policy file: the rules and migrations of one
@@ -19,26 +16,23 @@ type Policy struct {
 
 // ParsePolicy parses a policy file holding the optional keys rules and
 // migrations; file names the input in errors. An empty file, or one holding
-// only null or comments, is an empty policy. Errors are bad input and follow
-// the package format.
+// only null or comments, is an error: a policy without rules is written {}.
+// Errors are bad input and follow the package format.
 func ParsePolicy(file string, data []byte) (*Policy, error) {
-	w := walker{file: file}
-	root, err := w.document(data)
+	w := walker{yamlfile.File{Name: file}}
+	root, err := w.Parse(data, "empty policy file (want rules, migrations or both; {} is a policy without rules)")
 	if err != nil {
 		return nil, err
 	}
-	if root == nil {
-		return &Policy{}, nil
-	}
-	f, err := w.mapping(root, "", "rules", "migrations")
+	f, err := w.Fields(root, "", "rules", "migrations")
 	if err != nil {
 		return nil, err
 	}
-	rules, err := w.rules(f.get("rules"), f.path("rules"))
+	rules, err := w.rules(f.Get("rules"), f.Path("rules"))
 	if err != nil {
 		return nil, err
 	}
-	migrations, err := w.migrations(f.get("migrations"), f.path("migrations"))
+	migrations, err := w.migrations(f.Get("migrations"), f.Path("migrations"))
 	if err != nil {
 		return nil, err
 	}
@@ -48,9 +42,9 @@ func ParsePolicy(file string, data []byte) (*Policy, error) {
 // LoadPolicy reads and parses the policy file at path. A file that cannot be
 // read is bad input naming the path.
 func LoadPolicy(path string) (*Policy, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.Read(path, "policy file")
 	if err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("reading policy file: %w", err))
+		return nil, err
 	}
 	return ParsePolicy(path, data)
 }
@@ -60,13 +54,13 @@ func (w walker) rules(n *yaml.Node, field string) ([]values.Rule, error) {
 	if n == nil {
 		return nil, nil
 	}
-	items, err := w.sequence(n, field)
+	items, err := w.Sequence(n, field)
 	if err != nil {
 		return nil, err
 	}
 	rules := make([]values.Rule, 0, len(items))
 	for i, item := range items {
-		r, err := w.rule(item, index(field, i))
+		r, err := w.rule(item, yamlfile.Index(field, i))
 		if err != nil {
 			return nil, err
 		}
@@ -76,29 +70,29 @@ func (w walker) rules(n *yaml.Node, field string) ([]values.Rule, error) {
 }
 
 func (w walker) rule(n *yaml.Node, field string) (values.Rule, error) {
-	f, err := w.mapping(n, field, "path", "policy", "source", "expr")
+	f, err := w.Fields(n, field, "path", "policy", "source", "expr")
 	if err != nil {
 		return values.Rule{}, err
 	}
-	text, pn, err := w.reqStr(f, "path")
+	text, pn, err := w.ReqString(f, "path")
 	if err != nil {
 		return values.Rule{}, err
 	}
 	pattern, err := values.ParsePattern(text)
 	if err != nil {
-		return values.Rule{}, w.fail(pn, f.path("path"), err)
+		return values.Rule{}, w.Fail(pn, f.Path("path"), err)
 	}
-	text, pn, err = w.reqStr(f, "policy")
+	text, pn, err = w.ReqString(f, "policy")
 	if err != nil {
 		return values.Rule{}, err
 	}
 	policy, err := values.ParsePolicy(text)
 	if err != nil {
-		return values.Rule{}, w.fail(pn, f.path("policy"), err)
+		return values.Rule{}, w.Fail(pn, f.Path("policy"), err)
 	}
 	var source *values.ObjectRef
-	if sn := f.get("source"); sn != nil {
-		if source, err = w.objectRef(sn, f.path("source")); err != nil {
+	if sn := f.Get("source"); sn != nil {
+		if source, err = w.objectRef(sn, f.Path("source")); err != nil {
 			return values.Rule{}, err
 		}
 	}
@@ -108,46 +102,46 @@ func (w walker) rule(n *yaml.Node, field string) (values.Rule, error) {
 	}
 	r, err := values.NewRule(pattern, policy, source, expr)
 	if err != nil {
-		return values.Rule{}, w.fail(n, field, err)
+		return values.Rule{}, w.Fail(n, field, err)
 	}
 	return r, nil
 }
 
 // objectRef parses the source of a live or once rule.
 func (w walker) objectRef(n *yaml.Node, field string) (*values.ObjectRef, error) {
-	f, err := w.mapping(n, field, "apiVersion", "kind", "namespace", "name")
+	f, err := w.Fields(n, field, "apiVersion", "kind", "namespace", "name")
 	if err != nil {
 		return nil, err
 	}
 	var ref values.ObjectRef
-	if ref.APIVersion, _, err = w.reqStr(f, "apiVersion"); err != nil {
+	if ref.APIVersion, _, err = w.ReqString(f, "apiVersion"); err != nil {
 		return nil, err
 	}
-	if ref.Kind, _, err = w.reqStr(f, "kind"); err != nil {
+	if ref.Kind, _, err = w.ReqString(f, "kind"); err != nil {
 		return nil, err
 	}
-	if ref.Namespace, err = w.optStr(f, "namespace"); err != nil {
+	if ref.Namespace, err = w.OptString(f, "namespace"); err != nil {
 		return nil, err
 	}
-	if ref.Name, _, err = w.reqStr(f, "name"); err != nil {
+	if ref.Name, _, err = w.ReqString(f, "name"); err != nil {
 		return nil, err
 	}
 	return &ref, nil
 }
 
 // expr parses the optional yq expression of f; nil when absent.
-func (w walker) expr(f *fields) (*values.Expr, error) {
-	n := f.get("expr")
+func (w walker) expr(f *yamlfile.Fields) (*values.Expr, error) {
+	n := f.Get("expr")
 	if n == nil {
 		return nil, nil
 	}
-	text, err := w.str(n, f.path("expr"))
+	text, err := w.String(n, f.Path("expr"))
 	if err != nil {
 		return nil, err
 	}
 	e, err := values.ParseExpr(text)
 	if err != nil {
-		return nil, w.fail(n, f.path("expr"), err)
+		return nil, w.Fail(n, f.Path("expr"), err)
 	}
 	return e, nil
 }
@@ -157,20 +151,20 @@ func (w walker) migrations(n *yaml.Node, field string) ([]values.Migration, erro
 	if n == nil {
 		return nil, nil
 	}
-	items, err := w.sequence(n, field)
+	items, err := w.Sequence(n, field)
 	if err != nil {
 		return nil, err
 	}
 	migrations := make([]values.Migration, 0, len(items))
 	seen := map[string]int{} // name → index
 	for i, item := range items {
-		m, err := w.migration(item, index(field, i))
+		m, err := w.migration(item, yamlfile.Index(field, i))
 		if err != nil {
 			return nil, err
 		}
 		if j, ok := seen[m.Name]; ok {
-			return nil, w.failf(item, index(field, i)+".name",
-				"duplicate migration name %q (also %s, line %d)", m.Name, index(field, j), items[j].Line)
+			return nil, w.Failf(item, yamlfile.Index(field, i)+".name",
+				"duplicate migration name %q (also %s, line %d)", m.Name, yamlfile.Index(field, j), items[j].Line)
 		}
 		seen[m.Name] = i
 		migrations = append(migrations, m)
@@ -179,11 +173,11 @@ func (w walker) migrations(n *yaml.Node, field string) ([]values.Migration, erro
 }
 
 func (w walker) migration(n *yaml.Node, field string) (values.Migration, error) {
-	f, err := w.mapping(n, field, "name", "from", "to", "expr")
+	f, err := w.Fields(n, field, "name", "from", "to", "expr")
 	if err != nil {
 		return values.Migration{}, err
 	}
-	name, _, err := w.reqStr(f, "name")
+	name, _, err := w.ReqString(f, "name")
 	if err != nil {
 		return values.Migration{}, err
 	}
@@ -195,7 +189,7 @@ func (w walker) migration(n *yaml.Node, field string) (values.Migration, error) 
 	if err != nil {
 		return values.Migration{}, err
 	}
-	if _, err := w.required(f, "expr"); err != nil {
+	if _, err := w.Required(f, "expr"); err != nil {
 		return values.Migration{}, err
 	}
 	expr, err := w.expr(f)
@@ -204,20 +198,20 @@ func (w walker) migration(n *yaml.Node, field string) (values.Migration, error) 
 	}
 	m, err := values.NewMigration(name, from, to, expr)
 	if err != nil {
-		return values.Migration{}, w.fail(n, field, err)
+		return values.Migration{}, w.Fail(n, field, err)
 	}
 	return m, nil
 }
 
 // constraint returns the text of an optional semver constraint field after
 // checking that it parses.
-func (w walker) constraint(f *fields, key string) (string, error) {
-	s, err := w.optStr(f, key)
+func (w walker) constraint(f *yamlfile.Fields, key string) (string, error) {
+	s, err := w.OptString(f, key)
 	if err != nil {
 		return "", err
 	}
 	if _, err := values.ParseConstraint(s); err != nil {
-		return "", w.fail(f.get(key), f.path(key), err)
+		return "", w.Fail(f.Get(key), f.Path(key), err)
 	}
 	return s, nil
 }

@@ -3,16 +3,19 @@ package spec
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/internal/yamlfile"
 )
+
+// walker walks the yaml.Node tree of one file with the strict checks of
+// package yamlfile, which locate its errors.
+type walker struct{ yamlfile.File }
 
 // The apiVersion and kind an upgrade spec must declare.
 const (
@@ -55,44 +58,39 @@ type Wait struct {
 // least one chart; no target may appear twice. Errors are bad input and
 // follow the package format.
 func ParseSpec(file string, data []byte) (*Spec, error) {
-	w := walker{file: file}
-	root, err := w.document(data)
+	w := walker{yamlfile.File{Name: file}}
+	root, err := w.Parse(data, fmt.Sprintf("empty upgrade spec (want apiVersion: %s, kind: %s and charts)", APIVersion, Kind))
 	if err != nil {
 		return nil, err
 	}
-	if root == nil {
-		return nil, w.failf(nil, "", "empty upgrade spec (want apiVersion: %s, kind: %s and charts)", APIVersion, Kind)
+	// Say what the file is meant to be before complaining about its fields.
+	if err := w.header(root); err != nil {
+		return nil, err
 	}
-	if root.Kind == yaml.MappingNode {
-		// Say what the file is meant to be before complaining about its fields.
-		if err := w.header(root); err != nil {
-			return nil, err
-		}
-	}
-	f, err := w.mapping(root, "", "apiVersion", "kind", "charts")
+	f, err := w.Fields(root, "", "apiVersion", "kind", "charts")
 	if err != nil {
 		return nil, err
 	}
-	n, err := w.required(f, "charts")
+	n, err := w.Required(f, "charts")
 	if err != nil {
 		return nil, err
 	}
-	items, err := w.sequence(n, "charts")
+	items, err := w.Sequence(n, "charts")
 	if err != nil {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return nil, w.failf(n, "charts", "no charts listed (want at least one)")
+		return nil, w.Failf(n, "charts", "no charts listed (want at least one)")
 	}
 	s := &Spec{File: file}
 	seen := map[Target]int{} // target → index
 	for i, item := range items {
-		c, err := w.chart(item, index("charts", i))
+		c, err := w.chart(item, yamlfile.Index("charts", i))
 		if err != nil {
 			return nil, err
 		}
 		if j, ok := seen[c.Target]; ok {
-			return nil, w.failf(item, index("charts", i)+".target",
+			return nil, w.Failf(item, yamlfile.Index("charts", i)+".target",
 				"duplicate target %s (also charts[%d], line %d)", c.Target, j+1, items[j].Line)
 		}
 		seen[c.Target] = i
@@ -107,9 +105,9 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 // A chart source that is a relative directory is taken relative to the
 // spec file's directory, so a spec and its charts can travel together.
 func LoadSpec(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.Read(path, "upgrade spec")
 	if err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("reading upgrade spec: %w", err))
+		return nil, err
 	}
 	sp, err := ParseSpec(path, data)
 	if err != nil {
@@ -126,110 +124,108 @@ func LoadSpec(path string) (*Spec, error) {
 
 // header checks apiVersion and kind of the root mapping.
 func (w walker) header(root *yaml.Node) error {
+	f, err := w.Entries(root, "")
+	if err != nil {
+		return err
+	}
 	want := map[string]string{"apiVersion": APIVersion, "kind": Kind}
 	for _, key := range []string{"apiVersion", "kind"} {
-		var v *yaml.Node
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			if k := resolve(root.Content[i]); k.Kind == yaml.ScalarNode && k.Value == key {
-				v = resolve(root.Content[i+1])
-				break
-			}
+		v := f.Get(key)
+		if v == nil {
+			return w.Failf(root, "", "missing required field %q (want %s: %s)", key, key, want[key])
 		}
-		if isNull(v) {
-			return w.failf(root, "", "missing required field %q (want %s: %s)", key, key, want[key])
-		}
-		s, err := w.str(v, key)
+		s, err := w.String(v, key)
 		if err != nil {
 			return err
 		}
 		if s != want[key] {
-			return w.failf(v, key, "unsupported %s %q (want %s)", key, s, want[key])
+			return w.Failf(v, key, "unsupported %s %q (want %s)", key, s, want[key])
 		}
 	}
 	return nil
 }
 
 func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
-	f, err := w.mapping(n, field, "target", "chart", "rules", "migrations", "wait")
+	f, err := w.Fields(n, field, "target", "chart", "rules", "migrations", "wait")
 	if err != nil {
 		return Chart{}, err
 	}
 	var c Chart
-	tn, err := w.required(f, "target")
+	tn, err := w.Required(f, "target")
 	if err != nil {
 		return Chart{}, err
 	}
-	if c.Target, err = w.target(tn, f.path("target")); err != nil {
+	if c.Target, err = w.target(tn, f.Path("target")); err != nil {
 		return Chart{}, err
 	}
-	cn, err := w.required(f, "chart")
+	cn, err := w.Required(f, "chart")
 	if err != nil {
 		return Chart{}, err
 	}
-	if c.Chart, err = w.chartRef(cn, f.path("chart")); err != nil {
+	if c.Chart, err = w.chartRef(cn, f.Path("chart")); err != nil {
 		return Chart{}, err
 	}
-	if c.Rules, err = w.rules(f.get("rules"), f.path("rules")); err != nil {
+	if c.Rules, err = w.rules(f.Get("rules"), f.Path("rules")); err != nil {
 		return Chart{}, err
 	}
-	if c.Migrations, err = w.migrations(f.get("migrations"), f.path("migrations")); err != nil {
+	if c.Migrations, err = w.migrations(f.Get("migrations"), f.Path("migrations")); err != nil {
 		return Chart{}, err
 	}
-	if c.Wait, err = w.wait(f.get("wait"), f.path("wait")); err != nil {
+	if c.Wait, err = w.wait(f.Get("wait"), f.Path("wait")); err != nil {
 		return Chart{}, err
 	}
 	return c, nil
 }
 
 func (w walker) target(n *yaml.Node, field string) (Target, error) {
-	f, err := w.mapping(n, field, "kind", "namespace", "name")
+	f, err := w.Fields(n, field, "kind", "namespace", "name")
 	if err != nil {
 		return Target{}, err
 	}
 	var t Target
-	kind, kn, err := w.reqStr(f, "kind")
+	kind, kn, err := w.ReqString(f, "kind")
 	if err != nil {
 		return Target{}, err
 	}
 	if t.Kind, err = targetKind(kind); err != nil {
-		return Target{}, w.fail(kn, f.path("kind"), err)
+		return Target{}, w.Fail(kn, f.Path("kind"), err)
 	}
 	var vn *yaml.Node
-	if t.Namespace, vn, err = w.reqStr(f, "namespace"); err != nil {
+	if t.Namespace, vn, err = w.ReqString(f, "namespace"); err != nil {
 		return Target{}, err
 	}
 	if err := checkNamespace(t.Namespace); err != nil {
-		return Target{}, w.fail(vn, f.path("namespace"), err)
+		return Target{}, w.Fail(vn, f.Path("namespace"), err)
 	}
-	if t.Name, vn, err = w.reqStr(f, "name"); err != nil {
+	if t.Name, vn, err = w.ReqString(f, "name"); err != nil {
 		return Target{}, err
 	}
 	if err := checkName(t.Name); err != nil {
-		return Target{}, w.fail(vn, f.path("name"), err)
+		return Target{}, w.Fail(vn, f.Path("name"), err)
 	}
 	return t, nil
 }
 
 func (w walker) chartRef(n *yaml.Node, field string) (ChartRef, error) {
-	f, err := w.mapping(n, field, "name", "source")
+	f, err := w.Fields(n, field, "name", "source")
 	if err != nil {
 		return ChartRef{}, err
 	}
 	var c ChartRef
-	if c.Name, _, err = w.reqStr(f, "name"); err != nil {
+	if c.Name, _, err = w.ReqString(f, "name"); err != nil {
 		return ChartRef{}, err
 	}
 	var sn *yaml.Node
-	if c.Source, sn, err = w.reqStr(f, "source"); err != nil {
+	if c.Source, sn, err = w.ReqString(f, "source"); err != nil {
 		return ChartRef{}, err
 	}
 	if strings.Contains(c.Source, "://") {
 		u, err := url.Parse(c.Source)
 		if err != nil {
-			return ChartRef{}, w.fail(sn, f.path("source"), fmt.Errorf("bad repository URL: %w", err))
+			return ChartRef{}, w.Fail(sn, f.Path("source"), fmt.Errorf("bad repository URL: %w", err))
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return ChartRef{}, w.failf(sn, f.path("source"),
+			return ChartRef{}, w.Failf(sn, f.Path("source"),
 				"unsupported source %q (want a directory or an http(s) Helm repository URL)", c.Source)
 		}
 	}
@@ -241,25 +237,16 @@ func (w walker) wait(n *yaml.Node, field string) (Wait, error) {
 	if n == nil {
 		return out, nil
 	}
-	f, err := w.mapping(n, field, "timeout")
+	f, err := w.Fields(n, field, "timeout")
 	if err != nil {
 		return Wait{}, err
 	}
-	tn := f.get("timeout")
+	tn := f.Get("timeout")
 	if tn == nil {
 		return out, nil
 	}
-	text, err := w.str(tn, f.path("timeout"))
-	if err != nil {
+	if out.Timeout, err = w.Duration(tn, f.Path("timeout"), "20m or 1h30m"); err != nil {
 		return Wait{}, err
 	}
-	d, err := time.ParseDuration(text)
-	if err != nil {
-		return Wait{}, w.fail(tn, f.path("timeout"), fmt.Errorf("bad duration (want e.g. 20m or 1h30m): %w", err))
-	}
-	if d <= 0 {
-		return Wait{}, w.failf(tn, f.path("timeout"), "must be positive, not %s", text)
-	}
-	out.Timeout = d
 	return out, nil
 }

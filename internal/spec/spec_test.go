@@ -37,7 +37,7 @@ var designSpec = doc(
 	`    expr: '.metadata.annotations["storageclass.kubernetes.io/is-default-class"] == "true"'`, // 15
 	`  migrations:`,
 	`  - {name: drop-kube-vip-config, from: "<1.1.0", expr: 'del(.kube-vip.config)'}`,
-	`  - {name: bump, from: 1.10, to: ">=1.2.0", expr: '.a = 1'}`,
+	`  - {name: bump, from: "1.10", to: ">=1.2.0", expr: '.a = 1'}`,
 	`  wait: {timeout: 45m}`,
 )
 
@@ -135,16 +135,21 @@ func TestParsePolicy(t *testing.T) {
 }
 
 func TestParsePolicyEmpty(t *testing.T) {
-	for _, in := range []string{"", "\n", "# nothing\n", "---\n", "null\n", "{}\n", "rules:\nmigrations:\n", "rules: []\n", "a: 1\n---\n"} {
+	// A policy without rules is written as such; an empty file is an error
+	// (see TestBadInput and the yamlfile tests).
+	for _, in := range []string{"{}\n", "rules:\nmigrations:\n", "rules: []\n", "{}\n---\n"} {
 		p, err := ParsePolicy("policy.yaml", []byte(in))
-		if in == "a: 1\n---\n" {
-			require.Error(t, err, "unknown field a")
-			continue
-		}
 		require.NoError(t, err, "%q", in)
 		assert.Empty(t, p.Rules, "%q", in)
 		assert.Empty(t, p.Migrations, "%q", in)
 	}
+	for _, in := range []string{"", "\n", "# nothing\n", "---\n", "null\n"} {
+		_, err := ParsePolicy("policy.yaml", []byte(in))
+		require.ErrorIs(t, err, outcome.ErrBadInput, "%q", in)
+		assert.EqualError(t, err, "policy.yaml: empty policy file (want rules, migrations or both; {} is a policy without rules)", "%q", in)
+	}
+	_, err := ParsePolicy("policy.yaml", []byte("a: 1\n---\n"))
+	require.ErrorContains(t, err, "policy.yaml:1: a: unknown field")
 	// A trailing empty document is not a second document.
 	p, err := ParsePolicy("policy.yaml", doc(`rules: [{path: a, policy: chart}]`, `---`))
 	require.NoError(t, err)
@@ -296,11 +301,11 @@ func TestBadInput(t *testing.T) {
 		{"unsupported source scheme", true, doc(specHead, target1, `  chart: {name: harvester, source: "ftp://x/charts"}`),
 			`spec.yaml:5: charts[1].chart.source: `, `unsupported source "ftp://x/charts"`},
 		{"bad duration", true, doc(specHead, target1, chart1, `  wait: {timeout: 20 minutes}`),
-			`spec.yaml:6: charts[1].wait.timeout: `, `bad duration`},
+			`spec.yaml:6: charts[1].wait.timeout: `, `want a positive duration such as 20m or 1h30m, not "20 minutes"`},
 		{"duration without unit", true, doc(specHead, target1, chart1, `  wait:`, `    timeout: 600`),
-			`spec.yaml:7: charts[1].wait.timeout: `, `bad duration`},
+			`spec.yaml:7: charts[1].wait.timeout: `, `want a positive duration such as 20m or 1h30m, not a number (600)`},
 		{"negative duration", true, doc(specHead, target1, chart1, `  wait: {timeout: -5m}`),
-			`spec.yaml:6: charts[1].wait.timeout: `, `must be positive`},
+			`spec.yaml:6: charts[1].wait.timeout: `, `want a positive duration such as 20m or 1h30m, not "-5m"`},
 		{"duplicate target", true, doc(specHead, target1, chart1,
 			`- target: {kind: managedChart, namespace: fleet-local, name: harvester}`, chart1),
 			`spec.yaml:6: charts[2].target: `, `duplicate target managedchart/fleet-local/harvester (also charts[1], line 4)`},
