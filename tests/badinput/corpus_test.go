@@ -498,7 +498,10 @@ func (w *world) run(t *testing.T, r row, dir, url string) (int, string, string) 
 		}
 		args = append(args, "--host-root", filepath.Join(local, "host"), "--state-dir", filepath.Join(local, "state"),
 			"--lock-file", filepath.Join(local, "upgrade.lock"), "--termination-log", filepath.Join(local, "termination-log"),
-			"--node-name", "node-1", "--log-format", "json")
+			"--log-format", "json")
+		if writesTarget(r.args) {
+			args = append(args, "--node-name", "node-1")
+		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -531,6 +534,19 @@ func contains(list []string, s string) bool {
 		if x == s {
 			return true
 		}
+	}
+	return false
+}
+
+// writesTarget reports whether the command of args may write a target, and
+// so takes the node flags (--node-name) beside the local ones.
+func writesTarget(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch args[0] {
+	case "upgrade", "preflight", "rollback":
+		return true
 	}
 	return false
 }

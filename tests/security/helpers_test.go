@@ -99,7 +99,10 @@ func (w *world) cli(cluster bool, args ...string) result {
 	if cluster {
 		full = append(full, "--kubeconfig", w.env.KubeconfigPath(), "--host-root", filepath.Join(w.node.dir, "no-host"),
 			"--state-dir", w.node.stateDir, "--lock-file", w.node.lockFile,
-			"--termination-log", w.node.termLog, "--node-name", "node-1", "--log-format", "json")
+			"--termination-log", w.node.termLog, "--log-format", "json")
+		if len(args) > 0 && (args[0] == "upgrade" || args[0] == "preflight" || args[0] == "rollback") {
+			full = append(full, "--node-name", "node-1")
+		}
 	}
 	ctx, cancel := context.WithTimeout(w.t.Context(), 3*time.Minute)
 	defer cancel()
