@@ -59,7 +59,7 @@ func TestIncrementalReadinessIsTheFullEvaluation(t *testing.T) {
 
 	want, mc, b, _ := world()
 	mc.valuesHash, b.valuesHash = mc.ValuesHash(), b.ValuesHash() // as the Observer parses them: hashed once
-	withList := *b // Fleet names non-ready resources: its lines are shown
+	withList := *b                                                // Fleet names non-ready resources: its lines are shown
 	withList.Status.Summary = Summary{DesiredReady: 3, Ready: 1, NonReadyResources: []NonReadyResource{{Name: "c/x", State: "NotReady"}}}
 	bundles := []*Bundle{b, &withList}
 
