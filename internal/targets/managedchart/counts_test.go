@@ -58,8 +58,10 @@ func TestIncrementalReadinessIsTheFullEvaluation(t *testing.T) {
 	nonReady := [][]string{nil, {"Deployment demo/app: in-progress"}, {"Pod demo/p-1: Pending; not scheduled", "Service demo/s"}}
 
 	want, mc, b, _ := world()
-	mc.valuesHash, b.valuesHash = mc.ValuesHash(), b.ValuesHash() // as the Observer parses them: hashed once
-	withList := *b                                                // Fleet names non-ready resources: its lines are shown
+	// hashed once, as the Observer parses them
+	mc.valuesHash, b.valuesHash = mc.ValuesHash(), b.ValuesHash()
+	// Fleet names non-ready resources: its lines are shown
+	withList := *b
 	withList.Status.Summary = Summary{DesiredReady: 3, Ready: 1, NonReadyResources: []NonReadyResource{{Name: "c/x", State: "NotReady"}}}
 	bundles := []*Bundle{b, &withList}
 
