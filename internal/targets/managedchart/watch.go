@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
@@ -28,8 +29,8 @@ import (
 // that list and watch, and neither does the cost of an event: each
 // BundleDeployment event updates its verdict and the running counts
 // (tally), and readiness is judged from the counts. The ManagedChart and
-// the Bundle are parsed, and their values hashed, once per
-// resourceVersion. The informer of BundleDeployments keeps only what
+// the Bundle are parsed once per resourceVersion, their values hashed once
+// per spec. The informer of BundleDeployments keeps only what
 // readiness reads of each (bdObject), decoded straight from the API
 // server's JSON.
 type Observer struct {
@@ -47,7 +48,27 @@ type Observer struct {
 // seen is an object as parsed at a resourceVersion.
 type seen[T any] struct {
 	resourceVersion string
+	spec            specKey
 	parsed          T
+}
+
+// specKey names a spec: the API server moves an object's generation with
+// every change of its spec (not with one of its status or metadata), so
+// the values in the spec, and their hash, are the same while the object
+// and its generation are.
+type specKey struct {
+	uid        types.UID
+	generation int64
+}
+
+func specOf(u *unstructured.Unstructured) specKey {
+	return specKey{uid: u.GetUID(), generation: u.GetGeneration()}
+}
+
+// sameSpec reports whether u has the spec s was parsed from.
+func (s seen[T]) sameSpec(u *unstructured.Unstructured) bool {
+	k := specOf(u)
+	return k.uid != "" && k.generation != 0 && k == s.spec
 }
 
 // Observe starts the informers and waits until they have synced.
@@ -228,9 +249,9 @@ func (o *Observer) Readiness(want upgrade.Want) upgrade.Readiness {
 	return judge(want, mc, b, o.tally.counts())
 }
 
-// parsed returns the ManagedChart and the Bundle as last seen, parsed and
-// hashed once per resourceVersion; nil when absent. They are shared: read
-// them, never change them.
+// parsed returns the ManagedChart and the Bundle as last seen, parsed once
+// per resourceVersion and their values hashed once per spec; nil when
+// absent. They are shared: read them, never change them.
 func (o *Observer) parsed() (*ManagedChart, *Bundle) {
 	mcObj, _, _ := o.mc.GetStore().GetByKey(o.namespace + "/" + o.name)
 	bObj, _, _ := o.bundle.GetStore().GetByKey(o.namespace + "/" + BundleName(o.name))
@@ -239,14 +260,28 @@ func (o *Observer) parsed() (*ManagedChart, *Bundle) {
 	var mc *ManagedChart
 	if u, ok := mcObj.(*unstructured.Unstructured); ok {
 		if rv := u.GetResourceVersion(); rv == "" || rv != o.mcSeen.resourceVersion {
-			o.mcSeen = seen[*ManagedChart]{resourceVersion: rv, parsed: parseManagedChartHashed(u)}
+			parsed, _ := ParseManagedChart(u)
+			if parsed != nil {
+				if prev := o.mcSeen.parsed; prev != nil && o.mcSeen.sameSpec(u) {
+					parsed.valuesHash = prev.valuesHash // a status write: the values did not change
+				} else {
+					parsed.valuesHash = parsed.ValuesHash()
+				}
+			}
+			o.mcSeen = seen[*ManagedChart]{resourceVersion: rv, spec: specOf(u), parsed: parsed}
 		}
 		mc = o.mcSeen.parsed
 	}
 	var b *Bundle
 	if u, ok := bObj.(*unstructured.Unstructured); ok {
 		if rv := u.GetResourceVersion(); rv == "" || rv != o.bundleSeen.resourceVersion {
-			o.bundleSeen = seen[*Bundle]{resourceVersion: rv, parsed: parseBundleHashed(u)}
+			parsed := ParseBundle(u)
+			if prev := o.bundleSeen.parsed; prev != nil && o.bundleSeen.sameSpec(u) {
+				parsed.valuesHash = prev.valuesHash
+			} else if parsed.HasValues {
+				parsed.valuesHash = parsed.ValuesHash()
+			}
+			o.bundleSeen = seen[*Bundle]{resourceVersion: rv, spec: specOf(u), parsed: parsed}
 		}
 		b = o.bundleSeen.parsed
 	}

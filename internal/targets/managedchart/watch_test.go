@@ -67,7 +67,7 @@ func TestEvaluateNamesPendingBundleDeploymentsOnlyWithoutFleetsList(t *testing.T
 	assert.Equal(t, []string{"fleet-local/local (NotReady)"}, r.NonReady, "Fleet's own list wins")
 }
 
-func TestObserverParsesOncePerResourceVersion(t *testing.T) {
+func TestObserverParsesOncePerResourceVersionAndHashesOncePerSpec(t *testing.T) {
 	inf := func() cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	}
@@ -76,25 +76,39 @@ func TestObserverParsesOncePerResourceVersion(t *testing.T) {
 	assert.Nil(t, mc)
 	assert.Nil(t, b)
 
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "app", "namespace": "fleet-local", "resourceVersion": "7"},
-		"spec":     map[string]any{"version": "1.0.0", "values": map[string]any{"a": int64(1)}},
-	}}
-	require.NoError(t, o.mc.GetStore().Add(u))
+	at := func(rv string, generation int64, version string, vals map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "app", "namespace": "fleet-local", "uid": "u-1",
+				"resourceVersion": rv, "generation": generation},
+			"spec": map[string]any{"version": version, "values": vals},
+		}}
+	}
+	hash := func(vals map[string]any) string {
+		h, err := values.Hash(vals)
+		require.NoError(t, err)
+		return h
+	}
+	one, two := map[string]any{"a": int64(1)}, map[string]any{"a": int64(2)}
+
+	require.NoError(t, o.mc.GetStore().Add(at("7", 1, "1.0.0", one)))
 	first, _ := o.parsed()
 	require.NotNil(t, first)
 	again, _ := o.parsed()
 	assert.Same(t, first, again, "the same resourceVersion is parsed once")
-	h, _ := values.Hash(map[string]any{"a": int64(1)})
-	assert.Equal(t, h, first.valuesHash, "and hashed then")
+	assert.Equal(t, hash(one), first.valuesHash, "and hashed then")
 
-	u = u.DeepCopy()
-	u.SetResourceVersion("8")
-	unstructured.SetNestedField(u.Object, "2.0.0", "spec", "version")
-	require.NoError(t, o.mc.GetStore().Update(u))
+	// a status write: a new resourceVersion, the same generation. (The
+	// values cannot change without a new generation; here they do, to
+	// show that the hash is kept, not worked out again.)
+	require.NoError(t, o.mc.GetStore().Update(at("8", 1, "1.0.0", two)))
+	status, _ := o.parsed()
+	assert.NotSame(t, first, status, "parsed again")
+	assert.Equal(t, hash(one), status.valuesHash, "the hash of the same spec is kept")
+
+	require.NoError(t, o.mc.GetStore().Update(at("9", 2, "2.0.0", two)))
 	next, _ := o.parsed()
-	assert.NotSame(t, first, next)
 	assert.Equal(t, "2.0.0", next.Version)
+	assert.Equal(t, hash(two), next.valuesHash, "a new spec is hashed")
 	assert.Equal(t, "1.0.0", first.Version, "an earlier parse is never changed")
 	assert.NotSame(t, next, o.Current(), "Current is a copy of its own")
 }
