@@ -41,17 +41,17 @@ func (f *fixture) patchManagedChart(ctx context.Context, name, patch string) {
 }
 
 // awaitObserved waits, by watch, until cond holds for what the cluster
-// shows of the ManagedChart, its Bundle and BundleDeployments. The
+// shows of the ManagedChart and its Bundle. The
 // deadline only detects hangs.
-func (f *fixture) awaitObserved(name, what string, cond func(*managedchart.ManagedChart, *managedchart.Bundle, []managedchart.BundleDeployment) bool) {
+func (f *fixture) awaitObserved(name, what string, cond func(*managedchart.ManagedChart, *managedchart.Bundle) bool) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(f.t.Context(), 60*time.Second)
 	defer cancel()
 	obs, err := f.tc.Observe(ctx, f.ns, name)
 	require.NoError(f.t, err)
 	for {
-		mc, b, bds := obs.Snapshot()
-		if mc != nil && cond(mc, b, bds) {
+		mc, b := obs.Snapshot()
+		if mc != nil && cond(mc, b) {
 			return
 		}
 		select {
@@ -68,7 +68,7 @@ func bundleSettled(b *managedchart.Bundle) bool {
 }
 
 // bundleNotReady: the Bundle, settled, says it is not Ready.
-func bundleNotReady(_ *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
+func bundleNotReady(_ *managedchart.ManagedChart, b *managedchart.Bundle) bool {
 	if !bundleSettled(b) {
 		return false
 	}
@@ -132,7 +132,7 @@ func TestRefuseErrApplied(t *testing.T) {
 	f.install(name, "1.0.0", example.UserValues())
 	const msg = "simulated: helm upgrade failed: configmaps is forbidden"
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{ErrApplied: msg})
-	f.awaitObserved(name, "ErrApplied", func(_ *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
+	f.awaitObserved(name, "ErrApplied", func(_ *managedchart.ManagedChart, b *managedchart.Bundle) bool {
 		return bundleSettled(b) && b.Status.Summary.ErrApplied > 0
 	})
 	before := f.get(name)
@@ -151,7 +151,7 @@ func TestRefuseModified(t *testing.T) {
 	f.install(name, "1.0.0", example.UserValues())
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{Modified: []fleetsim.Resource{{APIVersion: "v1", Kind: "ConfigMap",
 		Namespace: f.ns, Name: name + "-config", Patch: `{"data":{"replicaCount":"9"}}`}}})
-	f.awaitObserved(name, "Modified", func(_ *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
+	f.awaitObserved(name, "Modified", func(_ *managedchart.ManagedChart, b *managedchart.Bundle) bool {
 		return bundleSettled(b) && b.Status.Summary.Modified > 0
 	})
 	before := f.get(name)
@@ -168,7 +168,7 @@ func TestRefusePausedBySomeoneElseUnlessUnpause(t *testing.T) {
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
 	f.patchManagedChart(t.Context(), name, `{"spec":{"paused":true}}`)
-	f.awaitObserved(name, "a paused bundle", func(_ *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
+	f.awaitObserved(name, "a paused bundle", func(_ *managedchart.ManagedChart, b *managedchart.Bundle) bool {
 		return bundleSettled(b) && b.Paused
 	})
 	before := f.get(name)

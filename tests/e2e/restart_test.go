@@ -26,7 +26,7 @@ func TestAPIServerRestartDuringWait(t *testing.T) {
 	go func() { done <- f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...) }()
 
 	// the apply is done once the target carries our record
-	f.awaitObserved(name, "the apply", func(mc *managedchart.ManagedChart, _ *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
+	f.awaitObserved(name, "the apply", func(mc *managedchart.ManagedChart, _ *managedchart.Bundle) bool {
 		return mc.Annotations[managedchart.AnnotationVersion] == "2.0.0"
 	})
 	applied := time.Now()

@@ -5,13 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
@@ -23,90 +18,65 @@ import (
 // ever built, a list is held one item at a time however long it is, and
 // memory grows with the fields used, not with Fleet's objects.
 
-// bdObject is a BundleDeployment as the Observer's informer keeps it: the
-// metadata an informer needs and what readiness reads.
-type bdObject struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta // namespace, name, uid, resourceVersion
-	BD                BundleDeployment
+// bdItem is one BundleDeployment as read: what readiness reads of it, and
+// the resourceVersion it was read at.
+type bdItem struct {
+	BD              BundleDeployment
+	ResourceVersion string
 }
 
-func (o *bdObject) DeepCopyObject() runtime.Object {
-	c := &bdObject{TypeMeta: o.TypeMeta, BD: o.BD}
-	o.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
-	c.BD.NonReady = slices.Clone(o.BD.NonReady)
-	return c
-}
-
-// bdList is a list of them, as the informer's list returns it.
-type bdList struct {
-	metav1.TypeMeta
-	metav1.ListMeta
-	Items []bdObject
-}
-
-func (l *bdList) DeepCopyObject() runtime.Object {
-	c := &bdList{TypeMeta: l.TypeMeta, Items: make([]bdObject, len(l.Items))}
-	l.ListMeta.DeepCopyInto(&c.ListMeta)
-	for i := range l.Items {
-		c.Items[i] = *l.Items[i].DeepCopyObject().(*bdObject)
-	}
-	return c
-}
+func (i bdItem) key() string { return i.BD.Namespace + "/" + i.BD.Name }
 
 // readBD reads a BundleDeployment: what ParseBundleDeployment reads of
-// it, and the metadata the informer needs. Of a key given twice the last
-// counts, as in a decoded map; a field of another type reads as absent, as
+// it, and its resourceVersion. Of a key given twice the last counts, as in
+// a decoded map; a field of another type reads as absent, as
 // ParseBundleDeployment reads it.
-func readBD(r *jsonReader) (bdObject, error) {
-	var o bdObject
+func readBD(r *jsonReader) (bdItem, error) {
+	var it bdItem
+	bd := &it.BD
 	err := r.object(func(key []byte) error {
 		switch string(key) {
 		case "metadata":
-			o.ObjectMeta = metav1.ObjectMeta{}
+			bd.Namespace, bd.Name, it.ResourceVersion = "", "", ""
 			return r.object(func(key []byte) error {
 				var err error
-				var uid string
 				switch string(key) {
 				case "name":
-					o.Name, err = r.str()
+					bd.Name, err = r.str()
 				case "namespace":
-					o.Namespace, err = r.str()
-				case "uid":
-					uid, err = r.str()
-					o.UID = types.UID(uid)
+					bd.Namespace, err = r.str()
 				case "resourceVersion":
-					o.ResourceVersion, err = r.str()
+					it.ResourceVersion, err = r.str()
 				default:
 					err = r.skip()
 				}
 				return err
 			})
 		case "spec":
-			o.BD.DeploymentID, o.BD.StagedDeploymentID = "", ""
+			bd.DeploymentID, bd.StagedDeploymentID = "", ""
 			return r.object(func(key []byte) error {
 				var err error
 				switch string(key) {
 				case "deploymentID":
-					o.BD.DeploymentID, err = r.str()
+					bd.DeploymentID, err = r.str()
 				case "stagedDeploymentID":
-					o.BD.StagedDeploymentID, err = r.str()
+					bd.StagedDeploymentID, err = r.str()
 				default:
 					err = r.skip()
 				}
 				return err
 			})
 		case "status":
-			o.BD.AppliedDeploymentID, o.BD.Ready, o.BD.NonReady = "", false, nil
+			bd.AppliedDeploymentID, bd.Ready, bd.NonReady = "", false, nil
 			return r.object(func(key []byte) error {
 				var err error
 				switch string(key) {
 				case "appliedDeploymentID":
-					o.BD.AppliedDeploymentID, err = r.str()
+					bd.AppliedDeploymentID, err = r.str()
 				case "ready":
-					o.BD.Ready, err = r.boolean()
+					bd.Ready, err = r.boolean()
 				case "nonReadyStatus":
-					o.BD.NonReady, err = readNonReadyStatus(r)
+					bd.NonReady, err = readNonReadyStatus(r)
 				default:
 					err = r.skip()
 				}
@@ -115,8 +85,7 @@ func readBD(r *jsonReader) (bdObject, error) {
 		}
 		return r.skip()
 	})
-	o.BD.Namespace, o.BD.Name = o.Namespace, o.Name
-	return o, err
+	return it, err
 }
 
 // readNonReadyStatus reads a BundleDeployment's status.nonReadyStatus as
@@ -181,87 +150,70 @@ func (c *Client) bdRequest(opts metav1.ListOptions) *rest.Request {
 }
 
 // listBundleDeployments lists the BundleDeployments opts select in one
-// request (no pages: opts.Limit and Continue are dropped), decoding them
-// as they arrive.
-func (c *Client) listBundleDeployments(ctx context.Context, opts metav1.ListOptions) (*bdList, error) {
+// request (no pages: opts.Limit and Continue are dropped), handing each to
+// item as it is decoded; it returns the list's resourceVersion.
+func (c *Client) listBundleDeployments(ctx context.Context, opts metav1.ListOptions, item func(bdItem)) (string, error) {
 	opts.Limit, opts.Continue = 0, ""
 	body, err := c.bdRequest(opts).Stream(ctx)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer body.Close()
-	l, err := decodeBDList(newJSONStream(body))
+	rv, err := decodeBDList(newJSONStream(body), item)
 	if err != nil {
-		return nil, fmt.Errorf("decoding the list of bundledeployments: %w", err)
+		return "", fmt.Errorf("decoding the list of bundledeployments: %w", err)
 	}
-	return l, nil
+	return rv, nil
 }
 
-// watchBundleDeployments watches the BundleDeployments opts select.
-func (c *Client) watchBundleDeployments(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.Watch = true
-	body, err := c.bdRequest(opts).Stream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return watch.NewStreamWatcher(&bdWatchDecoder{body: body, s: newJSONStream(body)},
-		// as client-go reports what it cannot decode
-		apierrors.NewClientErrorReporter(http.StatusInternalServerError, http.MethodGet, "ClientWatchDecoding")), nil
-}
-
-// decodeBDList decodes a BundleDeploymentList one item at a time.
-func decodeBDList(s *jsonStream) (*bdList, error) {
-	l := &bdList{}
+// decodeBDList decodes a BundleDeploymentList one item at a time and
+// returns its resourceVersion.
+func decodeBDList(s *jsonStream, item func(bdItem)) (rv string, err error) {
 	if err := s.punct('{'); err != nil {
-		return nil, err
+		return "", err
 	}
 	for {
 		if c, err := s.peek(); err != nil || c == '}' {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return l, err
+			return rv, err
 		}
 		k, err := s.value()
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		key, err := (&jsonReader{data: k}).str()
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		if err := s.punct(':'); err != nil {
-			return nil, err
+			return "", err
 		}
 		switch key {
 		case "items":
-			if err := decodeBDItems(s, l); err != nil {
-				return nil, fmt.Errorf("items: %w", err)
+			if err := decodeBDItems(s, item); err != nil {
+				return "", fmt.Errorf("items: %w", err)
 			}
 		case "metadata":
 			v, err := s.value()
 			if err != nil {
-				return nil, err
+				return "", err
 			}
 			r := &jsonReader{data: v}
-			l.ListMeta = metav1.ListMeta{}
+			rv = ""
 			if err := r.object(func(key []byte) error {
-				var err error
-				switch string(key) {
-				case "resourceVersion":
-					l.ResourceVersion, err = r.str()
-				case "continue":
-					l.Continue, err = r.str()
-				default:
-					err = r.skip()
+				if string(key) == "resourceVersion" {
+					rv, err = r.str()
+					return err
 				}
-				return err
+				return r.skip()
 			}); err != nil {
-				return nil, fmt.Errorf("metadata: %w", err)
+				return "", fmt.Errorf("metadata: %w", err)
 			}
 		default:
 			if _, err := s.value(); err != nil {
-				return nil, err
+				return "", err
 			}
 		}
 		if c, err := s.peek(); err == nil && c == ',' {
@@ -270,63 +222,71 @@ func decodeBDList(s *jsonStream) (*bdList, error) {
 	}
 }
 
-// decodeBDItems decodes the items of a list into l, one at a time.
-func decodeBDItems(s *jsonStream, l *bdList) error {
-	l.Items = l.Items[:0]
-	if c, err := s.peek(); err != nil || c != '[' {
-		if err == nil && c != 'n' {
-			err = fmt.Errorf("want an array, have %q", c)
+// decodeBDItems decodes the items of a list, one at a time.
+func decodeBDItems(s *jsonStream, item func(bdItem)) error {
+	err := func() error {
+		if c, err := s.peek(); err != nil || c != '[' {
+			if err == nil && c != 'n' {
+				err = fmt.Errorf("want an array, have %q", c)
+			}
+			if err == nil {
+				_, err = s.value() // null: no items
+			}
+			return err
 		}
-		if err == nil {
-			_, err = s.value() // null: no items
+		s.off++
+		for {
+			c, err := s.peek()
+			if err != nil {
+				return err
+			}
+			switch c {
+			case ']':
+				s.off++
+				return nil
+			case ',':
+				s.off++
+				continue
+			}
+			v, err := s.value()
+			if err != nil {
+				return err
+			}
+			it, err := readBD(&jsonReader{data: v})
+			if err != nil {
+				return err
+			}
+			item(it)
 		}
-		return err
+	}()
+	if err == io.EOF { // within the list
+		err = io.ErrUnexpectedEOF
 	}
-	s.off++
-	for {
-		c, err := s.peek()
-		if err != nil {
-			return err
-		}
-		switch c {
-		case ']':
-			s.off++
-			return nil
-		case ',':
-			s.off++
-			continue
-		}
-		v, err := s.value()
-		if err != nil {
-			return err
-		}
-		o, err := readBD(&jsonReader{data: v})
-		if err != nil {
-			return err
-		}
-		l.Items = append(l.Items, o)
-	}
+	return err
 }
 
-// bdWatchDecoder decodes the events of a watch of BundleDeployments:
-// {"type": …, "object": …} each, the object a BundleDeployment or, for an
-// ERROR, a Status.
-type bdWatchDecoder struct {
-	body io.Closer
-	s    *jsonStream
+// bdEvent is one event of a watch of BundleDeployments.
+type bdEvent struct {
+	Type watch.EventType
+	Item bdItem         // ADDED, MODIFIED, DELETED, BOOKMARK (its resourceVersion)
+	Err  *metav1.Status // ERROR
 }
 
-// Decode returns the next event. Its errors are the stream's own, which
-// the watch machinery tells apart: io.EOF at its end, io.ErrUnexpectedEOF
-// or the connection's error when it was cut.
-func (d *bdWatchDecoder) Decode() (watch.EventType, runtime.Object, error) {
+// bdWatchDecoder decodes the events of a watch of BundleDeployments,
+// {"type": …, "object": …} each.
+type bdWatchDecoder struct{ s *jsonStream }
+
+// next returns the next event. Its errors are the stream's own, which
+// the watch tells apart: io.EOF at its end (the API server closed it),
+// io.ErrUnexpectedEOF or the connection's error when it was cut.
+func (d *bdWatchDecoder) next() (bdEvent, error) {
 	v, err := d.s.value()
 	if err != nil {
-		return "", nil, err
+		return bdEvent{}, err
 	}
 	var (
-		typ string
-		obj runtime.Object
+		ev  bdEvent
+		got bool
 		raw []byte // an object before its type (the API server sends the type first)
 	)
 	r := &jsonReader{data: v}
@@ -334,52 +294,44 @@ func (d *bdWatchDecoder) Decode() (watch.EventType, runtime.Object, error) {
 		var err error
 		switch string(key) {
 		case "type":
+			var typ string
 			typ, err = r.str()
+			ev.Type = watch.EventType(typ)
 		case "object":
-			if typ == "" {
+			if ev.Type == "" {
 				raw, err = r.raw()
 			} else {
-				obj, err = eventObject(watch.EventType(typ), r)
+				got, err = true, eventObject(&ev, r)
 			}
 		default:
 			err = r.skip()
 		}
 		return err
 	})
-	if err == nil && obj == nil && raw != nil {
-		obj, err = eventObject(watch.EventType(typ), &jsonReader{data: raw})
+	if err == nil && !got && raw != nil {
+		got, err = true, eventObject(&ev, &jsonReader{data: raw})
 	}
-	if err == nil && obj == nil {
+	if err == nil && !got {
 		err = fmt.Errorf("a watch event without an object: %.200s", v)
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("decoding a watch event of bundledeployments: %w", err)
+		return bdEvent{}, fmt.Errorf("decoding a watch event of bundledeployments: %w", err)
 	}
-	return watch.EventType(typ), obj, nil
+	return ev, nil
 }
 
-func (d *bdWatchDecoder) Close() {
-	if d.body != nil {
-		_ = d.body.Close()
-	}
-}
-
-// eventObject reads the object of a watch event of type typ.
-func eventObject(typ watch.EventType, r *jsonReader) (runtime.Object, error) {
-	if typ == watch.Error {
+// eventObject reads the object of event ev: a Status for an ERROR, else a
+// BundleDeployment.
+func eventObject(ev *bdEvent, r *jsonReader) error {
+	if ev.Type == watch.Error {
 		v, err := r.raw()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		var s metav1.Status
-		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, err
-		}
-		return &s, nil
+		ev.Err = &metav1.Status{}
+		return json.Unmarshal(v, ev.Err)
 	}
-	o, err := readBD(r)
-	if err != nil {
-		return nil, err
-	}
-	return &o, nil
+	var err error
+	ev.Item, err = readBD(r)
+	return err
 }

@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -23,14 +21,11 @@ func toJSON(t *testing.T, v any) string {
 
 func TestDecodedBundleDeploymentIsWhatParseReads(t *testing.T) {
 	full := bundleDeployment()
-	got, err := eventObject(watch.Added, &jsonReader{data: []byte(toJSON(t, full.Object))})
+	it, err := readBD(&jsonReader{data: []byte(toJSON(t, full.Object))})
 	require.NoError(t, err)
-	o := got.(*bdObject)
-	assert.Equal(t, ParseBundleDeployment(full), o.BD)
-	assert.Equal(t, "42", o.GetResourceVersion())
-	assert.Equal(t, "u-1", string(o.GetUID()))
-	assert.Equal(t, "cluster-fleet-local-c-1", o.GetNamespace())
-	assert.Nil(t, o.GetLabels(), "nothing but what readiness and the informer read is kept")
+	assert.Equal(t, ParseBundleDeployment(full), it.BD)
+	assert.Equal(t, "42", it.ResourceVersion)
+	assert.Equal(t, "cluster-fleet-local-c-1/mcc-app", it.key())
 
 	// a field of another type is left empty, as the unstructured reader
 	// leaves it, and the rest is still read
@@ -38,14 +33,10 @@ func TestDecodedBundleDeploymentIsWhatParseReads(t *testing.T) {
 	odd.Object["status"].(map[string]any)["ready"] = "yes"
 	nr := odd.Object["status"].(map[string]any)["nonReadyStatus"].([]any)[0].(map[string]any)
 	nr["summary"].(map[string]any)["message"] = []any{"rolling out", int64(3), "slowly"}
-	got, err = eventObject(watch.Modified, &jsonReader{data: []byte(toJSON(t, odd.Object))})
+	it, err = readBD(&jsonReader{data: []byte(toJSON(t, odd.Object))})
 	require.NoError(t, err)
-	assert.Equal(t, ParseBundleDeployment(odd), got.(*bdObject).BD)
-	assert.Equal(t, []string{"Deployment demo/app: in-progress; rolling out; slowly"}, got.(*bdObject).BD.NonReady)
-
-	c := o.DeepCopyObject().(*bdObject)
-	c.BD.NonReady[0] = "changed"
-	assert.NotEqual(t, "changed", o.BD.NonReady[0], "a deep copy shares nothing")
+	assert.Equal(t, ParseBundleDeployment(odd), it.BD)
+	assert.Equal(t, []string{"Deployment demo/app: in-progress; rolling out; slowly"}, it.BD.NonReady)
 }
 
 func TestDecodeBDListOneItemAtATime(t *testing.T) {
@@ -53,29 +44,23 @@ func TestDecodeBDListOneItemAtATime(t *testing.T) {
 	b.SetName("mcc-app-2")
 	list := `{"kind":"BundleDeploymentList","apiVersion":"fleet.cattle.io/v1alpha1",` +
 		`"metadata":{"resourceVersion":"99","continue":""},"items":[` + toJSON(t, a.Object) + "," + toJSON(t, b.Object) + `]}`
-	l, err := decodeBDList(newJSONStream(strings.NewReader(list)))
+	var items []bdItem
+	rv, err := decodeBDList(newJSONStream(strings.NewReader(list)), func(it bdItem) { items = append(items, it) })
 	require.NoError(t, err)
-	require.Len(t, l.Items, 2)
-	assert.Equal(t, ParseBundleDeployment(a), l.Items[0].BD)
-	assert.Equal(t, ParseBundleDeployment(b), l.Items[1].BD)
-
-	// what client-go's reflector reads of a list
-	la, err := meta.ListAccessor(l)
-	require.NoError(t, err)
-	assert.Equal(t, "99", la.GetResourceVersion())
-	items, err := meta.ExtractList(l)
-	require.NoError(t, err)
+	assert.Equal(t, "99", rv)
 	require.Len(t, items, 2)
-	assert.IsType(t, &bdObject{}, items[0])
+	assert.Equal(t, ParseBundleDeployment(a), items[0].BD)
+	assert.Equal(t, ParseBundleDeployment(b), items[1].BD)
 
 	for _, empty := range []string{`{"metadata":{"resourceVersion":"5"},"items":[]}`, `{"items":null,"metadata":{"resourceVersion":"5"}}`} {
-		l, err := decodeBDList(newJSONStream(strings.NewReader(empty)))
+		rv, err := decodeBDList(newJSONStream(strings.NewReader(empty)), func(bdItem) { t.Error("an item of nothing") })
 		require.NoError(t, err, empty)
-		assert.Empty(t, l.Items)
-		assert.Equal(t, "5", l.ResourceVersion)
+		assert.Equal(t, "5", rv)
 	}
-	_, err = decodeBDList(newJSONStream(strings.NewReader(`{"items":{}}`)))
+	_, err = decodeBDList(newJSONStream(strings.NewReader(`{"items":{}}`)), func(bdItem) {})
 	assert.ErrorContains(t, err, "want an array")
+	_, err = decodeBDList(newJSONStream(strings.NewReader(`{"items":[`+toJSON(t, a.Object))), func(bdItem) {})
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 }
 
 func TestBDWatchDecoderReadsEveryKindOfEvent(t *testing.T) {
@@ -89,38 +74,36 @@ func TestBDWatchDecoderReadsEveryKindOfEvent(t *testing.T) {
 	}, "\n")
 	d := &bdWatchDecoder{s: newJSONStream(strings.NewReader(stream))}
 
-	typ, obj, err := d.Decode()
+	ev, err := d.next()
 	require.NoError(t, err)
-	assert.Equal(t, watch.Added, typ)
-	assert.Equal(t, ParseBundleDeployment(bd), obj.(*bdObject).BD)
+	assert.Equal(t, watch.Added, ev.Type)
+	assert.Equal(t, ParseBundleDeployment(bd), ev.Item.BD)
 
-	typ, obj, err = d.Decode()
+	ev, err = d.next()
 	require.NoError(t, err)
-	assert.Equal(t, watch.Bookmark, typ)
-	assert.Equal(t, "120", obj.(*bdObject).GetResourceVersion())
+	assert.Equal(t, watch.Bookmark, ev.Type)
+	assert.Equal(t, "120", ev.Item.ResourceVersion)
 
-	typ, obj, err = d.Decode()
+	ev, err = d.next()
 	require.NoError(t, err)
-	assert.Equal(t, watch.Deleted, typ)
-	assert.Equal(t, "mcc-app", obj.(*bdObject).GetName())
+	assert.Equal(t, watch.Deleted, ev.Type)
+	assert.Equal(t, "cluster-fleet-local-c-1/mcc-app", ev.Item.key())
 
-	typ, obj, err = d.Decode()
+	ev, err = d.next()
 	require.NoError(t, err)
-	assert.Equal(t, watch.Error, typ)
-	require.IsType(t, &metav1.Status{}, obj)
-	assert.True(t, apierrors.IsResourceExpired(apierrors.FromObject(obj)), "the reflector re-lists on it")
+	assert.Equal(t, watch.Error, ev.Type)
+	require.NotNil(t, ev.Err)
+	assert.True(t, apierrors.IsResourceExpired(apierrors.FromObject(ev.Err)), "listed again at once")
 
-	_, _, err = d.Decode()
-	assert.Equal(t, io.EOF, err, "the end of the stream is io.EOF itself: a watch closed normally")
+	_, err = d.next()
+	assert.Equal(t, io.EOF, err, "the end of the stream is io.EOF itself: the API server closed the watch")
 
 	cut := `{"type":"MODIFIED","object":` + toJSON(t, bd.Object)[:80]
 	d = &bdWatchDecoder{s: newJSONStream(strings.NewReader(cut))}
-	_, _, err = d.Decode()
-	assert.Equal(t, io.ErrUnexpectedEOF, err, "a cut stream is told apart, not reported as a bad event")
-}
+	_, err = d.next()
+	assert.Equal(t, io.ErrUnexpectedEOF, err, "a cut stream is told apart from a bad event")
 
-func TestBDObjectIsWhatTheInformerStores(t *testing.T) {
-	var o any = &bdObject{}
-	_, err := meta.Accessor(o)
-	require.NoError(t, err, "the informer keys it by its metadata")
+	d = &bdWatchDecoder{s: newJSONStream(strings.NewReader(`{"type":"ADDED"}`))}
+	_, err = d.next()
+	assert.ErrorContains(t, err, "without an object")
 }

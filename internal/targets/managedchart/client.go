@@ -274,13 +274,10 @@ func (c *Client) Look(ctx context.Context, mc *ManagedChart) (*Bundle, []BundleD
 	if err != nil {
 		return nil, nil, err
 	}
-	list, err := c.listBundleDeployments(ctx, metav1.ListOptions{LabelSelector: BundleSelector(mc.Namespace, mc.Name)})
-	if err != nil {
+	var bds []BundleDeployment
+	if _, err := c.listBundleDeployments(ctx, metav1.ListOptions{LabelSelector: BundleSelector(mc.Namespace, mc.Name)},
+		func(it bdItem) { bds = append(bds, it.BD) }); err != nil {
 		return nil, nil, fmt.Errorf("listing bundledeployments of %s: %w", BundleName(mc.Name), err)
-	}
-	bds := make([]BundleDeployment, 0, len(list.Items))
-	for i := range list.Items {
-		bds = append(bds, list.Items[i].BD)
 	}
 	return b, bds, nil
 }

@@ -6,11 +6,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 )
 
 func TestTallyCounts(t *testing.T) {
@@ -44,11 +43,12 @@ func TestTallyNamesTheFirstTenPendingInOrder(t *testing.T) {
 }
 
 // TestIncrementalReadinessIsTheFullEvaluation drives random sequences of
-// BundleDeployment events (added, updated, deleted, deleted unseen through
-// a tombstone) through the Observer's handlers, and after each event
-// requires the judgement from its running counts to be the one Evaluate
-// makes over every BundleDeployment as they stand: the same Ready, the
-// same Waiting lines, the same NonReady lines, in the same order.
+// BundleDeployment events (added, updated, deleted, and lists made again
+// after some were deleted unseen) through the Observer, and after each
+// event requires the judgement from its running counts to be the one
+// Evaluate makes over every BundleDeployment as they stand: the same
+// Ready, the same Waiting lines, the same NonReady lines, in the same
+// order.
 func TestIncrementalReadinessIsTheFullEvaluation(t *testing.T) {
 	// keys that are prefixes of one another, with the characters names
 	// may hold, so the order of the lines is put to the test
@@ -68,27 +68,37 @@ func TestIncrementalReadinessIsTheFullEvaluation(t *testing.T) {
 	const sequences, events = 300, 80
 	for seed := range uint64(sequences) {
 		rng := rand.New(rand.NewPCG(seed, 0))
-		o := &Observer{tally: newTally()}
+		o := &Observer{tally: newTally(), changed: make(chan struct{}, 1)}
 		ref := map[string]BundleDeployment{}
 		var trace []string
 		for step := range events {
 			ns, name := namespaces[rng.IntN(len(namespaces))], names[rng.IntN(len(names))]
 			key := ns + "/" + name
-			switch r := rng.IntN(10); {
-			case r < 7: // added or updated
+			switch r := rng.IntN(20); {
+			case r < 14: // added or updated
 				bd := BundleDeployment{Namespace: ns, Name: name, DeploymentID: ids[rng.IntN(len(ids))],
 					AppliedDeploymentID: ids[rng.IntN(len(ids))], Ready: rng.IntN(2) == 0, NonReady: nonReady[rng.IntN(len(nonReady))]}
 				ref[key] = bd
-				o.putBD(&bdObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, BD: bd})
+				o.putBD(bdItem{BD: bd})
 				trace = append(trace, fmt.Sprintf("put %s %+v", key, bd))
-			case r < 9: // deleted, as seen by the watch
-				o.dropBD(&bdObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, BD: ref[key]})
+			case r < 18: // deleted (also one never seen)
 				delete(ref, key)
+				o.dropBD(key)
 				trace = append(trace, "delete "+key)
-			default: // deleted while the watch was down: a tombstone after the re-list
-				o.dropBD(cache.DeletedFinalStateUnknown{Key: key})
-				delete(ref, key)
-				trace = append(trace, "tombstone "+key)
+			default: // the watch broke; some were deleted meanwhile; listed again
+				for k := range ref {
+					if rng.IntN(3) == 0 {
+						delete(ref, k)
+					}
+				}
+				list := slices.Collect(maps.Values(ref))
+				rng.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+				fresh := newTally()
+				for _, bd := range list {
+					fresh.put(bdItem{BD: bd}.key(), verdictOf(bd))
+				}
+				o.tally = fresh // as listBDs does
+				trace = append(trace, fmt.Sprintf("list %d", len(list)))
 			}
 			bds := slices.Collect(maps.Values(ref))
 			rng.Shuffle(len(bds), func(i, j int) { bds[i], bds[j] = bds[j], bds[i] })
@@ -100,5 +110,37 @@ func TestIncrementalReadinessIsTheFullEvaluation(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestBundleDeploymentEventsWakeTheWaitOnlyWhenTheyMayMakeItReady(t *testing.T) {
+	o := &Observer{tally: newTally(), changed: make(chan struct{}, 1), signalEvery: time.Hour}
+	woken := func() bool {
+		select {
+		case <-o.changed:
+			return true
+		default:
+			return false
+		}
+	}
+	pending := BundleDeployment{Namespace: "c", Name: "a", DeploymentID: "s-2"}
+	o.putBD(bdItem{BD: pending})
+	o.putBD(bdItem{BD: BundleDeployment{Namespace: "c", Name: "b", DeploymentID: "s-2"}})
+	assert.False(t, woken(), "some pending: no judgement now")
+	assert.True(t, o.signalLater, "but one later (for the progress line)")
+
+	ready := pending
+	ready.AppliedDeploymentID, ready.Ready = "s-2", true
+	o.putBD(bdItem{BD: ready})
+	assert.False(t, woken(), "one still pending")
+	o.dropBD("c/b")
+	assert.True(t, woken(), "none pending any more: judged at once")
+
+	o = &Observer{tally: newTally(), changed: make(chan struct{}, 1), signalEvery: time.Millisecond}
+	o.putBD(bdItem{BD: pending})
+	select {
+	case <-o.changed:
+	case <-time.After(time.Minute): // only a hang
+		t.Fatal("the later wake-up never came")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,24 +23,26 @@ import (
 )
 
 // Observer keeps a live view of a ManagedChart, its Bundle and its
-// BundleDeployments through informers (one list, then a watch each; a
-// broken watch re-lists by itself, so an API server restart is survived).
+// BundleDeployments: one list, then one watch each (a broken watch lists
+// again by itself, so an API server restart is survived).
 //
 // Its requests do not grow with the number of BundleDeployments beyond
 // that list and watch, and neither does the cost of an event: each
 // BundleDeployment event updates its verdict and the running counts
-// (tally), and readiness is judged from the counts. The ManagedChart and
-// the Bundle are parsed once per resourceVersion, their values hashed once
-// per spec. The informer of BundleDeployments keeps only what
-// readiness reads of each (bdObject), decoded straight from the API
-// server's JSON.
+// (tally), and readiness is judged from the counts. Of the
+// BundleDeployments nothing but the verdicts is kept, decoded straight
+// from the API server's JSON by the goroutine that reads the watch
+// (runBDs). The ManagedChart and the Bundle are watched by informers,
+// parsed once per resourceVersion, their values hashed once per spec.
 type Observer struct {
-	mc, bundle, bds cache.SharedIndexInformer
+	mc, bundle      cache.SharedIndexInformer
 	changed         chan struct{}
 	namespace, name string
 
-	mu    sync.Mutex
-	tally *tally
+	mu          sync.Mutex
+	tally       *tally
+	signalLater bool          // a wake-up of the wait is due (bdChanged)
+	signalEvery time.Duration // 0: bdSignalEvery
 	// the ManagedChart and the Bundle as last parsed, by resourceVersion
 	mcSeen     seen[*ManagedChart]
 	bundleSeen seen[*Bundle]
@@ -102,34 +105,24 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 		&unstructured.Unstructured{}, slimManagedChart, signal)
 	o.bundle = newInformer(BundleGVR.Resource, c.listThenWatch(BundleGVR, namespace, byName(BundleName(name))),
 		&unstructured.Unstructured{}, slimBundle, signal)
-	o.bds = newInformer(BundleDeploymentGVR.Resource, c.bundleDeployments(BundleSelector(namespace, name)), &bdObject{}, nil,
-		cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { o.putBD(obj); o.signal() },
-			UpdateFunc: func(_, obj any) { o.putBD(obj); o.signal() },
-			DeleteFunc: func(obj any) { o.dropBD(obj); o.signal() },
-		})
-	for _, inf := range []cache.SharedIndexInformer{o.mc, o.bundle, o.bds} {
+	for _, inf := range []cache.SharedIndexInformer{o.mc, o.bundle} {
 		go inf.Run(ctx.Done())
 	}
+	listed := make(chan struct{})
+	var once sync.Once
+	go o.runBDs(ctx, c, BundleSelector(namespace, name), func() { once.Do(func() { close(listed) }) })
+	synced = append(synced, func() bool {
+		select {
+		case <-listed:
+			return true
+		default:
+			return false
+		}
+	})
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil, fmt.Errorf("watching managedchart %s/%s: %w", namespace, name, ctx.Err())
 	}
 	return o, nil
-}
-
-// bundleDeployments lists and watches the BundleDeployments selector
-// selects, in every namespace, decoded into bdObjects.
-func (c *Client) bundleDeployments(selector string) *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector = selector
-			return c.listBundleDeployments(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector = selector
-			return c.watchBundleDeployments(ctx, opts)
-		},
-	}
 }
 
 // listThenWatch lists and watches gvr in ns (all namespaces when empty)
@@ -177,34 +170,6 @@ func watchErrors(ctx context.Context, log *slog.Logger, resource string) cache.W
 			log.Warn("watch broken; re-listing", "resource", resource, "err", err)
 		}
 	}
-}
-
-// putBD records the verdict of a BundleDeployment of an informer event.
-func (o *Observer) putBD(obj any) {
-	bd, ok := obj.(*bdObject)
-	if !ok {
-		return
-	}
-	o.mu.Lock()
-	o.tally.put(bd.Namespace+"/"+bd.Name, verdictOf(bd.BD))
-	o.mu.Unlock()
-}
-
-// dropBD forgets a deleted BundleDeployment (also one whose deletion the
-// watch missed: the informer then hands over a tombstone).
-func (o *Observer) dropBD(obj any) {
-	var k string
-	switch x := obj.(type) {
-	case cache.DeletedFinalStateUnknown:
-		k = x.Key
-	case *bdObject:
-		k = x.Namespace + "/" + x.Name
-	default:
-		return
-	}
-	o.mu.Lock()
-	o.tally.drop(k)
-	o.mu.Unlock()
 }
 
 // slimManagedChart drops the managedFields of a ManagedChart.
@@ -319,22 +284,14 @@ func (o *Observer) Current() *ManagedChart {
 	return nil
 }
 
-// Snapshot returns the objects as last seen, copies of their own. It goes
-// over every BundleDeployment: it is for a look now and then (tests), not
-// for a judgement on every event (Readiness).
-func (o *Observer) Snapshot() (*ManagedChart, *Bundle, []BundleDeployment) {
-	mc := o.Current()
+// Snapshot returns the ManagedChart and the Bundle as last seen, copies
+// of their own.
+func (o *Observer) Snapshot() (*ManagedChart, *Bundle) {
 	var b *Bundle
 	if obj, ok, _ := o.bundle.GetStore().GetByKey(o.namespace + "/" + BundleName(o.name)); ok {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			b = parseBundleHashed(u)
 		}
 	}
-	var bds []BundleDeployment
-	for _, obj := range o.bds.GetStore().List() {
-		if bd, ok := obj.(*bdObject); ok {
-			bds = append(bds, bd.DeepCopyObject().(*bdObject).BD)
-		}
-	}
-	return mc, b, bds
+	return o.Current(), b
 }

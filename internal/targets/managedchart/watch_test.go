@@ -71,7 +71,7 @@ func TestObserverParsesOncePerResourceVersionAndHashesOncePerSpec(t *testing.T) 
 	inf := func() cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	}
-	o := &Observer{namespace: "fleet-local", name: "app", tally: newTally(), mc: inf(), bundle: inf(), bds: inf()}
+	o := &Observer{namespace: "fleet-local", name: "app", tally: newTally(), mc: inf(), bundle: inf()}
 	mc, b := o.parsed()
 	assert.Nil(t, mc)
 	assert.Nil(t, b)
