@@ -53,7 +53,7 @@ bench-upgrade:
 bench-latency:
 	scripts/bench-latency
 
-## bench-scale: 10/100/1,000 BundleDeployments and a spec of 50 charts
+## bench-scale: 1,000/10,000 BundleDeployments, a rollout over 100 nodes (the no-op run), a spec of 50 charts
 bench-scale:
 	scripts/bench-scale
 

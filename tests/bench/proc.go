@@ -22,8 +22,9 @@ type proc struct {
 	Output     []byte // stdout and stderr, interleaved
 }
 
-// runTimeout bounds one tool run (the baseline waits without a timeout).
-const runTimeout = 15 * time.Minute
+// runTimeout bounds one tool run (the baseline waits without a timeout);
+// an upgrade at 10,000 BundleDeployments waits minutes for the simulator.
+const runTimeout = 30 * time.Minute
 
 // measurePath is the measure program (tests/bench/measure), built next to
 // this one.

@@ -18,6 +18,7 @@ type scaleFlags struct {
 	clusters           []int
 	readyOverTime      time.Duration
 	runs               int
+	nodes              int
 	charts             int
 	chartDelay         time.Duration
 }
@@ -28,9 +29,10 @@ func scaleCommand(ctx context.Context, args []string, out, log io.Writer) error 
 	fs := flag.NewFlagSet("bench scale", flag.ContinueOnError)
 	fs.SetOutput(log)
 	fs.StringVar(&f.chartUpgrader, "chart-upgrader", "bin/chart-upgrader", "the chart-upgrader binary")
-	fs.StringVar(&clusters, "clusters", "10,100,1000", "numbers of downstream clusters (BundleDeployments of the Bundle), comma-separated")
+	fs.StringVar(&clusters, "clusters", "1000,10000", "numbers of downstream clusters (BundleDeployments of the Bundle), comma-separated")
 	fs.DurationVar(&f.readyOverTime, "ready-over", 10*time.Second, "the simulator makes the clusters ready one by one over this time")
 	fs.IntVar(&f.runs, "runs", 3, "upgrades per number of clusters")
+	fs.IntVar(&f.nodes, "nodes", 100, "nodes of the rollout after them, per number of clusters: the first upgrades, the others find it done (0: none)")
 	fs.IntVar(&f.charts, "charts", 50, "charts in the one spec (0: skip)")
 	fs.DurationVar(&f.chartDelay, "chart-delay", time.Second, "the readiness delay of each chart of the spec")
 	fs.StringVar(&f.out, "out", "", "also write the tables to this file")
@@ -60,7 +62,7 @@ func scaleCommand(ctx context.Context, args []string, out, log io.Writer) error 
 	return r.emit(out, f.out)
 }
 
-// clusterRow is the median of one number of clusters' runs.
+// clusterRow is what one number of clusters' runs measured.
 type clusterRow struct {
 	clusters          int
 	wall, wait, exit  []time.Duration
@@ -69,6 +71,12 @@ type clusterRow struct {
 	reqs, lists, gets []int
 	watches, writes   []int
 	last              requests
+	// the rollout: the leader's upgrade (also counted above), then the
+	// other nodes' runs, which find the target done and ready
+	leader      proc
+	leaderReqs  int
+	followers   []proc
+	followerReq []requests
 }
 
 // benchClusters upgrades one ManagedChart whose Bundle has n
@@ -82,21 +90,60 @@ func benchClusters(ctx context.Context, f scaleFlags, r *report, log io.Writer) 
 		}
 		rows = append(rows, row)
 	}
+	upgrades := f.runs
+	if f.nodes > 0 {
+		upgrades++
+	}
 	r.line("**One ManagedChart, N downstream clusters.** `make bench-scale` (`scripts/bench-scale`): the Bundle has N "+
 		"BundleDeployments; after each Helm upgrade the simulator makes cluster i ready (i+1)/N × %s after it applied. "+
-		"%d upgrades per N (alternating 1.0.0 ⇄ 2.0.0), medians; a fresh control plane per N.", f.readyOverTime, f.runs)
+		"%d upgrades per N (alternating 1.0.0 ⇄ 2.0.0; the last is the rollout's first node, below), medians, latency "+
+		"percentiles over those %d; a fresh control plane per N.", f.readyOverTime, upgrades, upgrades)
 	r.line("")
 	var rowsOut [][]string
 	for _, c := range rows {
-		rowsOut = append(rowsOut, []string{itoa(c.clusters), secs(median(c.wall)), millis(median(c.exit)), millis(median(c.wait)),
-			millis(median(c.cpu)), mb(maxOf(c.rss)), itoa(median(c.reqs)),
+		rowsOut = append(rowsOut, []string{itoa(c.clusters), secs(median(c.wall)), millis(median(c.exit)), millis(percentile(c.exit, 99)),
+			millis(median(c.wait)), millis(median(c.cpu)), mb(maxOf(c.rss)), itoa(median(c.reqs)),
 			fmt.Sprintf("%d / %d / %d / %d", median(c.gets), median(c.lists), median(c.watches), median(c.writes))})
 	}
-	r.table([]string{"BundleDeployments", "wall", "ready write → exit", "ready write → wait done", "CPU", "peak RSS (max)", "API requests",
-		"get / list / watch / write"}, rowsOut)
+	r.table([]string{"BundleDeployments", "wall", "ready write → exit p50", "p99", "ready write → wait done", "CPU", "peak RSS (max)",
+		"API requests", "get / list / watch / write"}, rowsOut)
 	r.line("")
 	last := rows[len(rows)-1]
-	r.line("Requests of the last run at %d BundleDeployments: %s.", last.clusters, last.last.kinds())
+	r.line("Requests of the last upgrade at %d BundleDeployments: %s.", last.clusters, last.last.kinds())
+	r.line("")
+	if f.nodes == 0 {
+		return nil
+	}
+	r.line("**A rollout over %d nodes, and the no-op run.** Then %d nodes run the Job one after another against the "+
+		"same target, as system-upgrade-controller with concurrency 1 would, each with a journal and Lease identity of "+
+		"its own: the first upgrades (its upgrade is the last of the rows above), the %d others find the target done "+
+		"and ready (each printed \"nothing to do\"). A no-op run is one of those.", f.nodes, f.nodes, f.nodes-1)
+	r.line("")
+	rowsOut = nil
+	for _, c := range rows {
+		var walls, cpus []time.Duration
+		var rss []int64
+		var reqs []int
+		var total time.Duration
+		sum := requests{}
+		for i, p := range c.followers {
+			walls, cpus, rss = append(walls, p.Wall), append(cpus, p.CPU), append(rss, p.MaxRSS)
+			reqs = append(reqs, c.followerReq[i].Total)
+			total += p.Wall
+			sum.add(c.followerReq[i])
+		}
+		rowsOut = append(rowsOut, []string{itoa(c.clusters), fmt.Sprintf("%d (max %d)", median(reqs), maxOf(reqs)),
+			millis(median(walls)), millis(percentile(walls, 90)), millis(median(cpus)), mb(median(rss)),
+			secs(c.leader.Wall), secs(total), itoa(c.leaderReqs + sum.Total)})
+	}
+	r.table([]string{"BundleDeployments", "no-op run: API requests", "wall p50", "wall p90", "CPU", "peak RSS",
+		"rollout: first node", fmt.Sprintf("the %d others (Σ wall)", f.nodes-1), "API requests, all nodes"}, rowsOut)
+	r.line("")
+	var follower requests
+	for _, q := range last.followerReq {
+		follower = q
+	}
+	r.line("Requests of the last no-op run at %d BundleDeployments: %s.", last.clusters, follower.kinds())
 	r.line("")
 	return nil
 }
@@ -111,7 +158,7 @@ func benchClusterCount(ctx context.Context, f scaleFlags, n int, log io.Writer) 
 	defer w.stop()
 	rel := release{name: "demo-app", releaseNS: "demo-system"}
 	start := time.Now()
-	if err := w.deploy(ctx, rel, 15*time.Minute); err != nil {
+	if err := w.deploy(ctx, rel, 30*time.Minute); err != nil {
 		return row, err
 	}
 	logf(log, "%d clusters: demo-app 1.0.0 deployed in %s", n, secs(time.Since(start)))
@@ -122,12 +169,22 @@ func benchClusterCount(ctx context.Context, f scaleFlags, n int, log io.Writer) 
 		tl    toolLog
 	}
 	var runs []run
-	for i := range f.runs {
-		to, down := "2.0.0", i%2 == 1
+	upgrades := f.runs
+	if f.nodes > 0 {
+		upgrades++ // the rollout's first node
+	}
+	to := ""
+	for i := range upgrades {
+		node := "bench"
+		if i == f.runs {
+			node = "node-000"
+		}
+		down := i%2 == 1
+		to = "2.0.0"
 		if down {
 			to = "1.0.0"
 		}
-		p, err := runProc(ctx, nil, f.chartUpgrader, w.upgradeArgs(rel, to, down, 10*time.Minute)...)
+		p, err := runProc(ctx, nil, f.chartUpgrader, w.upgradeArgsOn(node, rel, to, down, 25*time.Minute)...)
 		if err != nil {
 			return row, err
 		}
@@ -139,8 +196,26 @@ func benchClusterCount(ctx context.Context, f scaleFlags, n int, log io.Writer) 
 			return row, fmt.Errorf("%d clusters, → %s: the ready write was not during the run", n, to)
 		}
 		runs = append(runs, run{p: p, ready: ready, tl: parseToolLog(p.Output)})
-		logf(log, "%d clusters: → %s  wall %s, ready write → exit %s, peak RSS %s, CPU %s", n, to, secs(p.Wall),
+		logf(log, "%d clusters: → %s on %s  wall %s, ready write → exit %s, peak RSS %s, CPU %s", n, to, node, secs(p.Wall),
 			millis(p.End.Sub(ready)), mb(p.MaxRSS), millis(p.CPU))
+	}
+	for i := 1; i < f.nodes; i++ {
+		node := fmt.Sprintf("node-%03d", i)
+		p, err := runProc(ctx, nil, f.chartUpgrader, w.upgradeArgsOn(node, rel, to, true, 25*time.Minute)...)
+		if err != nil {
+			return row, err
+		}
+		if err := p.ok(fmt.Sprintf("chart-upgrader → %s on %s at %d clusters", to, node, n)); err != nil {
+			return row, err
+		}
+		if !strings.Contains(string(p.Output), "nothing to do") {
+			return row, fmt.Errorf("%d clusters, %s: the run did not find the target done:\n%s", n, node, tail(p.Output))
+		}
+		row.followers = append(row.followers, p)
+	}
+	if f.nodes > 1 {
+		logf(log, "%d clusters: %d no-op runs, median wall %s, CPU %s", n, len(row.followers),
+			millis(median(walls(row.followers))), millis(median(cpus(row.followers))))
 	}
 	events, err := w.auditEvents()
 	if err != nil {
@@ -159,8 +234,28 @@ func benchClusterCount(ctx context.Context, f scaleFlags, n int, log io.Writer) 
 		row.watches = append(row.watches, req.ByVerb["watch"])
 		row.writes = append(row.writes, req.Total-req.ByVerb["get"]-req.ByVerb["list"]-req.ByVerb["watch"])
 		row.last = req
+		row.leader, row.leaderReqs = rn.p, req.Total
+	}
+	for _, p := range row.followers {
+		row.followerReq = append(row.followerReq, attribute(events, agentChartUpgrader, p.Start, p.End))
 	}
 	return row, nil
+}
+
+func walls(ps []proc) []time.Duration {
+	out := make([]time.Duration, len(ps))
+	for i, p := range ps {
+		out[i] = p.Wall
+	}
+	return out
+}
+
+func cpus(ps []proc) []time.Duration {
+	out := make([]time.Duration, len(ps))
+	for i, p := range ps {
+		out[i] = p.CPU
+	}
+	return out
 }
 
 // benchCharts upgrades f.charts ManagedCharts of demo-app (one namespace,

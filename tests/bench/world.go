@@ -137,12 +137,17 @@ func (w *world) deploy(ctx context.Context, rel release, timeout time.Duration) 
 // version with the example policy and this world's cluster flags;
 // downgrade adds --allow-downgrade.
 func (w *world) upgradeArgs(rel release, to string, downgrade bool, timeout time.Duration) []string {
+	return w.upgradeArgsOn("bench", rel, to, downgrade, timeout)
+}
+
+// upgradeArgsOn is upgradeArgs for a run on node (nodeArgs).
+func (w *world) upgradeArgsOn(node string, rel release, to string, downgrade bool, timeout time.Duration) []string {
 	args := []string{"upgrade", "--target", "managedchart/" + namespace + "/" + rel.name, "--chart-source", w.charts(),
 		"--version", to, "--policy", filepath.Join(w.examples, "policy.yaml"), "--timeout", timeout.String()}
 	if downgrade {
 		args = append(args, "--allow-downgrade")
 	}
-	return append(args, w.toolArgs()...)
+	return append(args, w.nodeArgs(node)...)
 }
 
 // version reads the spec.version of rel's ManagedChart.
@@ -168,14 +173,22 @@ func (w *world) file(name, content string) (string, error) {
 
 // toolArgs are the flags every chart-upgrader run of the benchmarks gets:
 // the cluster, a state directory and lock of its own, JSON logs.
-func (w *world) toolArgs() []string {
+func (w *world) toolArgs() []string { return w.nodeArgs("bench") }
+
+// nodeArgs are toolArgs for a run on node: a node other than "bench" has a
+// state directory (journal, Lease identity), lock and termination log of
+// its own, as the Job on each node of a cluster has.
+func (w *world) nodeArgs(node string) []string {
 	local := w.local
 	if local == "" {
 		local = w.dir
 	}
+	if node != "bench" {
+		local = filepath.Join(local, "nodes", node)
+	}
 	return []string{"--kubeconfig", w.env.KubeconfigPath(), "--state-dir", filepath.Join(local, "state"),
 		"--lock-file", filepath.Join(local, "upgrade.lock"), "--termination-log", filepath.Join(local, "termination-log"),
-		"--node-name", "bench", "--log-format", "json"}
+		"--node-name", node, "--log-format", "json"}
 }
 
 var errNoWait = errors.New("the simulator reported ready before the tool applied: the run did not wait")
