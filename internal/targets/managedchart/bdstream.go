@@ -7,6 +7,7 @@ import (
 	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
@@ -143,8 +144,17 @@ func readNonReadyStatus(r *jsonReader) ([]string, error) {
 // bdRequest is a GET of the BundleDeployments of every namespace with
 // opts, answered in JSON.
 func (c *Client) bdRequest(opts metav1.ListOptions) *rest.Request {
-	gvr := BundleDeploymentGVR
-	return c.Kube.CoreV1().RESTClient().Get().AbsPath("/apis", gvr.Group, gvr.Version, gvr.Resource).
+	return c.rawRequest(BundleDeploymentGVR, "", opts)
+}
+
+// rawRequest is a GET of the gvr objects of namespace ("": of every
+// namespace) with opts, answered in JSON, for a reader of the stream.
+func (c *Client) rawRequest(gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) *rest.Request {
+	path := []string{"/apis", gvr.Group, gvr.Version}
+	if namespace != "" {
+		path = append(path, "namespaces", namespace)
+	}
+	return c.Kube.CoreV1().RESTClient().Get().AbsPath(append(path, gvr.Resource)...).
 		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
 		SetHeader("Accept", "application/json")
 }
@@ -159,16 +169,22 @@ func (c *Client) listBundleDeployments(ctx context.Context, opts metav1.ListOpti
 		return "", err
 	}
 	defer body.Close()
-	rv, err := decodeBDList(newJSONStream(body), item)
+	rv, err := decodeList(newJSONStream(body), func(v []byte) error {
+		it, err := readBD(&jsonReader{data: v})
+		if err == nil {
+			item(it)
+		}
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("decoding the list of bundledeployments: %w", err)
 	}
 	return rv, nil
 }
 
-// decodeBDList decodes a BundleDeploymentList one item at a time and
-// returns its resourceVersion.
-func decodeBDList(s *jsonStream, item func(bdItem)) (rv string, err error) {
+// decodeList decodes a list one item at a time, handing each item's JSON
+// (valid during the call) to item, and returns its resourceVersion.
+func decodeList(s *jsonStream, item func([]byte) error) (rv string, err error) {
 	if err := s.punct('{'); err != nil {
 		return "", err
 	}
@@ -192,7 +208,7 @@ func decodeBDList(s *jsonStream, item func(bdItem)) (rv string, err error) {
 		}
 		switch key {
 		case "items":
-			if err := decodeBDItems(s, item); err != nil {
+			if err := decodeItems(s, item); err != nil {
 				return "", fmt.Errorf("items: %w", err)
 			}
 		case "metadata":
@@ -222,8 +238,8 @@ func decodeBDList(s *jsonStream, item func(bdItem)) (rv string, err error) {
 	}
 }
 
-// decodeBDItems decodes the items of a list, one at a time.
-func decodeBDItems(s *jsonStream, item func(bdItem)) error {
+// decodeItems decodes the items of a list, one at a time.
+func decodeItems(s *jsonStream, item func([]byte) error) error {
 	err := func() error {
 		if c, err := s.peek(); err != nil || c != '[' {
 			if err == nil && c != 'n' {
@@ -252,11 +268,9 @@ func decodeBDItems(s *jsonStream, item func(bdItem)) error {
 			if err != nil {
 				return err
 			}
-			it, err := readBD(&jsonReader{data: v})
-			if err != nil {
+			if err := item(v); err != nil {
 				return err
 			}
-			item(it)
 		}
 	}()
 	if err == io.EOF { // within the list
@@ -272,20 +286,39 @@ type bdEvent struct {
 	Err  *metav1.Status // ERROR
 }
 
-// bdWatchDecoder decodes the events of a watch of BundleDeployments,
-// {"type": …, "object": …} each.
+// bdWatchDecoder decodes the events of a watch of BundleDeployments.
 type bdWatchDecoder struct{ s *jsonStream }
 
 // next returns the next event. Its errors are the stream's own, which
 // the watch tells apart: io.EOF at its end (the API server closed it),
 // io.ErrUnexpectedEOF or the connection's error when it was cut.
 func (d *bdWatchDecoder) next() (bdEvent, error) {
-	v, err := d.s.value()
+	var ev bdEvent
+	typ, err := decodeEvent(d.s, func(typ watch.EventType, r *jsonReader) error {
+		if typ == watch.Error {
+			ev.Err = &metav1.Status{}
+			return readStatus(r, ev.Err)
+		}
+		var err error
+		ev.Item, err = readBD(r)
+		return err
+	})
+	ev.Type = typ
+	return ev, err
+}
+
+// decodeEvent reads the next watch event, {"type": …, "object": …}, and
+// hands its object to object with the event's type; it returns the type.
+// Its errors are the stream's own, which the watch tells apart: io.EOF at
+// its end (the API server closed it), io.ErrUnexpectedEOF or the
+// connection's error when it was cut.
+func decodeEvent(s *jsonStream, object func(watch.EventType, *jsonReader) error) (watch.EventType, error) {
+	v, err := s.value()
 	if err != nil {
-		return bdEvent{}, err
+		return "", err
 	}
 	var (
-		ev  bdEvent
+		typ watch.EventType
 		got bool
 		raw []byte // an object before its type (the API server sends the type first)
 	)
@@ -294,14 +327,14 @@ func (d *bdWatchDecoder) next() (bdEvent, error) {
 		var err error
 		switch string(key) {
 		case "type":
-			var typ string
-			typ, err = r.str()
-			ev.Type = watch.EventType(typ)
+			var t string
+			t, err = r.str()
+			typ = watch.EventType(t)
 		case "object":
-			if ev.Type == "" {
+			if typ == "" {
 				raw, err = r.raw()
 			} else {
-				got, err = true, eventObject(&ev, r)
+				got, err = true, object(typ, r)
 			}
 		default:
 			err = r.skip()
@@ -309,29 +342,22 @@ func (d *bdWatchDecoder) next() (bdEvent, error) {
 		return err
 	})
 	if err == nil && !got && raw != nil {
-		got, err = true, eventObject(&ev, &jsonReader{data: raw})
+		got, err = true, object(typ, &jsonReader{data: raw})
 	}
 	if err == nil && !got {
 		err = fmt.Errorf("a watch event without an object: %.200s", v)
 	}
 	if err != nil {
-		return bdEvent{}, fmt.Errorf("decoding a watch event of bundledeployments: %w", err)
+		return "", fmt.Errorf("decoding a watch event: %w", err)
 	}
-	return ev, nil
+	return typ, nil
 }
 
-// eventObject reads the object of event ev: a Status for an ERROR, else a
-// BundleDeployment.
-func eventObject(ev *bdEvent, r *jsonReader) error {
-	if ev.Type == watch.Error {
-		v, err := r.raw()
-		if err != nil {
-			return err
-		}
-		ev.Err = &metav1.Status{}
-		return json.Unmarshal(v, ev.Err)
+// readStatus reads the Status of an ERROR event.
+func readStatus(r *jsonReader, s *metav1.Status) error {
+	v, err := r.raw()
+	if err != nil {
+		return err
 	}
-	var err error
-	ev.Item, err = readBD(r)
-	return err
+	return json.Unmarshal(v, s)
 }

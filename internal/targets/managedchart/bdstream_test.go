@@ -45,7 +45,16 @@ func TestDecodeBDListOneItemAtATime(t *testing.T) {
 	list := `{"kind":"BundleDeploymentList","apiVersion":"fleet.cattle.io/v1alpha1",` +
 		`"metadata":{"resourceVersion":"99","continue":""},"items":[` + toJSON(t, a.Object) + "," + toJSON(t, b.Object) + `]}`
 	var items []bdItem
-	rv, err := decodeBDList(newJSONStream(strings.NewReader(list)), func(it bdItem) { items = append(items, it) })
+	decode := func(list string, item func(bdItem)) (string, error) {
+		return decodeList(newJSONStream(strings.NewReader(list)), func(v []byte) error {
+			it, err := readBD(&jsonReader{data: v})
+			if err == nil {
+				item(it)
+			}
+			return err
+		})
+	}
+	rv, err := decode(list, func(it bdItem) { items = append(items, it) })
 	require.NoError(t, err)
 	assert.Equal(t, "99", rv)
 	require.Len(t, items, 2)
@@ -53,13 +62,13 @@ func TestDecodeBDListOneItemAtATime(t *testing.T) {
 	assert.Equal(t, ParseBundleDeployment(b), items[1].BD)
 
 	for _, empty := range []string{`{"metadata":{"resourceVersion":"5"},"items":[]}`, `{"items":null,"metadata":{"resourceVersion":"5"}}`} {
-		rv, err := decodeBDList(newJSONStream(strings.NewReader(empty)), func(bdItem) { t.Error("an item of nothing") })
+		rv, err := decode(empty, func(bdItem) { t.Error("an item of nothing") })
 		require.NoError(t, err, empty)
 		assert.Equal(t, "5", rv)
 	}
-	_, err = decodeBDList(newJSONStream(strings.NewReader(`{"items":{}}`)), func(bdItem) {})
+	_, err = decode(`{"items":{}}`, func(bdItem) {})
 	assert.ErrorContains(t, err, "want an array")
-	_, err = decodeBDList(newJSONStream(strings.NewReader(`{"items":[`+toJSON(t, a.Object))), func(bdItem) {})
+	_, err = decode(`{"items":[`+toJSON(t, a.Object), func(bdItem) {})
 	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 }
 

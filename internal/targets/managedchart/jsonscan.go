@@ -362,3 +362,83 @@ func (r *jsonReader) boolean() (bool, error) {
 	v, err := r.raw()
 	return string(v) == "true", err
 }
+
+// cutJSON returns the JSON object data without the members at the paths
+// cuts (keys from the top; a path through a value that is not an object
+// cuts nothing). What is kept is copied as it is.
+func cutJSON(data []byte, cuts [][]string) ([]byte, error) {
+	out := make([]byte, 0, len(data))
+	r := &jsonReader{data: data}
+	if err := cutObject(r, &out, cuts); err != nil {
+		return nil, err
+	}
+	if r.next() != 0 {
+		return nil, fmt.Errorf("data after the JSON value at offset %d", r.i)
+	}
+	return out, nil
+}
+
+func cutObject(r *jsonReader, out *[]byte, cuts [][]string) error {
+	if r.next() != '{' {
+		v, err := r.raw()
+		*out = append(*out, v...)
+		return err
+	}
+	r.i++
+	*out = append(*out, '{')
+	for read, wrote := 0, 0; ; read++ {
+		c := r.next()
+		if c == '}' {
+			r.i++
+			*out = append(*out, '}')
+			return nil
+		}
+		if read > 0 {
+			if c != ',' {
+				return fmt.Errorf("want ',' or '}' at offset %d", r.i)
+			}
+			r.i++
+			r.next()
+		}
+		start := r.i
+		key, err := r.rawString()
+		if err != nil {
+			return err
+		}
+		quoted := r.data[start:r.i]
+		if err := r.punct(':'); err != nil {
+			return err
+		}
+		drop, sub := false, [][]string(nil)
+		for _, c := range cuts {
+			if c[0] == string(key) {
+				if len(c) == 1 {
+					drop = true
+				} else {
+					sub = append(sub, c[1:])
+				}
+			}
+		}
+		if drop {
+			if err := r.skip(); err != nil {
+				return err
+			}
+			continue
+		}
+		if wrote > 0 {
+			*out = append(*out, ',')
+		}
+		wrote++
+		*out = append(append(*out, quoted...), ':')
+		if len(sub) > 0 {
+			err = cutObject(r, out, sub)
+		} else {
+			var v []byte
+			v, err = r.raw()
+			*out = append(*out, v...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

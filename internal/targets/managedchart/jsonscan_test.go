@@ -97,6 +97,38 @@ func FuzzJSONStreamCutsLikeADecoder(f *testing.F) {
 	})
 }
 
+// FuzzCutJSONIsDecodeThenDelete: an object cut by cutJSON decodes to
+// the object decoded whole with the cut members deleted.
+func FuzzCutJSONIsDecodeThenDelete(f *testing.F) {
+	for _, seed := range []string{
+		`{"metadata":{"name":"a","managedFields":[{"x":1}]},"spec":{"resources":[1],"helm":{}},"status":{"a":[{}]}}`,
+		`{"spec":[],"metadata":"x","a":1,"a":{"b":2}}`,
+		`{ "metadata" : { "managedFields" : null , "n" : "\u0041" } , "spec" : { } }`,
+		`{}`, `[]`, `{"a":}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	cuts := [][]string{{"metadata", "managedFields"}, {"spec", "resources"}, {"status"}, {"a", "b"}}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := cutJSON(data, cuts)
+		var want map[string]any
+		if !json.Valid(data) || json.Unmarshal(data, &want) != nil || want == nil {
+			return // only no panic
+		}
+		require.NoError(t, err, "%s", data)
+		for _, c := range cuts {
+			m := want
+			for _, k := range c[:len(c)-1] {
+				m, _ = m[k].(map[string]any)
+			}
+			delete(m, c[len(c)-1])
+		}
+		var have map[string]any
+		require.NoError(t, json.Unmarshal(got, &have), "%s → %s", data, got)
+		assert.Equal(t, want, have, "%s → %s", data, got)
+	})
+}
+
 func TestJSONStreamErrors(t *testing.T) {
 	for in, want := range map[string]error{
 		``:          io.EOF,

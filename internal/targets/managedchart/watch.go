@@ -10,13 +10,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
@@ -33,7 +28,9 @@ import (
 // BundleDeployments nothing but the verdicts is kept, decoded straight
 // from the API server's JSON by the goroutine that reads the watch
 // (runBDs). The ManagedChart and the Bundle are watched by informers,
-// parsed once per resourceVersion, their values hashed once per spec.
+// without what the wait never reads (managedChartCuts, bundleCuts: never
+// decoded), parsed once per resourceVersion, their values hashed once per
+// spec.
 type Observer struct {
 	mc, bundle      cache.SharedIndexInformer
 	changed         chan struct{}
@@ -77,19 +74,10 @@ func (s seen[T]) sameSpec(u *unstructured.Unstructured) bool {
 // Observe starts the informers and waits until they have synced.
 func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer, error) {
 	o := &Observer{changed: make(chan struct{}, 1), namespace: namespace, name: name, tally: newTally()}
-	byName := func(n string) func(*metav1.ListOptions) {
-		return func(opts *metav1.ListOptions) {
-			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", n).String()
-		}
-	}
 	var synced []cache.InformerSynced
-	newInformer := func(resource string, lw *cache.ListWatch, example runtime.Object,
-		transform cache.TransformFunc, h cache.ResourceEventHandlerFuncs) cache.SharedIndexInformer {
+	newInformer := func(resource string, lw *cache.ListWatch, h cache.ResourceEventHandlerFuncs) cache.SharedIndexInformer {
 		inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, noWatchList{}),
-			example, cache.SharedIndexInformerOptions{})
-		if transform != nil {
-			_ = inf.SetTransform(transform) // fails only once started
-		}
+			&unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
 		_ = inf.SetWatchErrorHandlerWithContext(watchErrors(ctx, c.Log, resource)) // fails only once started
 		reg, _ := inf.AddEventHandler(h)
 		// the handlers, too, must have seen the first list
@@ -101,10 +89,8 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 		UpdateFunc: func(any, any) { o.signal() },
 		DeleteFunc: func(any) { o.signal() },
 	}
-	o.mc = newInformer(ManagedChartGVR.Resource, c.listThenWatch(ManagedChartGVR, namespace, byName(name)),
-		&unstructured.Unstructured{}, slimManagedChart, signal)
-	o.bundle = newInformer(BundleGVR.Resource, c.listThenWatch(BundleGVR, namespace, byName(BundleName(name))),
-		&unstructured.Unstructured{}, slimBundle, signal)
+	o.mc = newInformer(ManagedChartGVR.Resource, c.namedObject(ManagedChartGVR, namespace, name, managedChartCuts), signal)
+	o.bundle = newInformer(BundleGVR.Resource, c.namedObject(BundleGVR, namespace, BundleName(name), bundleCuts), signal)
 	for _, inf := range []cache.SharedIndexInformer{o.mc, o.bundle} {
 		go inf.Run(ctx.Done())
 	}
@@ -123,22 +109,6 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 		return nil, fmt.Errorf("watching managedchart %s/%s: %w", namespace, name, ctx.Err())
 	}
 	return o, nil
-}
-
-// listThenWatch lists and watches gvr in ns (all namespaces when empty)
-// with tweak applied to the options.
-func (c *Client) listThenWatch(gvr schema.GroupVersionResource, ns string, tweak func(*metav1.ListOptions)) *cache.ListWatch {
-	res := c.Dynamic.Resource(gvr).Namespace(ns)
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			tweak(&opts)
-			return res.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			tweak(&opts)
-			return res.Watch(ctx, opts)
-		},
-	}
 }
 
 // noWatchList tells client-go's reflector not to try a watch-list: every
@@ -170,28 +140,6 @@ func watchErrors(ctx context.Context, log *slog.Logger, resource string) cache.W
 			log.Warn("watch broken; re-listing", "resource", resource, "err", err)
 		}
 	}
-}
-
-// slimManagedChart drops the managedFields of a ManagedChart.
-func slimManagedChart(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.SetManagedFields(nil)
-	}
-	return obj, nil
-}
-
-// slimBundle drops what readiness never reads of a Bundle: the chart's
-// files (spec.resources) and the managedFields.
-func slimBundle(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
-	}
-	if spec, ok := u.Object["spec"].(map[string]any); ok {
-		delete(spec, "resources")
-	}
-	u.SetManagedFields(nil)
-	return u, nil
 }
 
 func (o *Observer) signal() {

@@ -37,8 +37,8 @@ func bundleDeployment() *unstructured.Unstructured {
 	}}
 }
 
-func TestSlimBundleKeepsWhatReadinessReads(t *testing.T) {
-	full := &unstructured.Unstructured{Object: map[string]any{
+func TestWatchedObjectsKeepWhatReadinessReads(t *testing.T) {
+	bundle := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Bundle",
 		"metadata": map[string]any{"name": "mcc-app", "namespace": "fleet-local", "generation": int64(4),
 			"managedFields": []any{map[string]any{"manager": "rancher"}}},
@@ -47,13 +47,32 @@ func TestSlimBundleKeepsWhatReadinessReads(t *testing.T) {
 		"status": map[string]any{"observedGeneration": int64(4), "summary": map[string]any{"desiredReady": int64(1), "ready": int64(1)},
 			"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
 	}}
-	out, err := slimBundle(full.DeepCopy())
+	slim, err := cutObjectJSON([]byte(toJSON(t, bundle.Object)), bundleCuts)
 	require.NoError(t, err)
-	slim := out.(*unstructured.Unstructured)
-	assert.Equal(t, ParseBundle(full), ParseBundle(slim))
+	assert.Equal(t, ParseBundle(bundle), ParseBundle(slim))
 	_, hasResources, _ := unstructured.NestedSlice(slim.Object, "spec", "resources")
-	assert.False(t, hasResources)
+	assert.False(t, hasResources, "the chart's files are not decoded")
 	assert.Nil(t, slim.GetManagedFields())
+
+	mc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "management.cattle.io/v3", "kind": "ManagedChart",
+		"metadata": map[string]any{"name": "app", "namespace": "fleet-local", "uid": "u-1", "resourceVersion": "9",
+			"annotations":   map[string]any{AnnotationVersion: "2.0.0"},
+			"managedFields": []any{map[string]any{"manager": "rancher"}}},
+		"spec":   map[string]any{"chart": "app", "version": "2.0.0", "paused": false, "values": map[string]any{"a": int64(1)}},
+		"status": bundle.Object["status"],
+	}}
+	slim, err = cutObjectJSON([]byte(toJSON(t, mc.Object)), managedChartCuts)
+	require.NoError(t, err)
+	full, err := ParseManagedChart(mc)
+	require.NoError(t, err)
+	got, err := ParseManagedChart(slim)
+	require.NoError(t, err)
+	want, have := full.Observed(), got.Observed()
+	want.Source, have.Source = nil, nil
+	assert.Equal(t, want, have, "what the wait judges of the target is kept")
+	_, hasStatus := slim.Object["status"]
+	assert.False(t, hasStatus, "Rancher's copy of the Bundle status is not decoded")
 }
 
 func TestEvaluateNamesPendingBundleDeploymentsOnlyWithoutFleetsList(t *testing.T) {
