@@ -185,10 +185,11 @@ func (e *Env) StartAPIServer(ctx context.Context) error {
 	return e.waitServing(ctx)
 }
 
-// waitServing returns once the API server lists ManagedCharts, within 30 s.
+// waitServing returns once the API server lists ManagedCharts, within 2
+// minutes (a loaded 2-core machine takes more than 30 s to establish CRDs).
 // A freshly started server offers no watch to wait on, so this polls.
 func (e *Env) waitServing(ctx context.Context) error {
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true,
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Minute, true,
 		func(ctx context.Context) (bool, error) {
 			_, err := e.dynamic.Resource(ManagedChartsGVR).List(ctx, listOne)
 			return err == nil, nil
