@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/journal"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
@@ -85,6 +86,9 @@ type session struct {
 
 func openSession(_ context.Context, opts *Options) (*session, error) {
 	stateDir, lockFile := LocalPaths(opts.HostRoot, opts.StateDir, opts.LockFile)
+	if err := host.CheckWritable(stateDir, lockFile); err != nil {
+		return nil, err
+	}
 	lock, err := journal.Acquire(lockFile)
 	if err != nil {
 		return nil, err
