@@ -343,7 +343,7 @@ func (f *fakeTarget) writeCount() int {
 	return len(f.writes)
 }
 
-// readyFor judges the target now for the want its record names.
+// readyNow judges the target now for the want its record names.
 func (f *fakeTarget) readyNow() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
