@@ -95,7 +95,6 @@ func TestRollbackAlreadyDone(t *testing.T) {
 // runs post-restore, pre-verify and post-verify: the no-op is not one for
 // the hooks.
 func TestRollbackAlreadyDoneRunsNoHooks(t *testing.T) {
-	t.Skip("BUG: runner.go marks a run as a no-op (no hooks from there on) only after resolve finds the target done, not after restore does: a re-run of a finished rollback runs post-restore, pre-verify and post-verify hooks")
 	e := upgraded(t)
 	e.mustRun(GoalRollback)
 	r := e.again()
