@@ -79,6 +79,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			return nil, fmt.Errorf("finding the control plane binaries: %w", err)
 		}
 	}
+	if opts.Workloads {
+		if err := checkWorkloadAssets(assets); err != nil {
+			return nil, err
+		}
+	}
 	dir, err := os.MkdirTemp("", "chart-upgrader-testenv-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the test environment directory: %w", err)

@@ -90,9 +90,6 @@ leaderElection:
 // a probe pod has been scheduled and become Ready. The processes are in
 // e.procs, for Stop, even on error.
 func (e *Env) startWorkloads(ctx context.Context, opts Options, assets, certDir string) error {
-	if err := checkWorkloadAssets(assets); err != nil {
-		return err
-	}
 	e.logDir = opts.LogDir
 	if e.logDir == "" {
 		e.logDir = filepath.Join(e.dir, "logs")
@@ -168,6 +165,8 @@ func (e *Env) startWorkloads(ctx context.Context, opts Options, assets, certDir 
 	return e.waitWorkloads(ctx)
 }
 
+// checkWorkloadAssets fails unless dir holds every binary of the workloads
+// mode, naming the missing ones.
 func checkWorkloadAssets(dir string) error {
 	var missing []string
 	for _, bin := range workloadBinaries {
@@ -176,7 +175,7 @@ func checkWorkloadAssets(dir string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("the workloads mode needs %s in %s (KUBEBUILDER_ASSETS): run scripts/testenv, which builds them, and use the directory it prints",
+		return fmt.Errorf("the workloads mode needs %s, missing from the control plane binaries in %s: scripts/testenv builds them; use the directory it prints (KUBEBUILDER_ASSETS)",
 			strings.Join(missing, ", "), dir)
 	}
 	return nil
