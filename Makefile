@@ -20,7 +20,7 @@ image-binary:
 image-check:
 	scripts/image-check
 
-## testenv: build kube-apiserver + etcd from the Go module proxy (cached outside the repo)
+## testenv: build the control plane, kwok and helm-controller from the Go module proxy (cached outside the repo)
 testenv:
 	@scripts/testenv >/dev/null
 
