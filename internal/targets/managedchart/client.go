@@ -267,19 +267,20 @@ func (c *Client) PendingRelease(ctx context.Context, namespace, release string) 
 }
 
 // Look reads the Bundle and BundleDeployments of a ManagedChart once, for a
-// readiness judgement without a watch.
+// readiness judgement without a watch: two requests, the list decoded as
+// it arrives (only what readiness reads of each BundleDeployment is kept).
 func (c *Client) Look(ctx context.Context, mc *ManagedChart) (*Bundle, []BundleDeployment, error) {
 	b, err := c.Bundle(ctx, mc.Namespace, mc.Name)
 	if err != nil {
 		return nil, nil, err
 	}
-	list, err := c.Dynamic.Resource(BundleDeploymentGVR).List(ctx, metav1.ListOptions{LabelSelector: BundleSelector(mc.Namespace, mc.Name)})
+	list, err := c.listBundleDeployments(ctx, metav1.ListOptions{LabelSelector: BundleSelector(mc.Namespace, mc.Name)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing bundledeployments of %s: %w", BundleName(mc.Name), err)
 	}
 	bds := make([]BundleDeployment, 0, len(list.Items))
 	for i := range list.Items {
-		bds = append(bds, ParseBundleDeployment(&list.Items[i]))
+		bds = append(bds, list.Items[i].BD)
 	}
 	return b, bds, nil
 }

@@ -13,7 +13,45 @@ import (
 // Bundle) and has observed its generation; every BundleDeployment applied
 // its deploymentID and is ready; the summary says desiredReady > 0 clusters
 // all ready, none unavailable, and the Ready condition is True.
+//
+// It goes over every BundleDeployment: it is the judgement of one look
+// (Target.Look), and the reference the Observer's running counts are
+// tested against. A watch judges from those counts (Observer.Readiness).
 func Evaluate(want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) upgrade.Readiness {
+	c := bdCounts{total: len(bds)}
+	for _, bd := range bds {
+		switch {
+		case !bd.applied():
+			c.notApplied++
+		case !bd.Ready:
+			c.notReady++
+		}
+	}
+	c.pendingLines = func() []string {
+		pending := make([]string, 0, c.notApplied+c.notReady)
+		for _, bd := range bds {
+			switch {
+			case !bd.applied():
+				pending = append(pending, bd.Namespace+"/"+bd.Name+" not applied")
+			case !bd.Ready:
+				line := bd.Namespace + "/" + bd.Name + " not ready"
+				if len(bd.NonReady) > 0 {
+					line += ": " + bd.NonReady[0]
+				}
+				pending = append(pending, line)
+			}
+		}
+		sort.Strings(pending)
+		if len(pending) > maxPendingLines {
+			pending = pending[:maxPendingLines]
+		}
+		return pending
+	}
+	return judge(want, mc, b, c)
+}
+
+// judge is Evaluate with the BundleDeployments already counted.
+func judge(want upgrade.Want, mc *ManagedChart, b *Bundle, c bdCounts) upgrade.Readiness {
 	var r upgrade.Readiness
 	wait := r.Wait
 	if !upgrade.JudgeTarget(&r, "managedchart", mc.Observed(), want) {
@@ -42,46 +80,19 @@ func Evaluate(want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeploy
 	if b.Paused {
 		wait("bundle %s is paused", b.Name)
 	}
-	if len(bds) == 0 {
+	if c.total == 0 {
 		wait("no bundledeployments of %s yet", b.Name)
 	}
-	notApplied, notReady := 0, 0
-	for _, bd := range bds {
-		switch {
-		case !bd.applied():
-			notApplied++
-		case !bd.Ready:
-			notReady++
-		}
+	if c.notApplied > 0 {
+		wait("%d of %d bundledeployments have not applied their deployment", c.notApplied, c.total)
 	}
-	if notApplied > 0 {
-		wait("%d of %d bundledeployments have not applied their deployment", notApplied, len(bds))
-	}
-	if notReady > 0 {
-		wait("%d of %d bundledeployments are not ready", notReady, len(bds))
+	if c.notReady > 0 {
+		wait("%d of %d bundledeployments are not ready", c.notReady, c.total)
 	}
 	// Fleet lists no non-ready resource: name the first BundleDeployments
-	// (lines are built only then: a judgement runs on every event, over
-	// every BundleDeployment)
-	if len(r.NonReady) == 0 && notApplied+notReady > 0 {
-		pending := make([]string, 0, notApplied+notReady)
-		for _, bd := range bds {
-			switch {
-			case !bd.applied():
-				pending = append(pending, bd.Namespace+"/"+bd.Name+" not applied")
-			case !bd.Ready:
-				line := bd.Namespace + "/" + bd.Name + " not ready"
-				if len(bd.NonReady) > 0 {
-					line += ": " + bd.NonReady[0]
-				}
-				pending = append(pending, line)
-			}
-		}
-		sort.Strings(pending)
-		if len(pending) > 10 {
-			pending = pending[:10]
-		}
-		r.NonReady = pending
+	// (the lines are built only then)
+	if len(r.NonReady) == 0 && c.notApplied+c.notReady > 0 {
+		r.NonReady = c.pendingLines()
 	}
 	if s.Summary.DesiredReady <= 0 || s.Summary.Ready != s.Summary.DesiredReady {
 		wait("bundle summary: %d of %d clusters ready", s.Summary.Ready, s.Summary.DesiredReady)
@@ -89,8 +100,8 @@ func Evaluate(want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeploy
 	if s.Unavailable != 0 {
 		wait("bundle %s: %d unavailable", b.Name, s.Unavailable)
 	}
-	if c, ok := s.Condition("Ready"); !ok || c.Status != "True" {
-		msg := c.Message
+	if cond, ok := s.Condition("Ready"); !ok || cond.Status != "True" {
+		msg := cond.Message
 		if msg == "" {
 			msg = "no Ready condition"
 		}

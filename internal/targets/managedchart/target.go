@@ -166,14 +166,8 @@ func WatchOf(o *Observer) upgrade.Watch { return observerWatch{o} }
 // observerWatch is an Observer seen through the upgrade.Watch port.
 type observerWatch struct{ o *Observer }
 
-func (w observerWatch) Current() *upgrade.Observed {
-	mc, _, _ := w.o.Snapshot()
-	return mc.Observed()
-}
+func (w observerWatch) Current() *upgrade.Observed { return w.o.Current().Observed() }
 
-func (w observerWatch) Readiness(want upgrade.Want) upgrade.Readiness {
-	mc, b, bds := w.o.Snapshot()
-	return Evaluate(want, mc, b, bds)
-}
+func (w observerWatch) Readiness(want upgrade.Want) upgrade.Readiness { return w.o.Readiness(want) }
 
 func (w observerWatch) Changed() <-chan struct{} { return w.o.Changed() }

@@ -243,25 +243,29 @@ func parseBundleStatus(status map[string]any) BundleStatus {
 
 // objectLine renders "Kind namespace/name: summary" of a status entry.
 func objectLine(m map[string]any) string {
-	name := str(m, "name")
-	if ns := str(m, "namespace"); ns != "" {
-		name = ns + "/" + name
+	sum, _ := m["summary"].(map[string]any)
+	messages, _ := sum["message"].([]any)
+	return renderObjectLine(str(m, "kind"), str(m, "namespace"), str(m, "name"), str(sum, "state"), messages)
+}
+
+// renderObjectLine renders "Kind namespace/name: state; message; …"; of
+// the messages only the strings count.
+func renderObjectLine(kind, namespace, name, state string, messages []any) string {
+	if namespace != "" {
+		name = namespace + "/" + name
 	}
-	line := strings.TrimSpace(str(m, "kind") + " " + name)
-	if sum, ok := m["summary"].(map[string]any); ok {
-		var msgs []string
-		if st := str(sum, "state"); st != "" {
-			msgs = append(msgs, st)
+	line := strings.TrimSpace(kind + " " + name)
+	var msgs []string
+	if state != "" {
+		msgs = append(msgs, state)
+	}
+	for _, x := range messages {
+		if s, ok := x.(string); ok {
+			msgs = append(msgs, s)
 		}
-		msgList, _ := sum["message"].([]any)
-		for _, x := range msgList {
-			if s, ok := x.(string); ok {
-				msgs = append(msgs, s)
-			}
-		}
-		if len(msgs) > 0 {
-			line += ": " + strings.Join(msgs, "; ")
-		}
+	}
+	if len(msgs) > 0 {
+		line += ": " + strings.Join(msgs, "; ")
 	}
 	return line
 }

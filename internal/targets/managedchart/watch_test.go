@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // bundleDeployment is a BundleDeployment as Fleet writes it: Helm options
@@ -32,25 +35,6 @@ func bundleDeployment() *unstructured.Unstructured {
 			"resources":  []any{map[string]any{"kind": "ConfigMap", "name": "x"}},
 			"conditions": []any{map[string]any{"type": "Ready", "status": "False"}}},
 	}}
-}
-
-func TestSlimBundleDeploymentKeepsWhatReadinessReads(t *testing.T) {
-	full := bundleDeployment()
-	out, err := slimBundleDeployment(full.DeepCopy())
-	require.NoError(t, err)
-	slim := out.(*unstructured.Unstructured)
-	assert.Equal(t, ParseBundleDeployment(full), ParseBundleDeployment(slim))
-	assert.Equal(t, "42", slim.GetResourceVersion())
-	assert.Equal(t, full.GetLabels(), slim.GetLabels())
-	assert.Nil(t, slim.GetManagedFields())
-	_, hasOptions, _ := unstructured.NestedMap(slim.Object, "spec", "options")
-	_, hasResources, _ := unstructured.NestedSlice(slim.Object, "status", "resources")
-	assert.False(t, hasOptions, "the Helm options (values) are dropped")
-	assert.False(t, hasResources)
-
-	again, err := slimBundleDeployment(slim)
-	require.NoError(t, err)
-	assert.Equal(t, slim, again, "idempotent: the informer may transform an object twice")
 }
 
 func TestSlimBundleKeepsWhatReadinessReads(t *testing.T) {
@@ -83,15 +67,50 @@ func TestEvaluateNamesPendingBundleDeploymentsOnlyWithoutFleetsList(t *testing.T
 	assert.Equal(t, []string{"fleet-local/local (NotReady)"}, r.NonReady, "Fleet's own list wins")
 }
 
-func TestHashForWorksOutOncePerResourceVersion(t *testing.T) {
-	o := &Observer{}
-	calls := 0
-	f := func() string { calls++; return "h" + string(rune('0'+calls)) }
-	assert.Equal(t, "h1", o.hashFor(&o.mcHash, "7", f))
-	assert.Equal(t, "h1", o.hashFor(&o.mcHash, "7", f))
-	assert.Equal(t, "h2", o.hashFor(&o.mcHash, "8", f), "a new resourceVersion is hashed again")
-	assert.Equal(t, "h3", o.hashFor(&o.bundleHash, "8", f), "each object has its own")
-	assert.Equal(t, 3, calls)
+func TestObserverParsesOncePerResourceVersionAndHashesOncePerSpec(t *testing.T) {
+	inf := func() cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	}
+	o := &Observer{namespace: "fleet-local", name: "app", tally: newTally(), mc: inf(), bundle: inf(), bds: inf()}
+	mc, b := o.parsed()
+	assert.Nil(t, mc)
+	assert.Nil(t, b)
+
+	at := func(rv string, generation int64, version string, vals map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "app", "namespace": "fleet-local", "uid": "u-1",
+				"resourceVersion": rv, "generation": generation},
+			"spec": map[string]any{"version": version, "values": vals},
+		}}
+	}
+	hash := func(vals map[string]any) string {
+		h, err := values.Hash(vals)
+		require.NoError(t, err)
+		return h
+	}
+	one, two := map[string]any{"a": int64(1)}, map[string]any{"a": int64(2)}
+
+	require.NoError(t, o.mc.GetStore().Add(at("7", 1, "1.0.0", one)))
+	first, _ := o.parsed()
+	require.NotNil(t, first)
+	again, _ := o.parsed()
+	assert.Same(t, first, again, "the same resourceVersion is parsed once")
+	assert.Equal(t, hash(one), first.valuesHash, "and hashed then")
+
+	// a status write: a new resourceVersion, the same generation. (The
+	// values cannot change without a new generation; here they do, to
+	// show that the hash is kept, not worked out again.)
+	require.NoError(t, o.mc.GetStore().Update(at("8", 1, "1.0.0", two)))
+	status, _ := o.parsed()
+	assert.NotSame(t, first, status, "parsed again")
+	assert.Equal(t, hash(one), status.valuesHash, "the hash of the same spec is kept")
+
+	require.NoError(t, o.mc.GetStore().Update(at("9", 2, "2.0.0", two)))
+	next, _ := o.parsed()
+	assert.Equal(t, "2.0.0", next.Version)
+	assert.Equal(t, hash(two), next.valuesHash, "a new spec is hashed")
+	assert.Equal(t, "1.0.0", first.Version, "an earlier parse is never changed")
+	assert.NotSame(t, next, o.Current(), "Current is a copy of its own")
 }
 
 func TestWatchErrorsSaySomethingOnlyForABrokenWatch(t *testing.T) {
