@@ -16,11 +16,11 @@ build:
 image-binary:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Version=$(VERSION)" -o dist/chart-upgrader ./cmd/chart-upgrader
 
-## image-check: build and run the image's final stage and a chart bundle image with buildah (no Docker engine)
+## image-check: build and run the image's final stage (also read-only, without capabilities, as a Plan runs it) and a chart bundle image with buildah (no Docker engine)
 image-check:
 	scripts/image-check
 
-## testenv: build kube-apiserver + etcd from the Go module proxy (cached outside the repo)
+## testenv: build the control plane, kwok and helm-controller from the Go module proxy (cached outside the repo)
 testenv:
 	@scripts/testenv >/dev/null
 

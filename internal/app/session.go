@@ -2,8 +2,8 @@ package app
 
 import (
 	"context"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -35,6 +35,9 @@ type session struct {
 // identity kept in it, and builds the API clients.
 func openSession(ctx context.Context, l Local, node string, leaseDuration time.Duration) (*session, error) {
 	stateDir, lockFile := host.LocalPaths(l.HostRoot, l.StateDir, l.LockFile)
+	if err := host.CheckWritable(stateDir, lockFile); err != nil {
+		return nil, err
+	}
 	lock, err := host.Acquire(lockFile)
 	if err != nil {
 		return nil, err

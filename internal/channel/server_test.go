@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,20 +337,25 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	t.Cleanup(release)
 	s, err := NewServer(Config{Source: r.URL(), Chart: "harvester", TTL: time.Minute, Channels: testChannels}, nil)
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	ln := &acceptCounter{Listener: plain}
 	base := "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() { served <- s.ServeListener(ctx, ln) }()
 
-	// a request in flight (waiting for the first load) when the stop comes
+	// a request in flight (waiting for the first load) when the stop comes:
+	// the server accepted its connection, and the repository is being read
+	// (the hit alone may be the server's own refresher)
 	answered := make(chan *http.Response, 1)
 	go func() {
 		resp, _ := get(t, http.MethodGet, base+"/v1/channels/stable")
 		answered <- resp
 	}()
-	eventually(t, 10*time.Second, "the request never reached the server", func() bool { return r.hits.Load() > 0 })
+	eventually(t, 10*time.Second, "the request never reached the server", func() bool {
+		return ln.accepted.Load() > 0 && r.hits.Load() > 0
+	})
 	cancel()
 	select {
 	case err := <-served:
@@ -383,4 +389,18 @@ func TestServeListenError(t *testing.T) {
 	require.NoError(t, err)
 	err = s.Serve(t.Context(), "256.0.0.1:bad")
 	assert.ErrorContains(t, err, `listening on "256.0.0.1:bad"`)
+}
+
+// acceptCounter counts the connections a listener accepted.
+type acceptCounter struct {
+	net.Listener
+	accepted atomic.Int64
+}
+
+func (l *acceptCounter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted.Add(1)
+	}
+	return c, err
 }

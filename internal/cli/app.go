@@ -59,6 +59,7 @@ func newApp(stdout, stderr io.Writer) *ucli.App {
 			channelCommand(),
 			planCommand(),
 			nodeCommand(),
+			hostCommand(),
 		},
 		Writer:    stdout,
 		ErrWriter: stderr,

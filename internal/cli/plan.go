@@ -17,7 +17,10 @@ func planCommand() *ucli.Command {
 			"time, with the upgrade spec from the Secret --spec-secret, for a pinned --version or the\n" +
 			"version a --channel URL resolves to. The controller tags --image with that version, so\n" +
 			"give the repository without a tag. jobActiveDeadlineSecs is --wait-timeout + 10m (the\n" +
-			"controller's default deadline, 600 s, would kill the Job while it waits). See plans/.",
+			"controller's default deadline, 600 s, would kill the Job while it waits). The upgrade\n" +
+			"container runs unprivileged as --run-as, without capabilities, on a read-only root file\n" +
+			"system; a prepare container (root, CAP_CHOWN only) makes its directories under /host that\n" +
+			"user's. See plans/ and docs/security-context.md.",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "name", Usage: "the Plan's `NAME`"},
 			&ucli.StringFlag{Name: "namespace", Value: suc.DefaultNamespace, Usage: "the `NAMESPACE` of the controller, the Plan, its ServiceAccount and Secret"},
@@ -30,6 +33,7 @@ func planCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "concurrency", Value: suc.DefaultConcurrency, Usage: "how many `NODES` run the Job at once (0: 1)"},
 			&ucli.BoolFlag{Name: "cordon", Usage: "cordon the node first (a chart upgrade does not need it)"},
 			&ucli.BoolFlag{Name: "drain", Usage: "drain the node first: DaemonSets ignored, emptyDir pods evicted, at most 10m"},
+			&ucli.StringFlag{Name: "run-as", Value: suc.DefaultRunAs, Usage: "the `UID:GID` of the upgrade container; 0:0 runs it as root without capabilities and without the prepare container"},
 			&ucli.DurationFlag{Name: "wait-timeout", Value: suc.DefaultWaitTimeout, Usage: "the longest `DURATION` the upgrade may wait for readiness, all charts of the spec together"},
 		},
 		Action: func(c *ucli.Context) error {
@@ -45,7 +49,7 @@ func planCommand() *ucli.Command {
 				Version: c.String("version"), Channel: c.String("channel"), NodeSelector: c.String("node-selector"),
 				SpecSecret: c.String("spec-secret"), ServiceAccount: c.String("service-account"),
 				Concurrency: int64(c.Int("concurrency")), Cordon: c.Bool("cordon"), Drain: drain,
-				WaitTimeout: c.Duration("wait-timeout"),
+				WaitTimeout: c.Duration("wait-timeout"), RunAs: c.String("run-as"),
 			})
 			if err != nil {
 				return err

@@ -3,5 +3,7 @@
 // file per target and version, written atomically, mode 0600), the state
 // and lock paths, the termination log, what system-upgrade-controller tells
 // the container (SYSTEM_UPGRADE_*, the spec in a Plan secret), and the
-// pre-/post-step hooks.
+// pre-/post-step hooks. CheckWritable proves, before an upgrade starts,
+// that this process may write its state directory and lock file; Prepare
+// creates them for the non-root user the upgrade runs as.
 package host

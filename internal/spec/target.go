@@ -8,9 +8,13 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
-// KindManagedChart is the only target kind supported so far: a Rancher
-// ManagedChart (management.cattle.io/v3).
+// KindManagedChart is a Rancher ManagedChart (management.cattle.io/v3).
 const KindManagedChart = "ManagedChart"
+
+// Kinds are the canonical spellings of the target kinds, one per adapter
+// in the kind registry (internal/targets; a test there keeps the two
+// equal), so that a spec names a kind no adapter serves by file and line.
+var Kinds = []string{KindManagedChart}
 
 // Target names the object an upgrade changes.
 type Target struct {
@@ -27,7 +31,7 @@ func (t Target) String() string {
 
 // ParseTarget reads the flag form KIND/NAMESPACE/NAME, as in
 // managedchart/fleet-local/harvester. The kind is case-insensitive and must
-// be ManagedChart; the namespace must be a DNS-1123 label and the name a
+// be one of Kinds; the namespace must be a DNS-1123 label and the name a
 // DNS-1123 subdomain. Errors are bad input quoting s.
 func ParseTarget(s string) (Target, error) {
 	parts := strings.Split(s, "/")
@@ -49,10 +53,12 @@ func ParseTarget(s string) (Target, error) {
 
 // targetKind returns the canonical spelling of a supported kind.
 func targetKind(s string) (string, error) {
-	if strings.EqualFold(s, KindManagedChart) {
-		return KindManagedChart, nil
+	for _, k := range Kinds {
+		if strings.EqualFold(s, k) {
+			return k, nil
+		}
 	}
-	return "", fmt.Errorf("unsupported kind %q (want %s)", s, KindManagedChart)
+	return "", fmt.Errorf("unsupported kind %q (want %s)", s, strings.Join(Kinds, " or "))
 }
 
 var (

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
@@ -33,6 +34,12 @@ const (
 	DeadlineMargin = 10 * time.Minute
 	// DefaultDrainTimeout bounds `kubectl drain` with DefaultDrain.
 	DefaultDrainTimeout = 10 * time.Minute
+	// DefaultRunAs is the user and group of the upgrade container: a
+	// non-root id of chart-upgrader's own. The Job shares the host's PID
+	// namespace, where a process may signal every process of its user,
+	// and the state directory belongs to it: no other process on the node
+	// should run as this user.
+	DefaultRunAs = "17017:17017"
 )
 
 // The contract with system-upgrade-controller and with `chart-upgrader
@@ -49,6 +56,12 @@ const (
 	// entrypoint is chart-upgrader).
 	UpgradeCommand = "upgrade"
 )
+
+// PrepareArgs are the arguments of the prepare container for the upgrade
+// container's user and group runAs ("UID:GID"): `chart-upgrader host
+// prepare` creates the state and lock directories under /host and gives
+// them to that user.
+func PrepareArgs(runAs string) []string { return []string{"host", "prepare", "--owner", runAs} }
 
 // PlanOptions describe the Plan. The zero value of a field means its
 // default; Name, Image and one of Version or Channel are required. Each
@@ -98,6 +111,13 @@ type PlanOptions struct {
 	// Tolerations let the Job run on control-plane nodes: nil means
 	// ControlPlaneTolerations(); an empty, non-nil slice means none.
 	Tolerations []corev1.Toleration
+
+	// RunAs is the "UID:GID" the upgrade container runs as (--run-as):
+	// default DefaultRunAs. With a non-root UID the Plan has a prepare
+	// container, root with CAP_CHOWN only, that makes the state and lock
+	// directories this user's; "0:0" runs the upgrade as root without
+	// capabilities and without a prepare container (see UpgradeContext).
+	RunAs string
 }
 
 // DrainOptions are `kubectl drain` options, run by the controller in an
@@ -143,6 +163,7 @@ func Build(opts PlanOptions) (*upgradev1.Plan, error) {
 		return nil, outcome.BadInput(errs)
 	}
 	key, value, _ := cutLabel(o.NodeSelector)
+	owner, _ := host.ParseOwner(o.RunAs)
 	mount := path.Join(SecretsDir, o.SpecSecret)
 	plan := &upgradev1.Plan{
 		TypeMeta:   metav1.TypeMeta{APIVersion: upgradev1.SchemeGroupVersion.String(), Kind: "Plan"},
@@ -159,11 +180,19 @@ func Build(opts PlanOptions) (*upgradev1.Plan, error) {
 			Cordon:                o.Cordon,
 			Drain:                 o.Drain.spec(),
 			Upgrade: &upgradev1.ContainerSpec{
-				Image: o.Image,
-				Args:  []string{UpgradeCommand},
-				Env:   []corev1.EnvVar{{Name: SpecEnv, Value: SpecPath(o.SpecSecret)}},
+				Image:           o.Image,
+				Args:            []string{UpgradeCommand},
+				Env:             []corev1.EnvVar{{Name: SpecEnv, Value: SpecPath(o.SpecSecret)}},
+				SecurityContext: UpgradeContext(owner.UID, owner.GID),
 			},
 		},
+	}
+	if owner.UID != 0 {
+		plan.Spec.Prepare = &upgradev1.ContainerSpec{
+			Image:           o.Image,
+			Args:            PrepareArgs(o.RunAs),
+			SecurityContext: PrepareContext(),
+		}
 	}
 	return plan, nil
 }
@@ -198,6 +227,9 @@ func (o PlanOptions) withDefaults() PlanOptions {
 	}
 	if o.Tolerations == nil {
 		o.Tolerations = ControlPlaneTolerations()
+	}
+	if o.RunAs == "" {
+		o.RunAs = DefaultRunAs
 	}
 	return o
 }

@@ -44,7 +44,6 @@ func TestBuildDefaults(t *testing.T) {
 	assert.Equal(t, []upgradev1.SecretSpec{{Name: "chart-upgrader-spec", Path: "/run/system-upgrade/secrets/chart-upgrader-spec"}}, s.Secrets)
 	assert.False(t, s.Cordon)
 	assert.Nil(t, s.Drain)
-	assert.Nil(t, s.Prepare)
 
 	require.NotNil(t, s.Upgrade)
 	assert.Equal(t, "ghcr.io/chart-upgrader/chart-upgrader", s.Upgrade.Image)
@@ -59,6 +58,82 @@ func TestBuildDefaults(t *testing.T) {
 		{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
 	}
 	assert.Equal(t, want, s.Tolerations)
+
+	// unprivileged, as uid 17017, after a prepare container that makes its
+	// directories under /host that user's
+	assertLeastPrivilege(t, s.Upgrade.SecurityContext, 17017, 17017)
+	require.NotNil(t, s.Prepare, "a non-root upgrade needs its directories prepared")
+	assert.Equal(t, s.Upgrade.Image, s.Prepare.Image, "the same image, tagged by the controller the same way")
+	assert.Empty(t, s.Prepare.Command, "the image's entrypoint is chart-upgrader")
+	assert.Equal(t, []string{"host", "prepare", "--owner", "17017:17017"}, s.Prepare.Args)
+	assert.Empty(t, s.Prepare.Env)
+	p := s.Prepare.SecurityContext
+	require.NotNil(t, p, "without one the runtime's default capabilities apply")
+	assert.EqualValues(t, 0, *p.RunAsUser, "root, to create directories in the host's root-owned /var/lib and /run")
+	assert.False(t, *p.RunAsNonRoot)
+	assert.Equal(t, []corev1.Capability{"ALL"}, p.Capabilities.Drop)
+	assert.Equal(t, []corev1.Capability{"CHOWN"}, p.Capabilities.Add, "CAP_CHOWN alone")
+	assert.False(t, *p.Privileged)
+	assert.False(t, *p.AllowPrivilegeEscalation)
+	assert.True(t, *p.ReadOnlyRootFilesystem)
+	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, p.SeccompProfile.Type)
+}
+
+// assertLeastPrivilege checks the upgrade container's securityContext: not
+// privileged, no escalation, no capability, read-only root, the runtime's
+// seccomp profile, uid:gid.
+func assertLeastPrivilege(t *testing.T, c *corev1.SecurityContext, uid, gid int64) {
+	t.Helper()
+	require.NotNil(t, c, "without a securityContext the controller runs the container privileged")
+	require.NotNil(t, c.Privileged)
+	assert.False(t, *c.Privileged)
+	require.NotNil(t, c.AllowPrivilegeEscalation)
+	assert.False(t, *c.AllowPrivilegeEscalation)
+	require.NotNil(t, c.Capabilities)
+	assert.Equal(t, []corev1.Capability{"ALL"}, c.Capabilities.Drop)
+	assert.Empty(t, c.Capabilities.Add)
+	require.NotNil(t, c.ReadOnlyRootFilesystem)
+	assert.True(t, *c.ReadOnlyRootFilesystem)
+	require.NotNil(t, c.SeccompProfile)
+	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, c.SeccompProfile.Type)
+	require.NotNil(t, c.RunAsUser)
+	require.NotNil(t, c.RunAsGroup)
+	require.NotNil(t, c.RunAsNonRoot)
+	assert.Equal(t, uid, *c.RunAsUser)
+	assert.Equal(t, gid, *c.RunAsGroup)
+	assert.Equal(t, uid != 0, *c.RunAsNonRoot)
+}
+
+// --run-as: another non-root user gets its own prepare; root (0:0) runs
+// without capabilities and without a prepare container.
+func TestBuildRunAs(t *testing.T) {
+	opts := minimal()
+	opts.RunAs = "1000:2000"
+	plan, err := suc.Build(opts)
+	require.NoError(t, err)
+	assertLeastPrivilege(t, plan.Spec.Upgrade.SecurityContext, 1000, 2000)
+	require.NotNil(t, plan.Spec.Prepare)
+	assert.Equal(t, []string{"host", "prepare", "--owner", "1000:2000"}, plan.Spec.Prepare.Args)
+
+	opts.RunAs = "0:0"
+	plan, err = suc.Build(opts)
+	require.NoError(t, err)
+	assertLeastPrivilege(t, plan.Spec.Upgrade.SecurityContext, 0, 0)
+	assert.Nil(t, plan.Spec.Prepare, "root owns /var/lib and /run: nothing to prepare")
+	out, err := suc.Marshal(plan)
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "prepare:")
+	assert.Contains(t, string(out), "\n      runAsUser: 0\n")
+
+	// the Plans share no memory
+	a, err := suc.Build(minimal())
+	require.NoError(t, err)
+	b, err := suc.Build(minimal())
+	require.NoError(t, err)
+	*a.Spec.Upgrade.SecurityContext.Privileged = true
+	a.Spec.Prepare.SecurityContext.Capabilities.Add[0] = "SYS_ADMIN"
+	assert.False(t, *b.Spec.Upgrade.SecurityContext.Privileged)
+	assert.Equal(t, []corev1.Capability{"CHOWN"}, b.Spec.Prepare.SecurityContext.Capabilities.Add)
 }
 
 func TestBuildOptions(t *testing.T) {
@@ -174,6 +249,10 @@ func TestBuildRejects(t *testing.T) {
 		{"negative concurrency", func(o *suc.PlanOptions) { o.Concurrency = -1 }, "concurrency", "at least 1"},
 		{"negative wait", func(o *suc.PlanOptions) { o.WaitTimeout = -time.Second }, "wait-timeout", "positive"},
 		{"negative drain timeout", func(o *suc.PlanOptions) { o.Drain = &suc.DrainOptions{Timeout: -1} }, "drain", "negative"},
+		{"run-as without group", func(o *suc.PlanOptions) { o.RunAs = "1000" }, "run-as", "UID:GID"},
+		{"run-as by name", func(o *suc.PlanOptions) { o.RunAs = "nobody:nogroup" }, "run-as", "UID:GID"},
+		{"run-as negative", func(o *suc.PlanOptions) { o.RunAs = "-1:0" }, "run-as", "UID:GID"},
+		{"run-as too large", func(o *suc.PlanOptions) { o.RunAs = "4294967295:0" }, "run-as", "2147483647"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := minimal()
@@ -270,7 +349,7 @@ func TestMarshalGolden(t *testing.T) {
 		Channel: "http://chart-upgrader-channels.cattle-system.svc/v1/channels/stable", NodeSelector: "upgrade.example.com/charts=yes",
 		SpecSecret: "harvester-spec", ServiceAccount: "harvester-upgrader", Concurrency: 2, Cordon: true,
 		Drain:       &suc.DrainOptions{Timeout: 5 * time.Minute, GracePeriod: &grace, DeleteEmptydirData: true, IgnoreDaemonSets: true},
-		WaitTimeout: 40 * time.Minute,
+		WaitTimeout: 40 * time.Minute, RunAs: "10001:10001",
 	})
 	require.NoError(t, err)
 	golden := filepath.Join("testdata", "every-option.yaml")

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
 )
 
 // OptionError says what is wrong with one option. Option is the name of
@@ -94,6 +96,9 @@ func (o PlanOptions) validate() optionErrors {
 	}
 	if o.WaitTimeout < 0 {
 		bad("wait-timeout", o.WaitTimeout.String(), "want a positive duration")
+	}
+	if _, err := host.ParseOwner(o.RunAs); err != nil {
+		bad("run-as", o.RunAs, "want UID:GID, two numbers from 0 to 2147483647 (0:0 runs as root without capabilities)")
 	}
 	if o.Drain != nil && o.Drain.Timeout < 0 {
 		bad("drain", o.Drain.Timeout.String(), "the drain timeout must not be negative")

@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// DefaultLeaseDuration is how long a holder that stopped renewing keeps the
+// Lease when Settings.LeaseDuration is not > 0.
+const DefaultLeaseDuration = 30 * time.Second
+
 // maxConflicts bounds the re-read, re-merge, retry loop of an apply.
 const maxConflicts = 10
 
@@ -39,6 +43,10 @@ func (j *jobRun) apply(ctx context.Context, r Resolved, p *Plan) (*Applied, erro
 		return a, err
 	}
 	if a, err = j.write(ctx, r, p); err != nil {
+		// give the Lease up: another node need not wait for it to expire
+		if rerr := j.releaseLease(context.WithoutCancel(ctx)); rerr != nil {
+			j.Log.Warn("could not give the lease up after a failed apply", "error", rerr.Error())
+		}
 		return nil, err
 	}
 	return a, j.releaseLease(ctx)
@@ -75,7 +83,7 @@ func (j *jobRun) write(ctx context.Context, r Resolved, p *Plan) (*Applied, erro
 		c.Record = Record{Version: r.To, ValuesHash: want.ValuesHash, AppliedAt: time.Now().UTC().Format(time.RFC3339), PreviousVersion: r.From}
 		now, err := j.job.Target.Apply(ctx, o, c)
 		if err == nil {
-			j.leader = true
+			j.wrote = true
 			j.Log.Info("applied", "version", r.To, "values_sha256", want.ValuesHash, "attempts", attempt)
 			return &Applied{Obs: now, Want: want, Situation: SituationApplied}, nil
 		}
@@ -151,7 +159,11 @@ func (j *jobRun) waitForOther(ctx context.Context, r Resolved) (*Applied, error)
 	if err != nil {
 		return nil, err
 	}
-	retry := time.NewTimer(j.LeaseDuration / 2)
+	d := j.LeaseDuration
+	if d <= 0 {
+		d = DefaultLeaseDuration
+	}
+	retry := time.NewTimer(d / 2)
 	defer retry.Stop()
 	for {
 		if o := w.Current(); o != nil && o.AppliedHere(r.To) {

@@ -7,5 +7,6 @@
 // It talks to the world only through the interfaces of port.go (the
 // Target, the cluster, the chart source, the journal and the hooks), so
 // every step is unit-testable with in-memory fakes. It imports neither
-// client-go nor Helm's action package; import_test.go enforces it.
+// client-go nor Helm's action package; the import test of internal/values
+// (TestPureImports) enforces it for every pure package.
 package upgrade

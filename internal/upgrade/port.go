@@ -178,7 +178,9 @@ type Chart struct {
 	Defaults map[string]any
 	// RegeneratedData lists templates that generate data on every render.
 	RegeneratedData []string
-	// Check validates and renders the chart with user values.
+	// Check validates and renders the chart with user values; its error
+	// wraps outcome.ErrRefused when the chart rejects them (exit 3), any
+	// other error is a failure (exit 1).
 	Check func(userValues map[string]any) error
 }
 

@@ -25,12 +25,9 @@ type Resolved struct {
 // chart and the deployed one (for the old defaults) from the chart source,
 // and works out the situation. It makes no writes.
 func (j *jobRun) resolve(ctx context.Context) (*Resolved, error) {
-	o, err := j.job.Target.Read(ctx)
+	o, err := j.read(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if o == nil {
-		return nil, outcome.Refused(fmt.Errorf("%s %s/%s not found: check the target namespace and name", j.ref.Kind, j.ref.Namespace, j.ref.Name))
 	}
 	r := &Resolved{Obs: o, From: o.Version, To: j.Version}
 	if r.To == "" {
@@ -65,6 +62,18 @@ func (j *jobRun) resolve(ctx context.Context) (*Resolved, error) {
 	r.Situation = Assess(o, r.To, ready)
 	j.Log.Info("resolved", "target", j.ref.String(), "from", r.From, "to", r.To, "situation", string(r.Situation))
 	return r, nil
+}
+
+// read reads the target, which must exist (else the run is refused).
+func (j *jobRun) read(ctx context.Context) (*Observed, error) {
+	o, err := j.job.Target.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if o == nil {
+		return nil, outcome.Refused(fmt.Errorf("%s %s/%s not found: check the target namespace and name", j.ref.Kind, j.ref.Namespace, j.ref.Name))
+	}
+	return o, nil
 }
 
 // LatestVersionEnv is the version system-upgrade-controller resolved for

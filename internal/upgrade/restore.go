@@ -11,12 +11,9 @@ import (
 // upgrading from Settings.Version, else the newest), and works out whether
 // the restore is still to do. It makes no writes.
 func (j *jobRun) restore(ctx context.Context) (*Resolved, error) {
-	o, err := j.job.Target.Read(ctx)
+	o, err := j.read(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if o == nil {
-		return nil, outcome.Refused(fmt.Errorf("%s %s/%s not found", j.ref.Kind, j.ref.Namespace, j.ref.Name))
 	}
 	b, err := j.job.Target.ReadBackup(ctx, j.Version)
 	if err != nil {

@@ -33,7 +33,7 @@ type Settings struct {
 	AllowDowngrade    bool
 	Unpause           bool
 	RequireNodesReady bool
-	LeaseDuration     time.Duration // how long a holder that stopped renewing keeps the Lease
+	LeaseDuration     time.Duration // how long a holder that stopped renewing keeps the Lease (default DefaultLeaseDuration)
 	Heartbeat         time.Duration // how often progress is printed while nothing changes
 	Node              string        // this node, for Events
 	Identity          string        // this process's Lease identity
@@ -98,7 +98,7 @@ func (r *Runner) Run(ctx context.Context, job Job, goal Goal) (*Result, error) {
 		if err == nil {
 			p = np
 		}
-		if step == StepResolve && err == nil && p.situation() == SituationDone {
+		if (step == StepResolve || step == StepRestore) && err == nil && p.situation() == SituationDone {
 			j.noop = true // a re-run after success: no hooks from here on
 		}
 		if herr := j.hook(ctx, "post", step, p, err); herr != nil {
@@ -170,7 +170,8 @@ type jobRun struct {
 	job          Job
 	ref          Ref
 	noop         bool // resolve found the target done: no hooks, nothing written
-	leader       bool // this process holds (or held) the Lease and wrote
+	leader       bool // this process took the Lease: its Events are sent
+	wrote        bool // this process wrote the target
 	events       *eventQueue
 	entry        *Entry
 	watch        Watch
@@ -183,7 +184,7 @@ type jobRun struct {
 }
 
 func (j *jobRun) result(p progress) *Result {
-	res := &Result{Situation: p.situation(), Leader: j.leader, HookFailures: j.hookFailures}
+	res := &Result{Situation: p.situation(), Leader: j.wrote, HookFailures: j.hookFailures}
 	if p.resolved != nil {
 		res.From, res.To = p.resolved.From, p.resolved.To
 	}

@@ -2,11 +2,14 @@ package plans
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -21,11 +24,12 @@ var planFiles = []struct {
 }{
 	{"30-plan-pinned.yaml", suc.PlanOptions{Name: "chart-upgrader", Namespace: "system-upgrade",
 		Image: "ghcr.io/chart-upgrader/chart-upgrader", Version: "1.4.3", NodeSelector: "chart-upgrader.io/upgrade=true",
-		SpecSecret: "chart-upgrader-spec", ServiceAccount: "chart-upgrader", Concurrency: 1, WaitTimeout: 20 * time.Minute}},
+		SpecSecret: "chart-upgrader-spec", ServiceAccount: "chart-upgrader", Concurrency: 1, WaitTimeout: 20 * time.Minute,
+		RunAs: "17017:17017"}},
 	{"40-plan-channel.yaml", suc.PlanOptions{Name: "chart-upgrader", Namespace: "system-upgrade",
 		Image: "ghcr.io/chart-upgrader/chart-upgrader", Channel: "http://chart-upgrader-channels.system-upgrade.svc/v1/channels/stable",
 		NodeSelector: "chart-upgrader.io/upgrade=true", SpecSecret: "chart-upgrader-spec", ServiceAccount: "chart-upgrader",
-		Concurrency: 1, WaitTimeout: 20 * time.Minute}},
+		Concurrency: 1, WaitTimeout: 20 * time.Minute, RunAs: "17017:17017"}},
 }
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -83,7 +87,53 @@ func TestPlanFilesKeepTheContract(t *testing.T) {
 			assert.Equal(t, "chart-upgrader-spec", s.Secrets[0].Name)
 			assert.False(t, s.Cordon)
 			assert.Nil(t, s.Drain)
+			assert.Equal(t, suc.DefaultRunAs, flagValue(args, "run-as"))
+			assert.Contains(t, text, "docs/security-context.md", "the comment points at the reasoning")
+			assert.Contains(t, text, "node cordon|drain|uncordon", "the comment says node operations need no host access")
 		})
+	}
+}
+
+// The Plan files, as kubectl reads them, run the upgrade unprivileged as a
+// non-root user, after a prepare container that is root with CAP_CHOWN
+// alone; docs/security-context.md documents the same.
+func TestPlansRunUnprivileged(t *testing.T) {
+	for _, pf := range planFiles {
+		t.Run(pf.file, func(t *testing.T) {
+			objs := objects(t, pf.file, planFile(t, pf.file))
+			require.Len(t, objs, 1)
+			plan := objs[0].Object
+			ctx := func(container string) map[string]any {
+				c, found, err := unstructured.NestedMap(plan, "spec", container, "securityContext")
+				require.NoError(t, err)
+				require.True(t, found, "spec.%s.securityContext: without it the controller runs the container privileged", container)
+				return c
+			}
+			up := ctx("upgrade")
+			assert.Equal(t, map[string]any{
+				"privileged": false, "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+				"capabilities":   map[string]any{"drop": []any{"ALL"}},
+				"seccompProfile": map[string]any{"type": "RuntimeDefault"},
+				"runAsUser":      float64(17017), "runAsGroup": float64(17017), "runAsNonRoot": true, // JSON numbers
+			}, up)
+			prep := ctx("prepare")
+			assert.Equal(t, map[string]any{
+				"privileged": false, "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+				"capabilities":   map[string]any{"drop": []any{"ALL"}, "add": []any{"CHOWN"}},
+				"seccompProfile": map[string]any{"type": "RuntimeDefault"},
+				"runAsUser":      float64(0), "runAsGroup": float64(0), "runAsNonRoot": false,
+			}, prep)
+			args, _, _ := unstructured.NestedStringSlice(plan, "spec", "prepare", "args")
+			assert.Equal(t, []string{"host", "prepare", "--owner", "17017:17017"}, args)
+			upImage, _, _ := unstructured.NestedString(plan, "spec", "upgrade", "image")
+			prepImage, _, _ := unstructured.NestedString(plan, "spec", "prepare", "image")
+			assert.Equal(t, upImage, prepImage)
+		})
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "security-context.md"))
+	require.NoError(t, err)
+	for _, want := range []string{suc.DefaultRunAs, "host prepare", "--run-as", "CAP_CHOWN", "readOnlyRootFilesystem", "node cordon|drain|uncordon"} {
+		assert.Contains(t, string(doc), want)
 	}
 }
 
@@ -102,6 +152,7 @@ func TestPlanCommandRefusesBadFlags(t *testing.T) {
 		{"bad selector", append(base, "--version", "1", "--node-selector", "upgrade"), `--node-selector "upgrade"`},
 		{"bad concurrency", append(base, "--version", "1", "--concurrency", "-1"), `--concurrency "-1"`},
 		{"bad namespace", append(base, "--version", "1", "--namespace", "System"), `--namespace "System"`},
+		{"bad run-as", append(base, "--version", "1", "--run-as", "1000"), `--run-as "1000": want UID:GID`},
 		{"no name", []string{"plan", "--image", "x", "--version", "1"}, "--name: required"},
 		{"not a duration", append(base, "--version", "1", "--wait-timeout", "soon"), "wait-timeout"},
 		{"unknown flag", append(base, "--version", "1", "--cluster", "x"), "cluster"},

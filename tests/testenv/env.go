@@ -39,6 +39,15 @@ type Options struct {
 	AssetsDir string
 	// Output, when set, receives the control plane's stdout and stderr.
 	Output io.Writer
+	// Workloads also runs kube-controller-manager, kube-scheduler and KWOK
+	// with FakeNodes fake Nodes, so that Deployments, ReplicaSets,
+	// StatefulSets, DaemonSets and Jobs run their course: pods are
+	// scheduled and KWOK makes them Running and Ready (see HoldAnnotation),
+	// no container runs. Off, nothing but etcd and kube-apiserver runs.
+	Workloads bool
+	// LogDir receives the logs of the workloads mode's components; empty
+	// means a directory of the environment, removed by Stop.
+	LogDir string
 }
 
 // Env is a running control plane. Its methods are safe for concurrent use,
@@ -51,6 +60,9 @@ type Env struct {
 	auditLog   string
 	kube       kubernetes.Interface
 	dynamic    dynamic.Interface
+	procs      []*process // the workloads mode's components
+	nodes      []string   // the workloads mode's fake Nodes
+	logDir     string     // the workloads mode's logs
 
 	mu      sync.Mutex // guards stopped and the API server process
 	stopped bool
@@ -65,6 +77,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		var err error
 		if assets, err = FindAssets(ctx); err != nil {
 			return nil, fmt.Errorf("finding the control plane binaries: %w", err)
+		}
+	}
+	if opts.Workloads {
+		if err := checkWorkloadAssets(assets); err != nil {
+			return nil, err
 		}
 	}
 	dir, err := os.MkdirTemp("", "chart-upgrader-testenv-")
@@ -133,7 +150,13 @@ func (e *Env) start(ctx context.Context, opts Options, assets string) error {
 	if e.dynamic, err = dynamic.NewForConfig(e.cfg); err != nil {
 		return fmt.Errorf("creating the dynamic client: %w", err)
 	}
-	return e.waitServing(ctx)
+	if err := e.waitServing(ctx); err != nil {
+		return err
+	}
+	if opts.Workloads {
+		return e.startWorkloads(ctx, opts, assets, certDir)
+	}
+	return nil
 }
 
 // Config returns a copy of the admin client configuration, with QPS and
@@ -185,10 +208,11 @@ func (e *Env) StartAPIServer(ctx context.Context) error {
 	return e.waitServing(ctx)
 }
 
-// waitServing returns once the API server lists ManagedCharts, within 30 s.
+// waitServing returns once the API server lists ManagedCharts, within 2
+// minutes (a loaded 2-core machine takes more than 30 s to establish CRDs).
 // A freshly started server offers no watch to wait on, so this polls.
 func (e *Env) waitServing(ctx context.Context) error {
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true,
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Minute, true,
 		func(ctx context.Context) (bool, error) {
 			_, err := e.dynamic.Resource(ManagedChartsGVR).List(ctx, listOne)
 			return err == nil, nil
@@ -199,8 +223,8 @@ func (e *Env) waitServing(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops kube-apiserver and etcd and removes their data. It is safe to
-// call more than once.
+// Stop stops the workloads mode's components, kube-apiserver and etcd and
+// removes their data. It is safe to call more than once.
 func (e *Env) Stop() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -209,6 +233,9 @@ func (e *Env) Stop() error {
 	}
 	e.stopped = true
 	var errs []error
+	if err := e.stopWorkloads(); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the workloads mode: %w", err))
+	}
 	if e.te != nil {
 		if err := e.te.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stopping the control plane: %w", err))

@@ -10,9 +10,9 @@ import (
 )
 
 // CreateNamespace creates a namespace with a unique name starting with a
-// DNS-safe form of prefix and returns that name. envtest runs no namespace
-// controller, so a deleted namespace would stay Terminating: callers leave
-// them; the data goes away with the environment.
+// DNS-safe form of prefix and returns that name. Only the workloads mode
+// runs the namespace controller; otherwise a deleted namespace would stay
+// Terminating: callers leave them; the data goes away with the environment.
 func (e *Env) CreateNamespace(ctx context.Context, prefix string) (string, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: dnsPrefix(prefix) + "-"}}
 	got, err := e.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"fmt"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/host"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+func hostCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "host",
+		Usage: "what chart-upgrader keeps on the node",
+		Subcommands: []*ucli.Command{{
+			Name:  "prepare",
+			Usage: "create the state directory and the lock directory and give them to --owner (run as root)",
+			Description: "The Plan's prepare container runs this as root with only CAP_CHOWN, so that the upgrade\n" +
+				"container can run as the non-root --owner. A directory that already belongs to --owner is\n" +
+				"left alone; links and hard-linked files are never followed or given away. Paths as for\n" +
+				"upgrade: <host-root>/var/lib/chart-upgrader and <host-root>/run/chart-upgrader.\n" +
+				"Exit codes: 0 done, 1 failure, 2 bad input.",
+			Flags: []ucli.Flag{
+				&ucli.StringFlag{Name: "owner", Usage: "the `UID:GID` the upgrade container runs as (required)"},
+				&ucli.StringFlag{Name: "host-root", Value: host.DefaultHostRoot, Usage: "`DIR` where the node's / is mounted"},
+				&ucli.StringFlag{Name: "state-dir", Usage: "journal `DIR` (default: as for upgrade)"},
+				&ucli.StringFlag{Name: "lock-file", Usage: "host lock `FILE` (default: as for upgrade)"},
+			},
+			Action: func(c *ucli.Context) error {
+				if c.NArg() > 0 {
+					return outcome.BadInput(fmt.Errorf("host prepare: unexpected argument %q (every input is a flag)", c.Args().First()))
+				}
+				if !c.IsSet("owner") {
+					return outcome.BadInput(fmt.Errorf("--owner: required (the UID:GID the upgrade runs as)"))
+				}
+				owner, err := host.ParseOwner(c.String("owner"))
+				if err != nil {
+					return outcome.BadInput(fmt.Errorf("--owner %w", err))
+				}
+				stateDir, lockFile := host.LocalPaths(c.String("host-root"), c.String("state-dir"), c.String("lock-file"))
+				done, err := host.Prepare(stateDir, lockFile, owner)
+				for _, p := range done {
+					fmt.Fprintln(c.App.Writer, describe(p, owner))
+				}
+				return err
+			},
+		}},
+	}
+}
+
+func describe(p host.Prepared, owner host.Owner) string {
+	switch {
+	case p.Unchanged:
+		return fmt.Sprintf("%s: already %s's, left alone", p.Dir, owner)
+	case p.Created:
+		return fmt.Sprintf("%s: created, mode 0700, owner %s", p.Dir, owner)
+	}
+	line := fmt.Sprintf("%s: mode 0700, owner %s, %d files given to it", p.Dir, owner, p.Files)
+	if p.Skipped > 0 {
+		line += fmt.Sprintf(", %d entries left alone (links, hard-linked or not regular files)", p.Skipped)
+	}
+	return line
+}
