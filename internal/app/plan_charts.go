@@ -35,7 +35,7 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 			return nil, "", outcome.BadInput(errors.New("--chart-source is required with --target"))
 		}
 		c := spec.Chart{Target: t, Chart: spec.ChartRef{Name: opts.ChartName, Source: opts.ChartSource},
-			Wait: spec.Wait{Timeout: spec.DefaultWaitTimeout}}
+			Wait: spec.Wait{Timeout: spec.DefaultWaitTimeout, FailureGrace: spec.DefaultFailureGrace}}
 		if opts.PolicyFile != "" {
 			p, err := spec.LoadPolicy(opts.PolicyFile)
 			if err != nil {

@@ -57,7 +57,7 @@ func Rollback(ctx context.Context, o RollbackOptions) (err error) {
 	}
 	runner := sess.runner(ctx, upgrade.Settings{Version: o.Version, LeaseDuration: o.LeaseDuration, Heartbeat: o.Heartbeat,
 		Node: o.NodeName, JobName: o.SUC.String(), LeaseAnnotations: leaseAnnotations(o.NodeName, o.SUC), Log: o.Log, Out: o.Out})
-	res, err := runner.Run(ctx, upgrade.Job{Target: target, Timeout: o.Timeout}, upgrade.GoalRollback)
+	res, err := runner.Run(ctx, upgrade.Job{Target: target, Timeout: o.Timeout, FailureGrace: spec.DefaultFailureGrace}, upgrade.GoalRollback)
 	if err == nil {
 		fmt.Fprintf(o.Out, "rolled back %s %s → %s\n", t, res.From, res.To)
 	}

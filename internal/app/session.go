@@ -88,7 +88,8 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, fil
 	if err != nil {
 		return upgrade.Job{}, err
 	}
-	j := upgrade.Job{Target: t, ChartName: c.Chart.Name, Rules: c.Rules, Migrations: c.Migrations, Timeout: c.Wait.Timeout}
+	j := upgrade.Job{Target: t, ChartName: c.Chart.Name, Rules: c.Rules, Migrations: c.Migrations, Timeout: c.Wait.Timeout,
+		FailureGrace: c.Wait.FailureGrace}
 	if timeout > 0 {
 		j.Timeout = timeout
 	}

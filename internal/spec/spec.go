@@ -27,6 +27,11 @@ const (
 // gives no wait.timeout.
 const DefaultWaitTimeout = 20 * time.Minute
 
+// DefaultFailureGrace is how long a terminal failure may last before the
+// wait gives up on it (wait.errAppliedGrace): Fleet's agent retries a
+// failed deployment with backoff, and one retry may succeed.
+const DefaultFailureGrace = 60 * time.Second
+
 // Spec is a parsed upgrade spec (docs/design.md §6).
 type Spec struct {
 	File   string  // the file it was read from, as given
@@ -51,6 +56,10 @@ type ChartRef struct {
 // Wait bounds the wait phase of one chart.
 type Wait struct {
 	Timeout time.Duration // > 0; DefaultWaitTimeout when not given
+	// FailureGrace is how long the target may report a terminal failure
+	// of what was applied (Fleet's ErrApplied, Rancher's Defined=False)
+	// before the wait gives up with exit 1 (> 0; DefaultFailureGrace).
+	FailureGrace time.Duration
 }
 
 // ParseSpec parses an upgrade spec; file names the input in errors and is
@@ -233,20 +242,23 @@ func (w walker) chartRef(n *yaml.Node, field string) (ChartRef, error) {
 }
 
 func (w walker) wait(n *yaml.Node, field string) (Wait, error) {
-	out := Wait{Timeout: DefaultWaitTimeout}
+	out := Wait{Timeout: DefaultWaitTimeout, FailureGrace: DefaultFailureGrace}
 	if n == nil {
 		return out, nil
 	}
-	f, err := w.Fields(n, field, "timeout")
+	f, err := w.Fields(n, field, "timeout", "errAppliedGrace")
 	if err != nil {
 		return Wait{}, err
 	}
-	tn := f.Get("timeout")
-	if tn == nil {
-		return out, nil
+	if tn := f.Get("timeout"); tn != nil {
+		if out.Timeout, err = w.Duration(tn, f.Path("timeout"), "20m or 1h30m"); err != nil {
+			return Wait{}, err
+		}
 	}
-	if out.Timeout, err = w.Duration(tn, f.Path("timeout"), "20m or 1h30m"); err != nil {
-		return Wait{}, err
+	if gn := f.Get("errAppliedGrace"); gn != nil {
+		if out.FailureGrace, err = w.Duration(gn, f.Path("errAppliedGrace"), "60s or 5m"); err != nil {
+			return Wait{}, err
+		}
 	}
 	return out, nil
 }

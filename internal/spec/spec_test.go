@@ -85,7 +85,7 @@ func TestParseSpec(t *testing.T) {
 }
 
 func TestParseSpecWaitDefaults(t *testing.T) {
-	for _, wait := range []string{``, `  wait:`, `  wait: {}`, `  wait: {timeout: null}`} {
+	for _, wait := range []string{``, `  wait:`, `  wait: {}`, `  wait: {timeout: null}`, `  wait: {errAppliedGrace: null}`} {
 		s, err := ParseSpec("spec.yaml", doc(
 			`apiVersion: chart-upgrader.io/v1alpha1`,
 			`kind: UpgradeSpec`,
@@ -96,7 +96,22 @@ func TestParseSpecWaitDefaults(t *testing.T) {
 		))
 		require.NoError(t, err, wait)
 		assert.Equal(t, 20*time.Minute, s.Charts[0].Wait.Timeout, wait)
+		assert.Equal(t, time.Minute, s.Charts[0].Wait.FailureGrace, wait)
 	}
+}
+
+func TestParseSpecErrAppliedGrace(t *testing.T) {
+	s, err := ParseSpec("spec.yaml", doc(
+		`apiVersion: chart-upgrader.io/v1alpha1`,
+		`kind: UpgradeSpec`,
+		`charts:`,
+		`- target: {kind: ManagedChart, namespace: fleet-local, name: harvester}`,
+		`  chart: {name: harvester, source: /charts}`,
+		`  wait: {timeout: 30m, errAppliedGrace: 2m30s}`,
+	))
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Minute, s.Charts[0].Wait.Timeout)
+	assert.Equal(t, 150*time.Second, s.Charts[0].Wait.FailureGrace)
 }
 
 func TestParsePolicy(t *testing.T) {
@@ -306,6 +321,12 @@ func TestBadInput(t *testing.T) {
 			`spec.yaml:7: charts[1].wait.timeout: `, `want a positive duration such as 20m or 1h30m, not a number (600)`},
 		{"negative duration", true, doc(specHead, target1, chart1, `  wait: {timeout: -5m}`),
 			`spec.yaml:6: charts[1].wait.timeout: `, `want a positive duration such as 20m or 1h30m, not "-5m"`},
+		{"bad grace", true, doc(specHead, target1, chart1, `  wait: {errAppliedGrace: forever}`),
+			`spec.yaml:6: charts[1].wait.errAppliedGrace: `, `want a positive duration such as 60s or 5m, not "forever"`},
+		{"zero grace", true, doc(specHead, target1, chart1, `  wait: {errAppliedGrace: 0s}`),
+			`spec.yaml:6: charts[1].wait.errAppliedGrace: `, `want a positive duration such as 60s or 5m`},
+		{"unknown wait field", true, doc(specHead, target1, chart1, `  wait: {grace: 1m}`),
+			`spec.yaml:6: charts[1].wait`, `grace`},
 		{"duplicate target", true, doc(specHead, target1, chart1,
 			`- target: {kind: managedChart, namespace: fleet-local, name: harvester}`, chart1),
 			`spec.yaml:6: charts[2].target: `, `duplicate target managedchart/fleet-local/harvester (also charts[1], line 4)`},

@@ -9,6 +9,11 @@ type Readiness struct {
 	// Ready of Desired units (clusters for a ManagedChart) are ready.
 	ReadyCount, DesiredCount int64
 	NonReady                 []string // the non-ready resources, as the target's controllers report them
+	// Failed, when not empty, says the target's controllers reported a
+	// terminal failure of what was applied (Fleet's ErrApplied, a chart
+	// Rancher cannot find): waiting longer helps only if they retry and
+	// succeed, so the wait gives up when it lasts (Job.FailureGrace).
+	Failed string
 }
 
 // Wait adds a reason it is not ready yet.
@@ -19,6 +24,9 @@ func (r *Readiness) Wait(format string, args ...any) {
 // Progress is one line for a person watching the wait.
 func (r Readiness) Progress() string {
 	s := fmt.Sprintf("ready %d/%d", r.ReadyCount, r.DesiredCount)
+	if r.Failed != "" {
+		s += "; failed: " + r.Failed
+	}
 	if len(r.Waiting) > 0 {
 		s += "; waiting: " + r.Waiting[0]
 	}

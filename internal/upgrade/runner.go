@@ -23,6 +23,10 @@ type Job struct {
 	Overrides []values.Override
 	// Timeout bounds the wait (> 0).
 	Timeout time.Duration
+	// FailureGrace is how long a failure the target reports
+	// (Readiness.Failed) may last before the wait gives up on it with
+	// exit 1; 0 waits out the Timeout.
+	FailureGrace time.Duration
 }
 
 // Settings are what the jobs of a run share.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,21 +125,75 @@ func TestWaitReadyHeartbeat(t *testing.T) {
 	defer cancel()
 	w := staticWatch{Readiness{Waiting: []string{"stuck"}}}
 	calls := 0
-	r, err := WaitReady(ctx, w, Want{Version: "2.0.0"}, time.Millisecond, func(r Readiness) {
+	r, err := WaitReady(ctx, w, Want{Version: "2.0.0"}, WaitOptions{Heartbeat: time.Millisecond, Progress: func(r Readiness) {
 		calls++
 		assert.Equal(t, "ready 0/0; waiting: stuck", r.Progress())
 		if calls == 3 {
 			cancel()
 		}
-	})
+	}})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.GreaterOrEqual(t, calls, 3, "the first judgement, then a heartbeat with the same one each tick")
 	assert.Equal(t, []string{"stuck"}, r.Waiting)
 
 	// ready at once, with no progress callback and the default heartbeat
-	r, err = WaitReady(context.Background(), staticWatch{Readiness{Ready: true}}, Want{}, 0, nil)
+	r, err = WaitReady(context.Background(), staticWatch{Readiness{Ready: true}}, Want{}, WaitOptions{})
 	require.NoError(t, err)
 	assert.True(t, r.Ready)
+}
+
+// A failure that lasts the grace ends the wait with ErrFailed and the
+// failing judgement; without a grace it is waited out like any other.
+func TestWaitReadyFailureGrace(t *testing.T) {
+	failed := staticWatch{Readiness{Failed: "ErrApplied: boom", Waiting: []string{"1 of 1 not applied"}}}
+	r, err := WaitReady(context.Background(), failed, Want{Version: "2.0.0"}, WaitOptions{FailureGrace: time.Millisecond})
+	require.ErrorIs(t, err, ErrFailed)
+	assert.Equal(t, "ErrApplied: boom", r.Failed)
+	assert.Contains(t, r.Progress(), "failed: ErrApplied: boom")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = WaitReady(ctx, failed, Want{Version: "2.0.0"}, WaitOptions{})
+	require.ErrorIs(t, err, context.DeadlineExceeded, "no grace: the failure is waited out")
+}
+
+// seqWatch shows its judgements one after another, one per Changed.
+type seqWatch struct {
+	mu      sync.Mutex
+	rs      []Readiness
+	changed chan struct{}
+}
+
+func (w *seqWatch) Current() *Observed { return nil }
+func (w *seqWatch) Readiness(Want) Readiness {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rs[0]
+}
+func (w *seqWatch) Changed() <-chan struct{} { return w.changed }
+func (w *seqWatch) advance() {
+	w.mu.Lock()
+	w.rs = w.rs[1:]
+	w.mu.Unlock()
+	w.changed <- struct{}{}
+}
+
+// A failure the target's controllers recover from within the grace (the
+// agent's retry succeeded) does not end the wait.
+func TestWaitReadyFailureRecovers(t *testing.T) {
+	w := &seqWatch{changed: make(chan struct{}), rs: []Readiness{
+		{Failed: "ErrApplied: flaky"},
+		{Waiting: []string{"not ready"}},
+		{Ready: true},
+	}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := WaitReady(context.Background(), w, Want{}, WaitOptions{FailureGrace: time.Hour})
+		done <- err
+	}()
+	w.advance()
+	w.advance()
+	require.NoError(t, <-done)
 }
 
 func TestLoadVersion(t *testing.T) {

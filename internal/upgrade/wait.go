@@ -29,9 +29,14 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 		return nil, err
 	}
 	start := time.Now()
-	r, err := WaitReady(wctx, w, want, j.Heartbeat, func(r Readiness) {
-		j.Log.Info("waiting", "progress", r.Progress(), "elapsed", time.Since(start).Round(time.Second).String())
-	})
+	r, err := WaitReady(wctx, w, want, WaitOptions{Heartbeat: j.Heartbeat, FailureGrace: j.job.FailureGrace,
+		Progress: func(r Readiness) {
+			j.Log.Info("waiting", "progress", r.Progress(), "elapsed", time.Since(start).Round(time.Second).String())
+		}})
+	if errors.Is(err, ErrFailed) {
+		return nil, fmt.Errorf("%s failed to deploy version %s: %s\n  %s", j.ref, want.Version, r.Failed,
+			strings.Join(r.NonReady, "\n  "))
+	}
 	if err != nil {
 		if timedOut(err) {
 			return nil, outcome.Timeout(fmt.Errorf("%s not ready after %s waiting for version %s:\n  %s",
@@ -44,11 +49,29 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 	return &r, nil
 }
 
-// WaitReady returns when the watch judges the target ready for want, or
-// when ctx ends (then with the last judgement and ctx's error). progress
-// (nil: none) is called with every judgement that reads differently from
-// the one before, and at least every heartbeat.
-func WaitReady(ctx context.Context, w Watch, want Want, heartbeat time.Duration, progress func(Readiness)) (Readiness, error) {
+// ErrFailed is WaitReady's error when the target kept reporting a failure
+// (Readiness.Failed) for the whole WaitOptions.FailureGrace.
+var ErrFailed = errors.New("the target reports a failure")
+
+// WaitOptions tune WaitReady.
+type WaitOptions struct {
+	// Heartbeat is how often progress is called while nothing changes
+	// (0: every 10s).
+	Heartbeat time.Duration
+	// FailureGrace is how long a reported failure may last before
+	// WaitReady gives up with ErrFailed; 0 never gives up on one.
+	FailureGrace time.Duration
+	// Progress (nil: none) is called with every judgement that reads
+	// differently from the one before, and at least every Heartbeat.
+	Progress func(Readiness)
+}
+
+// WaitReady returns when the watch judges the target ready for want; when
+// the target has reported a failure for o.FailureGrace without a break
+// (then with that judgement and ErrFailed); or when ctx ends (then with
+// the last judgement and ctx's error).
+func WaitReady(ctx context.Context, w Watch, want Want, o WaitOptions) (Readiness, error) {
+	progress, heartbeat := o.Progress, o.Heartbeat
 	if progress == nil {
 		progress = func(Readiness) {}
 	}
@@ -58,10 +81,19 @@ func WaitReady(ctx context.Context, w Watch, want Want, heartbeat time.Duration,
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	last := ""
+	var failedSince time.Time // when the current failure was first seen
+	var graceOver <-chan time.Time
 	for {
 		r := w.Readiness(want)
 		if r.Ready {
 			return r, nil
+		}
+		switch {
+		case r.Failed == "" || o.FailureGrace <= 0:
+			failedSince, graceOver = time.Time{}, nil
+		case failedSince.IsZero():
+			failedSince = time.Now()
+			graceOver = time.After(o.FailureGrace)
 		}
 		if p := r.Progress(); p != last {
 			progress(r)
@@ -70,6 +102,14 @@ func WaitReady(ctx context.Context, w Watch, want Want, heartbeat time.Duration,
 		select {
 		case <-ctx.Done():
 			return r, ctx.Err()
+		case <-graceOver:
+			if r = w.Readiness(want); r.Ready {
+				return r, nil
+			}
+			if r.Failed != "" {
+				return r, ErrFailed
+			}
+			failedSince, graceOver = time.Time{}, nil
 		case <-w.Changed():
 		case <-tick.C:
 			progress(r)

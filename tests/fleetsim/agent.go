@@ -40,7 +40,7 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 		return nil
 	}
 	if f.ErrApplied != "" {
-		return s.writeAgentStatus(ctx, bd, failedStatus(v.AppliedID, f.ErrApplied))
+		return s.writeAgentStatus(ctx, bd, failedStatus(v, f.ErrApplied))
 	}
 	a := s.appliedOf(k)
 	if a.id != v.DeploymentID {
@@ -49,7 +49,7 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 		} else {
 			var err error
 			if a, err = s.deploy(ctx, k, bd, bundleNS, mcName, cluster == LocalCluster); err != nil {
-				if werr := s.writeAgentStatus(ctx, bd, failedStatus(v.AppliedID, err.Error())); werr != nil {
+				if werr := s.writeAgentStatus(ctx, bd, failedStatus(v, err.Error())); werr != nil {
 					s.log.Info("writing a failed deployment", "bundleDeployment", k, "err", werr)
 				}
 				return err
@@ -162,14 +162,23 @@ func appliedStatus(a applied, ready bool, modified []Resource) bdStatus {
 	return st
 }
 
-func failedStatus(appliedID, msg string) bdStatus {
+// failedStatus is the status of a deployment the agent could not make, as
+// real Fleet writes it: appliedDeploymentID stays the one before, the
+// Deployed condition is False with the error, and ready and the Ready
+// condition stay what the deployment before left (true, for a chart that
+// was ready): only the deployment IDs and Deployed tell the failure.
+func failedStatus(v bdView, msg string) bdStatus {
+	readyCond := condition{Type: "Ready", Status: "False", Message: msg}
+	if v.Ready {
+		readyCond = condition{Type: "Ready", Status: "True"}
+	}
 	return bdStatus{
-		AppliedDeploymentID: appliedID, NonModified: true,
+		AppliedDeploymentID: v.AppliedID, Ready: v.Ready, NonModified: true,
 		Display: bdDisplay{Deployed: "Error: " + msg, Monitored: "Yes", State: StateErrApplied},
 		Conditions: []condition{
-			{Type: "Installed", Status: "False", Message: msg},
+			{Type: "Installed", Status: "True"},
 			{Type: "Deployed", Status: "False", Reason: "Error", Message: msg},
-			{Type: "Ready", Status: "False", Message: msg},
+			readyCond,
 			{Type: "Monitored", Status: "True"},
 		},
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
@@ -83,8 +84,20 @@ func TestFaultErrApplied(t *testing.T) {
 	require.Equal(t, "boom: admission webhook denied", res[0]["message"])
 	require.Equal(t, fleetsim.StateErrApplied, str(b, "status", "display", "state"))
 	require.Contains(t, cond(b, "Ready")["message"], "ErrApplied(1)")
-	bd := f.localBD("demo")
+	var bd *unstructuredT
+	require.Eventually(t, func() bool {
+		bd = f.localBD("demo")
+		return str(bd, "spec", "deploymentID") != oldID && condStatus(bd, "Deployed") == "False"
+	}, time.Minute, 10*time.Millisecond, "the new deployment fails")
 	require.Equal(t, oldID, str(bd, "status", "appliedDeploymentID"))
+	// as real Fleet: ready and Ready stay true from the deployment before;
+	// only the IDs and the Deployed condition show the failure
+	ready, _, _ := unstructured.NestedBool(bd.Object, "status", "ready")
+	require.True(t, ready, "status.ready stays true")
+	require.Equal(t, "True", condStatus(bd, "Ready"))
+	require.Equal(t, "False", condStatus(bd, "Deployed"))
+	require.Equal(t, "boom: admission webhook denied", cond(bd, "Deployed")["message"])
+	require.EqualValues(t, 0, num(b, "status", "summary", "ready"), "the Bundle does not count it ready")
 	require.Equal(t, 1, f.sim.HelmRuns(f.ns, "demo"), "a failing deployment runs no Helm upgrade")
 	require.Equal(t, "1.0.0", f.configMap("demo")["chartVersion"])
 

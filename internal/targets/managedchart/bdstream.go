@@ -68,7 +68,7 @@ func readBD(r *jsonReader) (bdItem, error) {
 				return err
 			})
 		case "status":
-			bd.AppliedDeploymentID, bd.Ready, bd.NonReady = "", false, nil
+			bd.AppliedDeploymentID, bd.Ready, bd.NonReady, bd.DeployError = "", false, nil, ""
 			return r.object(func(key []byte) error {
 				var err error
 				switch string(key) {
@@ -78,6 +78,8 @@ func readBD(r *jsonReader) (bdItem, error) {
 					bd.Ready, err = r.boolean()
 				case "nonReadyStatus":
 					bd.NonReady, err = readNonReadyStatus(r)
+				case "conditions":
+					bd.DeployError, err = readDeployError(r)
 				default:
 					err = r.skip()
 				}
@@ -87,6 +89,34 @@ func readBD(r *jsonReader) (bdItem, error) {
 		return r.skip()
 	})
 	return it, err
+}
+
+// readDeployError reads a BundleDeployment's status.conditions as
+// ParseBundleDeployment does: the failure its Deployed condition reports.
+func readDeployError(r *jsonReader) (string, error) {
+	out := ""
+	err := r.array(func() error {
+		var typ, status, message string
+		err := r.object(func(key []byte) error {
+			var err error
+			switch string(key) {
+			case "type":
+				typ, err = r.str()
+			case "status":
+				status, err = r.str()
+			case "message":
+				message, err = r.str()
+			default:
+				err = r.skip()
+			}
+			return err
+		})
+		if typ == "Deployed" {
+			out = deployError(status, message)
+		}
+		return err
+	})
+	return out, err
 }
 
 // readNonReadyStatus reads a BundleDeployment's status.nonReadyStatus as

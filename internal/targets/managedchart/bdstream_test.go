@@ -37,6 +37,25 @@ func TestDecodedBundleDeploymentIsWhatParseReads(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ParseBundleDeployment(odd), it.BD)
 	assert.Equal(t, []string{"Deployment demo/app: in-progress; rolling out; slowly"}, it.BD.NonReady)
+
+	// the agent could not deploy: its Deployed condition is False; other
+	// conditions, and elements that are not objects, are read past
+	for _, conds := range [][]any{
+		{map[string]any{"type": "Installed", "status": "False", "message": "x"},
+			map[string]any{"type": "Deployed", "status": "False", "message": "boom: nil pointer"}, "odd", int64(1)},
+		{map[string]any{"type": "Deployed", "status": "False"}},
+		{map[string]any{"type": "Deployed", "status": "True", "message": "fine"}},
+		{},
+	} {
+		failed := full.DeepCopy()
+		failed.Object["status"].(map[string]any)["conditions"] = conds
+		it, err = readBD(&jsonReader{data: []byte(toJSON(t, failed.Object))})
+		require.NoError(t, err)
+		assert.Equal(t, ParseBundleDeployment(failed), it.BD, "%v", conds)
+	}
+	failed := full.DeepCopy()
+	failed.Object["status"].(map[string]any)["conditions"] = []any{map[string]any{"type": "Deployed", "status": "False", "message": "boom"}}
+	assert.Equal(t, "boom", ParseBundleDeployment(failed).DeployError)
 }
 
 func TestDecodeBDListOneItemAtATime(t *testing.T) {

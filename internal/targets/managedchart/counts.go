@@ -12,12 +12,19 @@ const maxPendingLines = 10
 // naming the first maxPendingLines of those (sorted).
 type bdCounts struct {
 	total, notApplied, notReady int
-	pendingLines                func() []string
+	// failed of the notApplied report that the agent could not deploy
+	// (Deployed=False); failure is one of their messages.
+	failed       int
+	failure      string
+	pendingLines func() []string
 }
 
 // verdict is what readiness keeps of one BundleDeployment.
 type verdict struct {
 	applied, ready bool
+	// failure is the agent's message when it could not deploy the
+	// deployment it has not applied (Deployed=False); "" otherwise.
+	failure string
 	// firstNonReady is the first object it reports not ready, for the
 	// line naming it.
 	firstNonReady string
@@ -25,6 +32,9 @@ type verdict struct {
 
 func verdictOf(bd BundleDeployment) verdict {
 	v := verdict{applied: bd.applied(), ready: bd.Ready}
+	if !v.applied {
+		v.failure = bd.DeployError
+	}
 	if len(bd.NonReady) > 0 {
 		v.firstNonReady = bd.NonReady[0]
 	}
@@ -36,6 +46,9 @@ func (v verdict) pending() bool { return !v.applied || !v.ready }
 
 // line names the pending BundleDeployment key for a person.
 func (v verdict) line(key string) string {
+	if v.failure != "" {
+		return key + " failed to deploy: " + v.failure
+	}
 	if !v.applied {
 		return key + " not applied"
 	}
@@ -59,6 +72,8 @@ func (v verdict) line(key string) string {
 type tally struct {
 	verdicts             map[string]verdict // by namespace/name
 	notApplied, notReady int
+	failed               int
+	failure              string // the message of the last failed verdict put
 	pending              *btree.BTreeG[string]
 }
 
@@ -75,6 +90,9 @@ func (t *tally) put(key string, v verdict) {
 	}
 	t.count(v, 1)
 	t.verdicts[key] = v
+	if v.failure != "" {
+		t.failure = v.failure
+	}
 	switch {
 	case v.pending() && (!had || !old.pending()):
 		t.pending.ReplaceOrInsert(key)
@@ -97,6 +115,9 @@ func (t *tally) drop(key string) {
 }
 
 func (t *tally) count(v verdict, d int) {
+	if v.failure != "" {
+		t.failed += d
+	}
 	switch {
 	case !v.applied:
 		t.notApplied += d
@@ -108,7 +129,11 @@ func (t *tally) count(v verdict, d int) {
 // counts are the BundleDeployments as readiness sees them. Its lines read
 // the tally: call it under the same lock as put and drop.
 func (t *tally) counts() bdCounts {
-	return bdCounts{total: len(t.verdicts), notApplied: t.notApplied, notReady: t.notReady,
+	failure := ""
+	if t.failed > 0 {
+		failure = t.failure
+	}
+	return bdCounts{total: len(t.verdicts), notApplied: t.notApplied, notReady: t.notReady, failed: t.failed, failure: failure,
 		pendingLines: func() []string {
 			lines := make([]string, 0, min(t.pending.Len(), maxPendingLines))
 			t.pending.Ascend(func(key string) bool {

@@ -56,6 +56,9 @@ func TestIncrementalReadinessIsTheFullEvaluation(t *testing.T) {
 	names := []string{"mcc-app", "mcc-app-2", "mcc-app.x", "m"}
 	ids := []string{"", "s-1:a", "s-2:b"}
 	nonReady := [][]string{nil, {"Deployment demo/app: in-progress"}, {"Pod demo/p-1: Pending; not scheduled", "Service demo/s"}}
+	// one message: which failing BundleDeployment's message is shown is
+	// not part of the judgement's contract
+	deployErrors := []string{"", "", "template: app/templates/x.yaml:3: nil pointer"}
 
 	want, mc, b, _ := world()
 	// hashed once, as the Observer parses them
@@ -63,7 +66,11 @@ func TestIncrementalReadinessIsTheFullEvaluation(t *testing.T) {
 	// Fleet names non-ready resources: its lines are shown
 	withList := *b
 	withList.Status.Summary = Summary{DesiredReady: 3, Ready: 1, NonReadyResources: []NonReadyResource{{Name: "c/x", State: "NotReady"}}}
-	bundles := []*Bundle{b, &withList}
+	// Fleet counts the failure and says it in the Ready condition
+	errApplied := *b
+	errApplied.Status.Summary = Summary{DesiredReady: 3, ErrApplied: 1}
+	errApplied.Status.Conditions = []Condition{{Type: "Ready", Status: "False", Message: "ErrApplied(1) [Cluster c/x: boom]"}}
+	bundles := []*Bundle{b, &withList, &errApplied}
 
 	const sequences, events = 300, 80
 	for seed := range uint64(sequences) {
@@ -77,7 +84,8 @@ func TestIncrementalReadinessIsTheFullEvaluation(t *testing.T) {
 			switch r := rng.IntN(20); {
 			case r < 14: // added or updated
 				bd := BundleDeployment{Namespace: ns, Name: name, DeploymentID: ids[rng.IntN(len(ids))],
-					AppliedDeploymentID: ids[rng.IntN(len(ids))], Ready: rng.IntN(2) == 0, NonReady: nonReady[rng.IntN(len(nonReady))]}
+					AppliedDeploymentID: ids[rng.IntN(len(ids))], Ready: rng.IntN(2) == 0, NonReady: nonReady[rng.IntN(len(nonReady))],
+					DeployError: deployErrors[rng.IntN(len(deployErrors))]}
 				ref[key] = bd
 				o.putBD(bdItem{BD: bd})
 				trace = append(trace, fmt.Sprintf("put %s %+v", key, bd))

@@ -17,11 +17,13 @@ import (
 
 // What the watch never reads of a ManagedChart and of a Bundle, cut from
 // every event before it is decoded: the managedFields, Rancher's copy of
-// the Bundle status (readiness reads the Bundle's own), and the chart's
-// files a Bundle carries (hundreds of kilobytes for a large chart, sent
-// again with every status write).
+// the Bundle status but its conditions (readiness reads the Bundle's own
+// status, and the ManagedChart's Defined condition), and the chart's files
+// a Bundle carries (hundreds of kilobytes for a large chart, sent again
+// with every status write).
 var (
-	managedChartCuts = [][]string{{"metadata", "managedFields"}, {"status"}}
+	managedChartCuts = [][]string{{"metadata", "managedFields"}, {"status", "summary"}, {"status", "display"},
+		{"status", "partitions"}, {"status", "resourceKey"}}
 	bundleCuts       = [][]string{{"metadata", "managedFields"}, {"spec", "resources"}}
 )
 

@@ -3,6 +3,7 @@ package managedchart
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -23,6 +24,10 @@ func Evaluate(want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeploy
 		switch {
 		case !bd.applied():
 			c.notApplied++
+			if bd.DeployError != "" {
+				c.failed++
+				c.failure = bd.DeployError
+			}
 		case !bd.Ready:
 			c.notReady++
 		}
@@ -30,15 +35,8 @@ func Evaluate(want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeploy
 	c.pendingLines = func() []string {
 		pending := make([]string, 0, c.notApplied+c.notReady)
 		for _, bd := range bds {
-			switch {
-			case !bd.applied():
-				pending = append(pending, bd.Namespace+"/"+bd.Name+" not applied")
-			case !bd.Ready:
-				line := bd.Namespace + "/" + bd.Name + " not ready"
-				if len(bd.NonReady) > 0 {
-					line += ": " + bd.NonReady[0]
-				}
-				pending = append(pending, line)
+			if v := verdictOf(bd); v.pending() {
+				pending = append(pending, v.line(bd.Namespace+"/"+bd.Name))
 			}
 		}
 		sort.Strings(pending)
@@ -56,6 +54,15 @@ func judge(want upgrade.Want, mc *ManagedChart, b *Bundle, c bdCounts) upgrade.R
 	wait := r.Wait
 	if !upgrade.JudgeTarget(&r, "managedchart", mc.Observed(), want) {
 		return r
+	}
+	// Rancher cannot make a Bundle of the chart version (not in the
+	// ClusterRepo's index): it keeps the old status and says so here only
+	if d, ok := mc.Status.Condition("Defined"); ok && d.Status == "False" {
+		msg := d.Message
+		if msg == "" {
+			msg = d.Reason
+		}
+		r.Failed = "Rancher cannot define the chart (ManagedChart condition Defined=False): " + msg
 	}
 	if b == nil {
 		wait("bundle %s does not exist yet", BundleName(mc.Name))
@@ -89,6 +96,12 @@ func judge(want upgrade.Want, mc *ManagedChart, b *Bundle, c bdCounts) upgrade.R
 	if c.notReady > 0 {
 		wait("%d of %d bundledeployments are not ready", c.notReady, c.total)
 	}
+	// the agent could not deploy what we applied (ErrApplied): counted
+	// only once the Bundle is ours, so BundleDeployments still showing a
+	// failure of an older deployment do not count
+	if c.failed > 0 && r.Failed == "" && b.HelmVersion == want.Version && s.ObservedGeneration == b.Generation {
+		r.Failed = failure(b, c)
+	}
 	// Fleet lists no non-ready resource: name the first BundleDeployments
 	// (the lines are built only then)
 	if len(r.NonReady) == 0 && c.notApplied+c.notReady > 0 {
@@ -109,6 +122,23 @@ func judge(want upgrade.Want, mc *ManagedChart, b *Bundle, c bdCounts) upgrade.R
 	}
 	r.Ready = len(r.Waiting) == 0
 	return r
+}
+
+// failure describes the failed deployment of the Bundle in Fleet's words:
+// its Ready message when the Bundle counts the ErrApplied, else the
+// message of one failing BundleDeployment. A Helm wait that timed out
+// (helm.timeoutSeconds > 0) is a rollout that did not finish.
+func failure(b *Bundle, c bdCounts) string {
+	msg := c.failure
+	if cond, ok := b.Status.Condition("Ready"); ok && cond.Status != "True" && b.Status.Summary.ErrApplied > 0 && cond.Message != "" {
+		msg = cond.Message
+	}
+	head := fmt.Sprintf("ErrApplied: %d of %d bundledeployments could not deploy it", c.failed, c.total)
+	if b.HelmTimeoutSeconds > 0 && strings.Contains(msg, "context deadline exceeded") {
+		head = fmt.Sprintf("the rollout did not finish within Helm's wait (helm.timeoutSeconds %d) on %d of %d clusters",
+			b.HelmTimeoutSeconds, c.failed, c.total)
+	}
+	return head + ": " + msg
 }
 
 // applied reports whether the BundleDeployment applied its current

@@ -91,6 +91,70 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+// The failures Fleet and Rancher report for what was applied: as real
+// Fleet shows them, ErrApplied leaves the BundleDeployment ready (from the
+// deployment before) with the new deployment not applied and Deployed
+// False; only a failure of the Bundle we applied counts.
+func TestEvaluateFailures(t *testing.T) {
+	errApplied := func(msg string) func(*ManagedChart, *Bundle, []BundleDeployment) {
+		return func(_ *ManagedChart, _ *Bundle, bds []BundleDeployment) {
+			bds[0].DeploymentID, bds[0].DeployError = "s-9:new", msg
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		breakIt func(mc *ManagedChart, b *Bundle, bds []BundleDeployment)
+		failed  string // a fragment of Failed; "" = none
+	}{
+		{"ErrApplied: the agent could not deploy it", errApplied("broken.yaml:6:15: nil pointer"),
+			"ErrApplied: 1 of 1 bundledeployments could not deploy it: broken.yaml:6:15: nil pointer"},
+		{"ErrApplied in Fleet's words once the Bundle counts it", func(mc *ManagedChart, b *Bundle, bds []BundleDeployment) {
+			errApplied("nil pointer")(mc, b, bds)
+			b.Status.Summary = Summary{DesiredReady: 1, ErrApplied: 1}
+			b.Status.Conditions = []Condition{{Type: "Ready", Status: "False", Message: "ErrApplied(1) [Cluster fleet-local/local: nil pointer]"}}
+		}, "could not deploy it: ErrApplied(1) [Cluster fleet-local/local: nil pointer]"},
+		{"Helm's wait timed out: a rollout that did not finish", func(mc *ManagedChart, b *Bundle, bds []BundleDeployment) {
+			b.HelmTimeoutSeconds = 20
+			errApplied("resource Deployment/s/slow-wait not ready. status: InProgress, message: Pending termination: 1 context deadline exceeded")(mc, b, bds)
+		}, "the rollout did not finish within Helm's wait (helm.timeoutSeconds 20) on 1 of 1 clusters: resource Deployment/s/slow-wait not ready"},
+		{"an older failure while the Bundle is not ours yet does not count", func(mc *ManagedChart, b *Bundle, bds []BundleDeployment) {
+			errApplied("old failure")(mc, b, bds)
+			b.HelmVersion = "1.0.0"
+		}, ""},
+		{"nor before Fleet observed our generation", func(mc *ManagedChart, b *Bundle, bds []BundleDeployment) {
+			errApplied("old failure")(mc, b, bds)
+			b.Generation = 5
+		}, ""},
+		{"Deployed=False of a deployment applied since does not count", func(_ *ManagedChart, _ *Bundle, bds []BundleDeployment) {
+			bds[0].DeployError = "stale"
+		}, ""},
+		{"Rancher cannot define the chart", func(mc *ManagedChart, b *Bundle, _ []BundleDeployment) {
+			mc.Status.Conditions = []Condition{{Type: "Defined", Status: "False", Message: "no chart version found for app-2.0.0"}}
+			b.HelmVersion = "1.0.0"
+		}, "Defined=False): no chart version found for app-2.0.0"},
+		{"Defined=True is no failure", func(mc *ManagedChart, _ *Bundle, _ []BundleDeployment) {
+			mc.Status.Conditions = []Condition{{Type: "Defined", Status: "True"}}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, mc, b, bds := world()
+			tc.breakIt(mc, b, bds)
+			r := Evaluate(want, mc, b, bds)
+			if tc.failed == "" {
+				assert.Empty(t, r.Failed)
+				return
+			}
+			assert.False(t, r.Ready)
+			assert.Contains(t, r.Failed, tc.failed)
+			assert.Contains(t, r.Progress(), "failed: ")
+		})
+	}
+	// the failing BundleDeployment is named with its error
+	want, mc, b, bds := world()
+	errApplied("boom")(mc, b, bds)
+	assert.Equal(t, []string{"cluster-a/mcc-app failed to deploy: boom"}, Evaluate(want, mc, b, bds).NonReady)
+}
+
 func TestEvaluateNilTarget(t *testing.T) {
 	r := Evaluate(upgrade.Want{Version: "1"}, nil, nil, nil)
 	assert.False(t, r.Ready)

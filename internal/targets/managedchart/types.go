@@ -82,14 +82,18 @@ func (m *ManagedChart) PausedByUs() bool { return m.Annotations[AnnotationPaused
 
 // Bundle is what chart-upgrader uses of a Fleet Bundle.
 type Bundle struct {
-	Name          string
-	Generation    int64
-	HelmVersion   string
-	Values        map[string]any
-	HasValues     bool // spec.helm.values is present (not moved to a Secret)
-	Paused        bool
-	Status        BundleStatus
-	ResourceCount int
+	Name        string
+	Generation  int64
+	HelmVersion string
+	// HelmTimeoutSeconds is spec.helm.timeoutSeconds: > 0, the agent
+	// waits for the rollout inside Helm (WaitApplied until it finishes,
+	// ErrApplied when Helm's wait times out).
+	HelmTimeoutSeconds int64
+	Values             map[string]any
+	HasValues          bool // spec.helm.values is present (not moved to a Secret)
+	Paused             bool
+	Status             BundleStatus
+	ResourceCount      int
 
 	valuesHash string // as ManagedChart.valuesHash
 }
@@ -148,6 +152,11 @@ type BundleDeployment struct {
 	AppliedDeploymentID string
 	Ready               bool
 	NonReady            []string
+	// DeployError is the message of its Deployed condition when that is
+	// False: the agent could not deploy (Fleet's ErrApplied). Fleet keeps
+	// ready true from the deployment before, so only this and the
+	// deployment IDs show the failure.
+	DeployError string
 }
 
 // ParseManagedChart reads a ManagedChart object.
@@ -182,6 +191,7 @@ func ParseBundle(u *unstructured.Unstructured) *Bundle {
 	spec, _ := u.Object["spec"].(map[string]any)
 	helm, _ := spec["helm"].(map[string]any)
 	b.HelmVersion = str(helm, "version")
+	b.HelmTimeoutSeconds = num(helm, "timeoutSeconds")
 	if v, ok := helm["values"]; ok {
 		b.HasValues = true
 		b.Values, _ = values.Normalize(v).(map[string]any)
@@ -205,6 +215,11 @@ func ParseBundleDeployment(u *unstructured.Unstructured) BundleDeployment {
 	bd.Ready, _ = status["ready"].(bool)
 	for _, item := range list(status, "nonReadyStatus") {
 		bd.NonReady = append(bd.NonReady, objectLine(item))
+	}
+	for _, c := range list(status, "conditions") {
+		if str(c, "type") == "Deployed" {
+			bd.DeployError = deployError(str(c, "status"), str(c, "message"))
+		}
 	}
 	return bd
 }
@@ -296,4 +311,16 @@ func list(m map[string]any, k string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// deployError is what a Deployed condition of that status and message says
+// of a failure: "" unless the status is False.
+func deployError(status, message string) string {
+	if status != "False" {
+		return ""
+	}
+	if message == "" {
+		return "the agent could not deploy it (no message)"
+	}
+	return message
 }

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+)
+
+// failFastSpec writes a spec upgrading the fixture's target name with the
+// example policy, a wait timeout far beyond the test and the given
+// errAppliedGrace; source is its chart source.
+func (f *fixture) failFastSpec(name, source, grace string) string {
+	policy, err := os.ReadFile(f.policy(name))
+	require.NoError(f.t, err)
+	return f.writeFile("spec.yaml", "apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts:\n"+
+		"- target: {kind: ManagedChart, namespace: "+f.ns+", name: "+name+"}\n"+
+		"  chart: {name: demo-app, source: "+source+"}\n"+
+		"  wait: {timeout: 10m, errAppliedGrace: "+grace+"}\n"+indent(string(policy), "  "))
+}
+
+// A deployment Fleet's agent cannot make (ErrApplied for the deployment we
+// applied) ends the wait after errAppliedGrace with exit 1 and Fleet's
+// error, not after the whole timeout with exit 4. A retried Job (another
+// node, the fault still there) does not refuse in preflight because of
+// the failure its own apply caused, and does not apply again: it reports
+// the same failure.
+func TestErrAppliedFailsFastWithFleetsError(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	const msg = "failed to create resource: server-side apply failed for object demo/bad: Invalid value"
+	opts := app.Options{SpecFile: f.failFastSpec(name, f.charts, "2s"), Version: "2.0.0"}
+	var failedAt time.Time
+	logs, _, err := f.upgradeCounting(f.node, opts, func(_ context.Context, attempt int) {
+		if attempt == 1 {
+			f.sim.SetFault(f.ns, name, fleetsim.Fault{ErrApplied: msg})
+			failedAt = time.Now()
+		}
+	})
+	require.Error(t, err, logs)
+	t.Logf("terminal error → exit: %s (grace 2s)", time.Since(failedAt).Round(time.Millisecond))
+	assert.Equal(t, outcome.ExitFailure, outcome.Code(err), "error: %v", err)
+	assert.Contains(t, err.Error(), "managedchart/"+f.ns+"/"+name+" failed to deploy version 2.0.0")
+	assert.Contains(t, err.Error(), "ErrApplied: 1 of 1 bundledeployments could not deploy it")
+	assert.Contains(t, err.Error(), msg, "Fleet's own error text")
+	assert.Contains(t, logs, `"progress":"ready 0/1; failed: ErrApplied`, "the failure shows in the progress while the grace runs")
+	assertAppliedRecord(t, f.get(name), "2.0.0")
+	term, rerr := os.ReadFile(f.node.termLog)
+	require.NoError(t, rerr)
+	assert.True(t, strings.HasPrefix(string(term), "exit 1: "), string(term))
+
+	// the Job is retried on another node while Fleet still fails
+	before := f.get(name)
+	other := newNode(t, "node-2")
+	logs, wc, err := f.upgradeCounting(other, opts)
+	require.Error(t, err, logs)
+	assert.Equal(t, outcome.ExitFailure, outcome.Code(err), "not refused by our own failed apply: %v", err)
+	assert.Contains(t, err.Error(), msg)
+	wc.mu.Lock()
+	for _, w := range wc.seen {
+		assert.NotContains(t, w, "managedcharts", "no second apply")
+	}
+	wc.mu.Unlock()
+	assert.Equal(t, before.ResourceVersion, f.get(name).ResourceVersion)
+
+	// the agent's retry succeeds (the cause was fixed): a re-run finishes
+	f.sim.SetFault(f.ns, name, fleetsim.Fault{})
+	logs, _, err = f.upgradeCounting(other, opts)
+	require.NoError(t, err, logs)
+	assert.Equal(t, "registry.example.com/demo/webhook:v0.5.6", f.configMap(name + "-config")["webhookImage"], "2.0.0 deployed")
+}
+
+// A failure that Fleet's agent recovers from within the grace (its retry
+// succeeds) is waited through.
+func TestErrAppliedRecoveredWithinTheGraceIsWaitedThrough(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	opts := app.Options{SpecFile: f.failFastSpec(name, f.charts, "10m"), Version: "2.0.0"}
+	logs, _, err := f.upgradeCounting(f.node, opts, func(_ context.Context, attempt int) {
+		if attempt == 1 {
+			f.sim.SetFault(f.ns, name, fleetsim.Fault{ErrApplied: "transient: webhook unavailable"})
+			go func() {
+				// the agent's next attempt works
+				time.Sleep(2 * time.Second)
+				f.sim.SetFault(f.ns, name, fleetsim.Fault{})
+			}()
+		}
+	})
+	require.NoError(t, err, logs)
+	assert.Contains(t, logs, "failed: ErrApplied", "the failure was seen")
+	assertAppliedRecord(t, f.get(name), "2.0.0")
+}
+
+// A chart version Rancher cannot find in its repository (ManagedChart
+// Defined=False; the Bundle is left alone) ends the wait after the grace
+// with exit 1 and Rancher's message, not after the whole timeout.
+func TestDefinedFalseFailsFast(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	// the spec's source has 2.0.0; the repository Rancher reads does not
+	source := t.TempDir()
+	require.NoError(t, example.CopyDir(f.charts, source))
+	require.NoError(t, os.RemoveAll(filepath.Join(f.charts, "demo-app-2.0.0")))
+
+	opts := app.Options{SpecFile: f.failFastSpec(name, source, "2s"), Version: "2.0.0"}
+	logs, _, err := f.upgradeCounting(f.node, opts)
+	require.Error(t, err, logs)
+	assert.Equal(t, outcome.ExitFailure, outcome.Code(err), "error: %v", err)
+	assert.Contains(t, err.Error(), "Rancher cannot define the chart (ManagedChart condition Defined=False)")
+	assert.Contains(t, err.Error(), "2.0.0", "Rancher's message names the version")
+	b, gerr := f.env.Dynamic().Resource(fleetsim.BundlesGVR).Namespace(f.ns).Get(t.Context(), "mcc-"+name, metav1.GetOptions{})
+	require.NoError(t, gerr)
+	version, _, _ := unstructured.NestedString(b.Object, "spec", "helm", "version")
+	assert.Equal(t, "1.0.0", version, "the Bundle was left alone")
+}
