@@ -24,7 +24,7 @@ import (
 var (
 	managedChartCuts = [][]string{{"metadata", "managedFields"}, {"status", "summary"}, {"status", "display"},
 		{"status", "partitions"}, {"status", "resourceKey"}}
-	bundleCuts       = [][]string{{"metadata", "managedFields"}, {"spec", "resources"}}
+	bundleCuts = [][]string{{"metadata", "managedFields"}, {"spec", "resources"}}
 )
 
 // namedObject lists and watches the gvr object namespace/name, each

@@ -59,7 +59,7 @@ func TestWatchedObjectsKeepWhatReadinessReads(t *testing.T) {
 		"metadata": map[string]any{"name": "app", "namespace": "fleet-local", "uid": "u-1", "resourceVersion": "9",
 			"annotations":   map[string]any{AnnotationVersion: "2.0.0"},
 			"managedFields": []any{map[string]any{"manager": "rancher"}}},
-		"spec":   map[string]any{"chart": "app", "version": "2.0.0", "paused": false, "values": map[string]any{"a": int64(1)}},
+		"spec": map[string]any{"chart": "app", "version": "2.0.0", "paused": false, "values": map[string]any{"a": int64(1)}},
 		"status": map[string]any{"observedGeneration": int64(4), "summary": map[string]any{"desiredReady": int64(1), "ready": int64(1)},
 			"conditions": []any{map[string]any{"type": "Ready", "status": "True"},
 				map[string]any{"type": "Defined", "status": "False", "message": "no chart version found"}}},
