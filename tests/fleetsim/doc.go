@@ -26,6 +26,13 @@
 //     reports the applied deploymentID and readiness. A release left pending
 //     by an interrupted upgrade is marked failed before the next one.
 //
+// A failing deployment (Fault.ErrApplied, or a Helm error) is reported as
+// real Fleet v0.16 reports it: appliedDeploymentID stays the one before,
+// the Deployed condition is False with the error, while status.ready and
+// the Ready condition keep what the deployment before left (true for a
+// chart that was ready); the Bundle counts it errApplied and puts the error
+// in its Ready message.
+//
 // Faults (SetFault) make a chart slow, never ready, failing, modified or
 // stale, at any time. Everything is driven by watches; a status write happens
 // only when the status changes, and the generation of a Bundle moves only
