@@ -128,3 +128,55 @@ func TestDefinedFalseFailsFast(t *testing.T) {
 	version, _, _ := unstructured.NestedString(b.Object, "spec", "helm", "version")
 	assert.Equal(t, "1.0.0", version, "the Bundle was left alone")
 }
+
+// After an upgrade Fleet could not deploy, restoring the spec of before
+// would give back the deploymentID the BundleDeployment last applied, and
+// Fleet would run no Helm action (Helm's last revision would stay the
+// failed one). rollback changes one field that enters the deploymentID
+// and nothing that is deployed (the Helm timeout, 600 → 601), so Helm runs
+// again; a second rollback writes nothing.
+func TestRollbackAfterErrAppliedMakesFleetRunHelmAgain(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	bdBefore := f.localBD(name)
+	helmRuns := f.sim.HelmRuns(f.ns, name)
+	f.sim.SetFault(f.ns, name, fleetsim.Fault{ErrApplied: "2.0.0 cannot be deployed", ErrAppliedVersion: "2.0.0"})
+	logs, _, err := f.upgradeCounting(f.node, app.Options{SpecFile: f.failFastSpec(name, f.charts, "1s"), Version: "2.0.0"})
+	require.Error(t, err, logs)
+	require.Equal(t, outcome.ExitFailure, outcome.Code(err), "error: %v", err)
+	require.Equal(t, helmRuns, f.sim.HelmRuns(f.ns, name), "2.0.0 never ran Helm")
+
+	logs, _, err = f.rollbackCounting(f.node, name)
+	require.NoError(t, err, logs)
+	assert.Contains(t, logs, "spec.timeoutSeconds 600 → 601", "says what it changed")
+	mc := f.get(name)
+	assert.Equal(t, "1.0.0", mc.Version)
+	timeout, _, _ := unstructured.NestedInt64(mc.Object.Object, "spec", "timeoutSeconds")
+	assert.EqualValues(t, 601, timeout)
+	bd := f.localBD(name)
+	assert.NotEqual(t, bdBefore["deploymentID"], bd["deploymentID"], "a deployment Fleet has not applied before")
+	assert.Equal(t, bd["deploymentID"], bd["appliedDeploymentID"], "and applied now")
+	assert.Equal(t, helmRuns+1, f.sim.HelmRuns(f.ns, name), "Helm ran again")
+	assert.Equal(t, "registry.example.com/demo/app:v1.0.0", f.configMap(name + "-config")["image"])
+
+	// a second rollback: the same spec, nothing written, no Helm action
+	before := f.get(name)
+	logs, wc, err := f.rollbackCounting(f.node, name)
+	require.NoError(t, err, logs)
+	assert.Zero(t, wc.writes.Load(), "a second rollback wrote: %v", wc.seen)
+	assertUnchanged(t, before, f.get(name))
+	assert.Equal(t, helmRuns+1, f.sim.HelmRuns(f.ns, name))
+}
+
+// localBD is the local cluster's BundleDeployment of the fixture's
+// ManagedChart name: its deploymentID and appliedDeploymentID.
+func (f *fixture) localBD(name string) map[string]string {
+	f.t.Helper()
+	bd, err := f.env.Dynamic().Resource(fleetsim.BundleDeploymentsGVR).Namespace(fleetsim.ClusterNamespace(f.ns)).
+		Get(f.t.Context(), fleetsim.BundleDeploymentName(fleetsim.BundleName(name), fleetsim.LocalCluster), metav1.GetOptions{})
+	require.NoError(f.t, err)
+	id, _, _ := unstructured.NestedString(bd.Object, "spec", "deploymentID")
+	applied, _, _ := unstructured.NestedString(bd.Object, "status", "appliedDeploymentID")
+	return map[string]string{"deploymentID": id, "appliedDeploymentID": applied}
+}

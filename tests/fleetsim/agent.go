@@ -39,7 +39,7 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 	if f.Stale || v.DeploymentID == "" { // frozen, or paused before its first deployment
 		return nil
 	}
-	if f.ErrApplied != "" {
+	if f.ErrApplied != "" && (f.ErrAppliedVersion == "" || f.ErrAppliedVersion == deploymentVersion(bd)) {
 		return s.writeAgentStatus(ctx, bd, failedStatus(v, f.ErrApplied))
 	}
 	a := s.appliedOf(k)
@@ -78,6 +78,12 @@ func spread(d time.Duration, i, n int) time.Duration {
 		return 0
 	}
 	return d * time.Duration(i+1) / time.Duration(n)
+}
+
+// deploymentVersion is the chart version a BundleDeployment deploys.
+func deploymentVersion(bd *unstructured.Unstructured) string {
+	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
+	return releaseFromOptions(opts).version
 }
 
 // deploy applies the BundleDeployment's spec.options: a Helm install or

@@ -18,6 +18,10 @@ type Fault struct {
 	// appliedDeploymentID stays, the Deployed condition is False and the
 	// summary counts errApplied with this message.
 	ErrApplied string
+	// ErrAppliedVersion limits ErrApplied to the deployments of this chart
+	// version (a version whose chart cannot be deployed); "" fails every
+	// deployment.
+	ErrAppliedVersion string
 	// Modified lists resources reported as modified (drift): the clusters
 	// are ready but the summary counts them modified and lists these.
 	Modified []Resource

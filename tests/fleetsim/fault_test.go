@@ -205,3 +205,38 @@ func nonReadyResources(b *unstructuredT) []map[string]any {
 	}
 	return out
 }
+
+// Fleet's deploymentID is a hash of the content: going back to the spec
+// of before a failed upgrade gives back the deploymentID the
+// BundleDeployment last applied, which counts as applied at once, and no
+// Helm action follows (as real Fleet does). Changing a field that enters
+// the ID without changing what is deployed (the Helm timeout) makes the
+// agent run Helm again.
+func TestRollbackToTheAppliedDeploymentIDRunsNoHelm(t *testing.T) {
+	t.Parallel()
+	f, bundle := deployed(t, fleetsim.Options{})
+	require.EqualValues(t, 600, num(bundle, "spec", "helm", "timeoutSeconds"), "as the fixture's ManagedChart")
+	oldID := str(f.localBD("demo"), "spec", "deploymentID")
+	runs := f.sim.HelmRuns(f.ns, "demo")
+
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{ErrApplied: "2.0.0 cannot be deployed", ErrAppliedVersion: "2.0.0"})
+	f.upgrade("2.0.0")
+	f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "ErrApplied", func(b *unstructuredT) bool {
+		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() &&
+			num(b, "status", "summary", "errApplied") == 1
+	})
+
+	f.upgrade("1.0.0") // the spec of before, as it was
+	b, _ := f.waitReadyAfter("demo", "1.0.0", bundle.GetGeneration()+1)
+	bd := f.localBD("demo")
+	require.Equal(t, oldID, str(bd, "spec", "deploymentID"), "the content hash of before")
+	require.Equal(t, oldID, str(bd, "status", "appliedDeploymentID"))
+	require.Equal(t, runs, f.sim.HelmRuns(f.ns, "demo"), "ready at once, no Helm action")
+
+	f.updateManagedChart("demo", func(spec map[string]any) { spec["timeoutSeconds"] = int64(601) })
+	f.waitReadyAfter("demo", "1.0.0", b.GetGeneration())
+	bd = f.localBD("demo")
+	require.NotEqual(t, oldID, str(bd, "spec", "deploymentID"), "the Helm timeout enters the deploymentID")
+	require.Equal(t, runs+1, f.sim.HelmRuns(f.ns, "demo"), "Helm ran again")
+	require.Equal(t, "1.0.0", f.configMap("demo")["chartVersion"])
+}

@@ -72,7 +72,8 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) ([]string, err
 }
 
 // Apply writes spec.version, spec.values and spec.paused=false (or, for a
-// restore, the whole backed-up spec) and the record annotations, with the
+// restore, the whole backed-up spec with the change of redeploySpec) and
+// the record annotations, with the
 // resourceVersion o was read at: a concurrent change fails it with
 // upgrade.ErrConflict.
 func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (*upgrade.Observed, error) {
@@ -89,7 +90,12 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 		if !ok {
 			return nil, fmt.Errorf("restoring %s: not a managedchart backup", t.Ref())
 		}
-		up.Spec = b.Spec
+		var changed string
+		current, _ := o.Source.(*ManagedChart).Object.Object["spec"].(map[string]any)
+		up.Spec, changed = redeploySpec(b.Spec, current)
+		if t.c.Log != nil {
+			t.c.Log.Info("restoring the backed-up spec with one change, so that Fleet runs Helm again", "target", t.Ref().String(), "change", changed)
+		}
 	}
 	mc, err := t.c.Apply(ctx, o.Source.(*ManagedChart), up)
 	if apierrors.IsConflict(errors.Unwrap(err)) || apierrors.IsConflict(err) {
