@@ -31,7 +31,19 @@
 // the Deployed condition is False with the error, while status.ready and
 // the Ready condition keep what the deployment before left (true for a
 // chart that was ready); the Bundle counts it errApplied and puts the error
-// in its Ready message.
+// in its Ready message. Fault.ErrAppliedVersion fails only the deployments
+// of one chart version, as a chart that cannot be deployed does.
+//
+// deploymentIDs are hashes of the Bundle's content and options, as Fleet's:
+// going back to a spec whose ID the BundleDeployment last applied counts as
+// applied at once and runs no Helm action; changing a Helm option (such as
+// timeoutSeconds) changes the ID and runs Helm again.
+//
+// Not modelled: Helm's own wait (timeoutSeconds > 0 holding the Bundle in
+// WaitApplied through the rollout), the agent's retries that write failed
+// Helm revisions and hold the release pending-upgrade, drift detection from
+// the live objects and diff.comparePatches (Fault.Modified stands for it),
+// and the ~50 ms stale Bundle status after each write.
 //
 // Faults (SetFault) make a chart slow, never ready, failing, modified or
 // stale, at any time. Everything is driven by watches; a status write happens
