@@ -42,8 +42,7 @@
 // Not modelled: Helm's own wait (timeoutSeconds > 0 holding the Bundle in
 // WaitApplied through the rollout), the agent's retries that write failed
 // Helm revisions and hold the release pending-upgrade, drift detection from
-// the live objects and diff.comparePatches (Fault.Modified stands for it),
-// and the ~50 ms stale Bundle status after each write.
+// the live objects and diff.comparePatches (Fault.Modified stands for it).
 //
 // Faults (SetFault) make a chart slow, never ready, failing, modified or
 // stale, at any time. Everything is driven by watches; a status write happens
