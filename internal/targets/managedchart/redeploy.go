@@ -53,12 +53,9 @@ func redeploySpec(spec, current map[string]any) (map[string]any, string) {
 	}
 	patches, _ := diff["comparePatches"].([]any)
 	kept := make([]any, 0, len(patches)+1)
-	next := max(1, redeployPatchAfter(current))
+	next := max(1, redeployPatchAfter(spec), redeployPatchAfter(current))
 	for _, p := range patches {
 		if m, ok := p.(map[string]any); ok && strings.HasPrefix(str(m, "name"), redeployPatchPrefix) {
-			if n, err := strconv.Atoi(strings.TrimPrefix(str(m, "name"), redeployPatchPrefix)); err == nil && n >= next {
-				next = n + 1
-			}
 			continue // ours, from an earlier rollback: replaced
 		}
 		kept = append(kept, p)
