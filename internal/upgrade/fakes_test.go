@@ -53,7 +53,7 @@ type fakeTarget struct {
 	order   []string           // versions backed up, oldest first
 
 	// health is what Health reports.
-	health []string
+	health Health
 	// notReady holds the rollout back: not ready while true.
 	notReady bool
 	// rollout are not-ready judgements a watch goes through, one per
@@ -128,7 +128,7 @@ func (f *fakeTarget) Read(context.Context) (*Observed, error) {
 	return f.observedLocked(), nil
 }
 
-func (f *fakeTarget) Health(context.Context, *Observed) ([]string, error) {
+func (f *fakeTarget) Health(context.Context, *Observed) (Health, error) {
 	f.mu.Lock()
 	f.healthCalls++
 	hook := f.onHealth
@@ -137,11 +137,11 @@ func (f *fakeTarget) Health(context.Context, *Observed) ([]string, error) {
 		hook()
 	}
 	if err := f.err("Health"); err != nil {
-		return nil, err
+		return Health{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.health), nil
+	return Health{Problems: slices.Clone(f.health.Problems), Drift: slices.Clone(f.health.Drift)}, nil
 }
 
 func (f *fakeTarget) Apply(_ context.Context, o *Observed, c Change) (*Observed, error) {

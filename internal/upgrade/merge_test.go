@@ -184,3 +184,41 @@ func TestMergeReadonlyRefused(t *testing.T) {
 	require.ErrorIs(t, err, outcome.ErrRefused)
 	require.NotNil(t, res)
 }
+
+// Drift on an object a live rule reads does not stop the upgrade, which
+// writes the live value; the report says so. Drift on any other object is
+// refused, naming it and the change.
+func TestPreflightWeighsDriftAgainstLiveRules(t *testing.T) {
+	sc := values.ObjectRef{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Name: "longhorn"}
+	other := values.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "app", Name: "settings"}
+	liveEnv := func(t *testing.T) *env {
+		e := newEnv(t)
+		expr, err := values.ParseExpr(`.metadata.annotations["storageclass.kubernetes.io/is-default-class"] == "true"`)
+		require.NoError(t, err)
+		p, err := values.ParsePattern("storageClass.default")
+		require.NoError(t, err)
+		r, err := values.NewRule(p, values.PolicyLive, &sc, expr)
+		require.NoError(t, err)
+		e.job.Rules = append(e.job.Rules, r)
+		e.cluster.live[sc] = map[string]any{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+			"metadata": map[string]any{"name": "longhorn", "annotations": map[string]any{"storageclass.kubernetes.io/is-default-class": "false"}}}
+		return e
+	}
+	patch := `{"metadata":{"annotations":{"storageclass.kubernetes.io/is-default-class":"true"}}}`
+
+	e := liveEnv(t)
+	e.target.health = Health{Drift: []Drift{{Object: sc, Patch: patch}}}
+	e.mustRun(GoalUpgrade)
+	assert.Equal(t, false, e.target.current().Values["storageClass"].(map[string]any)["default"], "the live value is written")
+	out := e.out.String()
+	assert.Contains(t, out, "drift-owned-by-live-rule")
+	assert.Contains(t, out, "storage.k8s.io/v1 StorageClass/longhorn was changed in the cluster")
+
+	e = liveEnv(t)
+	e.target.health = Health{Drift: []Drift{{Object: sc, Patch: patch}, {Object: other, Patch: `{"data":{"color":"red"}}`}}}
+	_, err := e.run(GoalUpgrade)
+	require.ErrorIs(t, err, outcome.ErrRefused)
+	assert.Contains(t, err.Error(), `v1 ConfigMap app/settings was changed in the cluster (drift; the change: {"data":{"color":"red"}}) and no live rule reads it`)
+	assert.NotContains(t, err.Error(), "StorageClass/longhorn", "the owned drift is not a reason")
+	assert.Zero(t, e.target.applyCalls)
+}

@@ -90,10 +90,8 @@ type Target interface {
 	Ref() Ref
 	// Read reads the target; nil (and no error) when it does not exist.
 	Read(ctx context.Context) (*Observed, error)
-	// Health lists what makes the target unfit for an upgrade now (not
-	// ready, in error, a release pending), one line a person can act on
-	// each, naming the offending resources. None: healthy.
-	Health(ctx context.Context, o *Observed) ([]string, error)
+	// Health says what makes the target unfit for an upgrade now.
+	Health(ctx context.Context, o *Observed) (Health, error)
 	// Apply makes one write with optimistic concurrency; a target changed
 	// since o was read fails it with an error wrapping ErrConflict.
 	Apply(ctx context.Context, o *Observed, c Change) (*Observed, error)
@@ -111,6 +109,29 @@ type Target interface {
 	// Watch starts watching the target and what its controllers make of
 	// it, and returns once the first view is complete. It ends with ctx.
 	Watch(ctx context.Context) (Watch, error)
+}
+
+// Health is a target's fitness for an upgrade now.
+type Health struct {
+	// Problems are reasons to refuse (not ready, in error, a release
+	// pending), one line a person can act on each, naming the offending
+	// resources. None, and no Drift: healthy.
+	Problems []string
+	// Drift lists objects of the chart changed in the cluster, when that
+	// is all that keeps the target from being healthy: preflight refuses
+	// each one unless a live rule reads it (then the upgrade writes the
+	// live value and ends the drift).
+	Drift []Drift
+}
+
+// Healthy reports whether nothing keeps the target from an upgrade.
+func (h Health) Healthy() bool { return len(h.Problems) == 0 && len(h.Drift) == 0 }
+
+// Drift is one object of a chart changed in the cluster since it was
+// deployed.
+type Drift struct {
+	Object values.ObjectRef
+	Patch  string // the change, as the target's controllers show it
 }
 
 // Watch is a live view of a target.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // Checked is the output of preflight: the merge it checked (for the merge
@@ -16,6 +17,16 @@ type Checked struct {
 	Plan      *Plan
 	Obs       *Observed // set when re-read
 	Situation Situation // set when re-read: applied
+}
+
+// liveRuleReading returns the live rule whose source is obj.
+func liveRuleReading(rules []values.Rule, obj values.ObjectRef) (values.Rule, bool) {
+	for _, r := range rules {
+		if r.Policy == values.PolicyLive && r.Source != nil && *r.Source == obj {
+			return r, true
+		}
+	}
+	return values.Rule{}, false
 }
 
 // preflight checks that the upgrade may start, and makes no writes. Each
@@ -35,7 +46,16 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 	if err != nil {
 		return nil, err
 	}
-	problems = append(problems, health...)
+	problems = append(problems, health.Problems...)
+	owned := map[int]values.Rule{} // by index in health.Drift
+	for i, d := range health.Drift {
+		if r, ok := liveRuleReading(j.job.Rules, d.Object); ok {
+			owned[i] = r
+			continue
+		}
+		refuse("%s was changed in the cluster (drift; the change: %s) and no live rule reads it: undo the change, "+
+			"or make the field the operator's with the chart's diff.comparePatches", d.Object, d.Patch)
+	}
 	if j.RequireNodesReady {
 		notReady, err := j.Cluster.NotReadyNodes(ctx)
 		if err != nil {
@@ -54,6 +74,13 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		refuse("%v", err)
 	}
 	if len(problems) == 0 {
+		for i, d := range health.Drift {
+			r := owned[i]
+			msg := fmt.Sprintf("%s was changed in the cluster (the change: %s); the live rule reads it, so this upgrade writes its live value and the drift ends",
+				d.Object, d.Patch)
+			plan.Merge.Warnings = append(plan.Merge.Warnings, values.Warning{Kind: values.WarnDriftOwned, Path: r.Pattern.String(), Message: msg})
+			j.Log.Info("drift owned by a live rule", "object", d.Object.String(), "path", r.Pattern.String())
+		}
 		return &Checked{Plan: plan}, nil
 	}
 	// another process may have applied the target since resolve read it:

@@ -270,7 +270,7 @@ func TestRunPaused(t *testing.T) {
 func TestRunPreflightRefusesWithEveryLine(t *testing.T) {
 	e := newEnv(t)
 	e.target.obj.Paused = true
-	e.target.health = []string{"bundle mcc-app is not ready: cluster c1 ErrApplied", "helm release app/app is pending-upgrade"}
+	e.target.health = Health{Problems: []string{"bundle mcc-app is not ready: cluster c1 ErrApplied", "helm release app/app is pending-upgrade"}}
 	e.runner.RequireNodesReady = true
 	e.cluster.notReady = []string{"node-1", "node-2"}
 	e.job.Rules = append(e.job.Rules, rule(t, "readonly", "replicas"))
@@ -400,7 +400,7 @@ func TestRunBadTarget(t *testing.T) {
 // waits for, without writing.
 func TestRunPreflightFindsItAppliedMeanwhile(t *testing.T) {
 	e := newEnv(t)
-	e.target.health = []string{"bundle mcc-app: 0/1 clusters ready"}
+	e.target.health = Health{Problems: []string{"bundle mcc-app: 0/1 clusters ready"}}
 	merged := vals(t, mergedValues)
 	e.target.onHealth = func() { e.target.applyAs(t, "2.0.0", merged) }
 	res := e.mustRun(GoalUpgrade)
@@ -415,7 +415,7 @@ func TestRunPreflightFindsItAppliedMeanwhile(t *testing.T) {
 
 	// the check goal passes it too
 	e = newEnv(t)
-	e.target.health = []string{"bundle mcc-app: 0/1 clusters ready"}
+	e.target.health = Health{Problems: []string{"bundle mcc-app: 0/1 clusters ready"}}
 	e.target.onHealth = func() { e.target.applyAs(t, "2.0.0", merged) }
 	res = e.mustRun(GoalCheck)
 	assert.Equal(t, SituationApplied, res.Situation)
@@ -784,7 +784,7 @@ func TestRunPortErrors(t *testing.T) {
 			e.source.charts["app@2.0.0"].Check = func(map[string]any) error { return boom }
 		}, StepPreflight, SituationUpgrade},
 		{"re-read after a refusal", func(e *env) {
-			e.target.health = []string{"unhealthy"}
+			e.target.health = Health{Problems: []string{"unhealthy"}}
 			e.target.onHealth = func() { e.target.setErr("Read", boom) }
 		}, StepPreflight, SituationUpgrade},
 		{"lease", func(e *env) { e.cluster.setErr("TryAcquire", boom) }, StepApply, SituationUpgrade},

@@ -30,6 +30,10 @@ const (
 	WarnLiveMissing     WarningKind = "live-missing"
 	WarnRegeneratedData WarningKind = "regenerated-data"
 	WarnPinned          WarningKind = "pinned"
+	// WarnDriftOwned: an object of the chart was changed in the cluster
+	// (Fleet: Modified), and a live rule reads it, so this upgrade writes
+	// the live value and the drift ends.
+	WarnDriftOwned WarningKind = "drift-owned-by-live-rule"
 )
 
 // Value is an optional value: Set false means "not set", which differs from

@@ -176,7 +176,7 @@ func TestLateNodeSeesAnotherNodesApplyDuringPreflight(t *testing.T) {
 		mc := f.get(name)
 		b, _, err := f.tc.Look(t.Context(), mc)
 		require.NoError(t, err)
-		if mc.Annotations[managedchart.AnnotationVersion] == "2.0.0" && len(managedchart.Health(mc, b)) > 0 {
+		if mc.Annotations[managedchart.AnnotationVersion] == "2.0.0" && !managedchart.Health(mc, b).Healthy() {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "the first node never applied: %s", first.output())

@@ -294,5 +294,5 @@ func (w *world) backups(ctx context.Context) ([]corev1.Secret, error) {
 // healthy: the Bundle has observed its generation and preflight's health
 // check finds nothing.
 func healthy(mc *managedchart.ManagedChart, b *managedchart.Bundle, _ []managedchart.BundleDeployment) bool {
-	return b != nil && b.Status.ObservedGeneration == b.Generation && len(managedchart.Health(mc, b)) == 0
+	return b != nil && b.Status.ObservedGeneration == b.Generation && managedchart.Health(mc, b).Healthy()
 }

@@ -168,12 +168,18 @@ func (n NonReadyResource) Line() string {
 
 // Health is the preflight's judgement of a target before an upgrade: it is
 // Ready, with no ErrApplied or Modified clusters. Problems are lines a
-// person can act on, naming the offending resources.
-func Health(mc *ManagedChart, b *Bundle) []string {
+// person can act on, naming the offending resources. When drift is all
+// that keeps it from Ready (every cluster is Ready or Modified, and Fleet
+// names each changed object with its patch), the objects are returned as
+// Drift instead, for the preflight to weigh against the live rules.
+func Health(mc *ManagedChart, b *Bundle) upgrade.Health {
 	s := mc.Status
 	where := "managedchart status"
 	if b != nil {
 		s, where = b.Status, "bundle "+b.Name
+	}
+	if drift, ok := onlyDrift(s); ok {
+		return upgrade.Health{Drift: drift}
 	}
 	var problems []string
 	if s.Summary.ErrApplied > 0 {
@@ -198,5 +204,26 @@ func Health(mc *ManagedChart, b *Bundle) []string {
 			problems = append(problems, "  "+nr.Line())
 		}
 	}
-	return problems
+	return upgrade.Health{Problems: problems}
+}
+
+// onlyDrift returns the changed objects when drift is all that keeps the
+// status from Ready: every desired cluster is Ready or Modified, at least
+// one Modified, and each Modified cluster Fleet lists names only changed
+// objects (no missing or extra one), all of them listed.
+func onlyDrift(s BundleStatus) ([]upgrade.Drift, bool) {
+	sum := s.Summary
+	others := sum.NotReady + sum.ErrApplied + sum.WaitApplied + sum.OutOfSync + sum.Pending
+	if sum.Modified == 0 || others != 0 || sum.DesiredReady == 0 || sum.Ready+sum.Modified != sum.DesiredReady ||
+		s.ObservedGeneration == 0 || int64(len(sum.NonReadyResources)) != sum.Modified {
+		return nil, false
+	}
+	var drift []upgrade.Drift
+	for _, nr := range sum.NonReadyResources {
+		if nr.State != "Modified" || len(nr.Modified) == 0 || len(nr.Modified) != len(nr.Details) {
+			return nil, false
+		}
+		drift = append(drift, nr.Modified...)
+	}
+	return drift, true
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // world is a ready ManagedChart at 2.0.0 with its Bundle and one
@@ -174,7 +175,7 @@ func TestProgressNamesTheFirstNonReadyResource(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	_, mc, b, _ := world()
-	assert.Empty(t, Health(mc, b))
+	assert.True(t, Health(mc, b).Healthy())
 
 	b.Status.Summary.ErrApplied = 1
 	b.Status.Conditions = []Condition{{Type: "Ready", Status: "False", Message: "ErrApplied(1) [Cluster local: boom]"}}
@@ -184,9 +185,43 @@ func TestHealth(t *testing.T) {
 		"bundle mcc-app: 1 cluster(s) in ErrApplied",
 		"bundle mcc-app is not Ready: ErrApplied(1) [Cluster local: boom]",
 		"  fleet-local/local (ErrApplied): boom",
-	}, h)
+	}, h.Problems)
+	assert.Empty(t, h.Drift)
 
 	// without a bundle, the ManagedChart's copy of the status is judged
 	mc.Status = BundleStatus{Summary: Summary{Modified: 2}, Conditions: []Condition{{Type: "Ready", Status: "True"}}}
-	assert.Equal(t, []string{"managedchart status: 2 cluster(s) Modified"}, Health(mc, nil))
+	assert.Equal(t, []string{"managedchart status: 2 cluster(s) Modified"}, Health(mc, nil).Problems)
+}
+
+// Drift is returned apart, for the preflight to weigh, only when it is all
+// that keeps the Bundle from Ready and Fleet names every changed object.
+func TestHealthDrift(t *testing.T) {
+	sc := upgrade.Drift{Object: values.ObjectRef{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Name: "longhorn"},
+		Patch: `{"metadata":{"annotations":{"x":"true"}}}`}
+	modified := func(b *Bundle) {
+		b.Status.Summary = Summary{DesiredReady: 1, Modified: 1, NonReadyResources: []NonReadyResource{{Name: "fleet-local/local",
+			State: "Modified", Details: []string{"StorageClass longhorn modified " + sc.Patch}, Modified: []upgrade.Drift{sc}}}}
+		b.Status.Conditions = []Condition{{Type: "Ready", Status: "False", Message: "Modified(1) [Cluster fleet-local/local]"}}
+	}
+	_, mc, b, _ := world()
+	modified(b)
+	h := Health(mc, b)
+	assert.Empty(t, h.Problems)
+	assert.Equal(t, []upgrade.Drift{sc}, h.Drift)
+
+	for name, breakIt := range map[string]func(b *Bundle){
+		"also a cluster not ready": func(b *Bundle) { b.Status.Summary.DesiredReady, b.Status.Summary.NotReady = 2, 1 },
+		"a missing object too": func(b *Bundle) {
+			b.Status.Summary.NonReadyResources[0].Details = append(b.Status.Summary.NonReadyResources[0].Details, "ConfigMap a/b missing")
+		},
+		"Fleet lists fewer than it counts": func(b *Bundle) { b.Status.Summary.Modified, b.Status.Summary.DesiredReady = 2, 2 },
+		"ErrApplied as well":               func(b *Bundle) { b.Status.Summary.ErrApplied = 1 },
+	} {
+		_, mc, b, _ := world()
+		modified(b)
+		breakIt(b)
+		h := Health(mc, b)
+		assert.Empty(t, h.Drift, name)
+		assert.NotEmpty(t, h.Problems, name)
+	}
 }

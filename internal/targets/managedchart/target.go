@@ -47,15 +47,16 @@ func (t *Target) Read(ctx context.Context) (*upgrade.Observed, error) {
 // one, Rancher's copy of its status) not Ready, ErrApplied or Modified
 // clusters, with the non-ready resources Fleet names; and the Helm release
 // Fleet deploys pending.
-func (t *Target) Health(ctx context.Context, o *upgrade.Observed) ([]string, error) {
+func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Health, error) {
 	mc := o.Source.(*ManagedChart)
 	b, err := t.c.Bundle(ctx, mc.Namespace, mc.Name)
 	if err != nil {
-		return nil, err
+		return upgrade.Health{}, err
 	}
+	health := Health(mc, b)
 	var problems []string
-	if health := Health(mc, b); len(health) > 0 {
-		problems = append(problems, "the managedchart is not healthy; fix it before upgrading:\n  "+strings.Join(health, "\n  "))
+	if len(health.Problems) > 0 {
+		problems = append(problems, "the managedchart is not healthy; fix it before upgrading:\n  "+strings.Join(health.Problems, "\n  "))
 	}
 	ns := mc.DefaultNamespace
 	if ns == "" {
@@ -63,12 +64,12 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) ([]string, err
 	}
 	pending, err := t.c.PendingRelease(ctx, ns, mc.Release())
 	if err != nil {
-		return nil, err
+		return upgrade.Health{}, err
 	}
 	if pending != "" {
 		problems = append(problems, fmt.Sprintf("helm release %s/%s is %s: another install or upgrade is in progress or was interrupted; resolve it (helm rollback) first", ns, mc.Release(), pending))
 	}
-	return problems, nil
+	return upgrade.Health{Problems: problems, Drift: health.Drift}, nil
 }
 
 // Apply writes spec.version, spec.values and spec.paused=false (or, for a

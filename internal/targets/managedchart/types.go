@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -132,6 +133,9 @@ type Summary struct {
 type NonReadyResource struct {
 	Name, State, Message string
 	Details              []string // "kind namespace/name: summary" of its objects
+	// Modified are its objects changed in the cluster (not missing, not
+	// extra), with Fleet's patch.
+	Modified []upgrade.Drift
 }
 
 // Condition returns the condition of that type.
@@ -245,6 +249,12 @@ func parseBundleStatus(status map[string]any) BundleStatus {
 				what = "missing"
 			case m["delete"] == true:
 				what = "extra"
+			default:
+				nr.Modified = append(nr.Modified, upgrade.Drift{Patch: str(m, "patch"), Object: values.ObjectRef{
+					APIVersion: str(m, "apiVersion"), Kind: str(m, "kind"), Namespace: str(m, "namespace"), Name: str(m, "name")}})
+				if p := str(m, "patch"); p != "" {
+					what += " " + p
+				}
 			}
 			nr.Details = append(nr.Details, fmt.Sprintf("%s %s", objectLine(m), what))
 		}
