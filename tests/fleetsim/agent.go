@@ -63,6 +63,22 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 	now := time.Now()
 	readyAt := a.at.Add(f.Delay + spread(f.ReadyOverTime, clusterIndex(cluster), s.opts.Clusters))
 	ready := !f.NeverReady && (wasReady || !now.Before(readyAt))
+	if wait := helmWait(bd); wait > 0 && !ready {
+		// helm.timeoutSeconds > 0: Helm waits for the rollout inside the
+		// agent, so the deployment is not reported applied until it is
+		// ready (the BundleDeployment keeps its status: WaitApplied), and
+		// when Helm's wait runs out the deployment fails
+		deadline := a.at.Add(wait)
+		if !now.Before(deadline) {
+			return s.writeAgentStatus(ctx, bd, failedStatus(v, helmWaitFailure(a)))
+		}
+		next := deadline
+		if !f.NeverReady && readyAt.Before(deadline) {
+			next = readyAt
+		}
+		s.agentQueue.AddAfter(k, next.Sub(now))
+		return nil
+	}
 	if err := s.writeAgentStatus(ctx, bd, appliedStatus(a, ready, f.Modified)); err != nil {
 		return err
 	}
@@ -84,6 +100,24 @@ func spread(d time.Duration, i, n int) time.Duration {
 func deploymentVersion(bd *unstructured.Unstructured) string {
 	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
 	return releaseFromOptions(opts).version
+}
+
+// helmWait is the BundleDeployment's helm.timeoutSeconds: > 0, Helm waits
+// for the rollout that long.
+func helmWait(bd *unstructured.Unstructured) time.Duration {
+	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
+	return releaseFromOptions(opts).timeout
+}
+
+// helmWaitFailure is the error of a Helm wait that ran out, in the words
+// Fleet's agent reports it.
+func helmWaitFailure(a applied) string {
+	res := resourceKey{APIVersion: "v1", Kind: "Release", Name: a.release}
+	if len(a.resources) > 0 {
+		res = a.resources[0]
+	}
+	return fmt.Sprintf("resource %s/%s not ready. status: InProgress, message: simulated: not ready yet context deadline exceeded",
+		res.Kind, objName(res.Namespace, res.Name))
 }
 
 // deploy applies the BundleDeployment's spec.options: a Helm install or

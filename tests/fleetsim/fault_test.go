@@ -28,13 +28,22 @@ func (f *fixture) upgrade(version string) {
 	f.updateManagedChart("demo", func(spec map[string]any) { spec["version"] = version })
 }
 
+// upgradeNoHelmWait upgrades with helm.timeoutSeconds unset: the agent
+// reports the deployment applied at once, then NotReady until ready.
+func (f *fixture) upgradeNoHelmWait(version string) {
+	f.updateManagedChart("demo", func(spec map[string]any) {
+		spec["version"] = version
+		delete(spec, "timeoutSeconds")
+	})
+}
+
 func TestFaultDelay(t *testing.T) {
 	t.Parallel()
 	f, bundle := deployed(t, fleetsim.Options{})
 	const delay = 1500 * time.Millisecond
 	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{Delay: delay})
 	start := time.Now()
-	f.upgrade("2.0.0")
+	f.upgradeNoHelmWait("2.0.0")
 
 	notReady := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "NotReady after the upgrade", func(b *unstructuredT) bool {
 		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() &&
@@ -53,7 +62,7 @@ func TestFaultNeverReady(t *testing.T) {
 	t.Parallel()
 	f, bundle := deployed(t, fleetsim.Options{})
 	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{NeverReady: true})
-	f.upgrade("2.0.0")
+	f.upgradeNoHelmWait("2.0.0")
 	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "NotReady", func(b *unstructuredT) bool {
 		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() &&
 			num(b, "status", "summary", "notReady") == 1
@@ -239,4 +248,46 @@ func TestRollbackToTheAppliedDeploymentIDRunsNoHelm(t *testing.T) {
 	require.NotEqual(t, oldID, str(bd, "spec", "deploymentID"), "the Helm timeout enters the deploymentID")
 	require.Equal(t, runs+1, f.sim.HelmRuns(f.ns, "demo"), "Helm ran again")
 	require.Equal(t, "1.0.0", f.configMap("demo")["chartVersion"])
+}
+
+// With helm.timeoutSeconds > 0 Helm waits for the rollout inside the
+// agent: the BundleDeployment is not reported applied (the Bundle says
+// WaitApplied, never NotReady) until the deployment is ready, and then
+// applied and ready at once.
+func TestHelmWaitHoldsWaitApplied(t *testing.T) {
+	t.Parallel()
+	f, bundle := deployed(t, fleetsim.Options{})
+	oldID := str(f.localBD("demo"), "status", "appliedDeploymentID")
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{Delay: 5 * time.Second})
+	f.upgrade("2.0.0") // timeoutSeconds 600, as the fixture's
+	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "WaitApplied", func(b *unstructuredT) bool {
+		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() &&
+			num(b, "status", "summary", "waitApplied") == 1
+	})
+	require.Equal(t, fleetsim.StateWaitApplied, str(b, "status", "display", "state"))
+	require.Eventually(t, func() bool { return f.sim.HelmRuns(f.ns, "demo") == 2 }, time.Minute, 10*time.Millisecond, "Helm upgraded")
+	bd := f.localBD("demo")
+	require.Equal(t, oldID, str(bd, "status", "appliedDeploymentID"), "not applied while Helm waits")
+	f.waitReadyAfter("demo", "2.0.0", bundle.GetGeneration())
+}
+
+// A rollout that never finishes with helm.timeoutSeconds > 0: WaitApplied
+// for the timeout, then ErrApplied with Helm's "context deadline exceeded".
+func TestHelmWaitTimesOutIntoErrApplied(t *testing.T) {
+	t.Parallel()
+	f, bundle := deployed(t, fleetsim.Options{})
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{NeverReady: true})
+	f.updateManagedChart("demo", func(spec map[string]any) {
+		spec["version"] = "2.0.0"
+		spec["timeoutSeconds"] = int64(2)
+	})
+	f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "WaitApplied", func(b *unstructuredT) bool {
+		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() &&
+			num(b, "status", "summary", "waitApplied") == 1
+	})
+	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "ErrApplied", func(b *unstructuredT) bool {
+		return num(b, "status", "summary", "errApplied") == 1
+	})
+	require.Contains(t, cond(b, "Ready")["message"], "context deadline exceeded")
+	require.Equal(t, "False", condStatus(f.localBD("demo"), "Deployed"))
 }
