@@ -158,9 +158,10 @@ func TestRefuseModified(t *testing.T) {
 
 	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
 	assertRefusedUntouched(t, f, name, before, err, logs, wc)
-	assert.Contains(t, lineHolding(t, err.Error(), "Modified"), "bundle mcc-"+name+": 1 cluster(s) Modified")
+	// no live rule reads the ConfigMap: the drift is a reason to refuse
 	l := lineHolding(t, err.Error(), "ConfigMap "+f.ns+"/"+name+"-config")
-	assert.Contains(t, l, "modified", "the drifted resource is listed")
+	assert.Contains(t, l, "was changed in the cluster", "the drifted resource is listed")
+	assert.Contains(t, l, `{"data":{"replicaCount":"9"}}`, "with Fleet's patch")
 }
 
 func TestRefusePausedBySomeoneElseUnlessUnpause(t *testing.T) {
