@@ -15,6 +15,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
@@ -179,4 +180,29 @@ func (f *fixture) localBD(name string) map[string]string {
 	id, _, _ := unstructured.NestedString(bd.Object, "spec", "deploymentID")
 	applied, _, _ := unstructured.NestedString(bd.Object, "status", "appliedDeploymentID")
 	return map[string]string{"deploymentID": id, "appliedDeploymentID": applied}
+}
+
+// With helm.timeoutSeconds > 0 Fleet's agent waits for the rollout inside
+// Helm (the Bundle says WaitApplied all along); a rollout that never
+// finishes becomes ErrApplied when Helm's wait runs out. The tool reports
+// that as a rollout that did not finish, after the grace, with exit 1.
+func TestHelmWaitThatRunsOutIsARolloutThatDidNotFinish(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	f.patchManagedChart(t.Context(), name, `{"spec":{"timeoutSeconds":2}}`)
+	f.awaitObserved(name, "ready with a 2s Helm timeout", func(_ *managedchart.ManagedChart, b *managedchart.Bundle) bool {
+		return bundleSettled(b) && b.HelmTimeoutSeconds == 2 && b.Status.Summary.Ready == 1
+	})
+	logs, _, err := f.upgradeCounting(f.node, app.Options{SpecFile: f.failFastSpec(name, f.charts, "1s"), Version: "2.0.0"},
+		func(_ context.Context, attempt int) {
+			if attempt == 1 {
+				f.sim.SetFault(f.ns, name, fleetsim.Fault{NeverReady: true})
+			}
+		})
+	require.Error(t, err, logs)
+	assert.Equal(t, outcome.ExitFailure, outcome.Code(err), "error: %v", err)
+	assert.Contains(t, err.Error(), "the rollout did not finish within Helm's wait (helm.timeoutSeconds 2)")
+	assert.Contains(t, err.Error(), "context deadline exceeded")
+	assert.Contains(t, logs, "have not applied their deployment", "WaitApplied while Helm waited")
 }

@@ -114,8 +114,12 @@ func TestRefuseNotReadyTarget(t *testing.T) {
 	f.install(name, "1.0.0", example.UserValues())
 	// someone changes a value and the new deployment never becomes ready
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{NeverReady: true})
-	f.patchManagedChart(t.Context(), name, `{"spec":{"values":{"extra":{"note":"changed by hand"}}}}`)
-	f.awaitObserved(name, "a not-ready bundle", bundleNotReady)
+	// (without a Helm timeout, so Fleet reports it NotReady rather than
+	// waiting inside Helm)
+	f.patchManagedChart(t.Context(), name, `{"spec":{"timeoutSeconds":null,"values":{"extra":{"note":"changed by hand"}}}}`)
+	f.awaitObserved(name, "a not-ready bundle", func(mc *managedchart.ManagedChart, b *managedchart.Bundle) bool {
+		return bundleNotReady(mc, b) && b.Status.Summary.NotReady == 1
+	})
 	before := f.get(name)
 
 	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))

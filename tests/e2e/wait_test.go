@@ -31,6 +31,13 @@ func TestWaitTimeoutSaysWhatWasAwaited(t *testing.T) {
 	f := newFixture(t)
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
+	// without a Helm timeout: the agent reports the deployment applied and
+	// NotReady, naming the resource (with one, Fleet says WaitApplied
+	// until Helm's own wait ends)
+	f.patchManagedChart(t.Context(), name, `{"spec":{"timeoutSeconds":null}}`)
+	f.awaitObserved(name, "ready without a Helm timeout", func(mc *managedchart.ManagedChart, b *managedchart.Bundle) bool {
+		return bundleSettled(b) && b.HelmTimeoutSeconds == 0 && b.Status.Summary.Ready == 1
+	})
 	opts := f.upgradeOpts(name, "2.0.0", f.policy(name))
 	opts.Timeout = 3 * time.Second
 	// preflight saw it Ready; from the apply on, nothing becomes ready

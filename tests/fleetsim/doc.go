@@ -39,10 +39,16 @@
 // applied at once and runs no Helm action; changing a Helm option (such as
 // timeoutSeconds) changes the ID and runs Helm again.
 //
-// Not modelled: Helm's own wait (timeoutSeconds > 0 holding the Bundle in
-// WaitApplied through the rollout), the agent's retries that write failed
-// Helm revisions and hold the release pending-upgrade, drift detection from
-// the live objects and diff.comparePatches (Fault.Modified stands for it).
+// With helm.timeoutSeconds > 0 the agent waits for the rollout inside Helm,
+// as Fleet's does: the deployment is reported applied only once ready (the
+// Bundle says WaitApplied meanwhile, never NotReady), and a rollout still
+// not ready when the timeout runs out fails it with Helm's "context
+// deadline exceeded" (ErrApplied). Without a timeout it is applied at once,
+// then NotReady until ready.
+//
+// Not modelled: the agent's retries that write failed Helm revisions and
+// hold the release pending-upgrade, drift detection from the live objects
+// and diff.comparePatches (Fault.Modified stands for it).
 //
 // Faults (SetFault) make a chart slow, never ready, failing, modified or
 // stale, at any time. Everything is driven by watches; a status write happens
