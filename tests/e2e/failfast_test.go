@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -141,12 +142,13 @@ func TestRollbackAfterErrAppliedMakesFleetRunHelmAgain(t *testing.T) {
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
 	bdBefore := f.localBD(name)
-	helmRuns := f.sim.HelmRuns(f.ns, name)
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{ErrApplied: "2.0.0 cannot be deployed", ErrAppliedVersion: "2.0.0"})
 	logs, _, err := f.upgradeCounting(f.node, app.Options{SpecFile: f.failFastSpec(name, f.charts, "1s"), Version: "2.0.0"})
 	require.Error(t, err, logs)
 	require.Equal(t, outcome.ExitFailure, outcome.Code(err), "error: %v", err)
-	require.Equal(t, helmRuns, f.sim.HelmRuns(f.ns, name), "2.0.0 never ran Helm")
+	failed := f.lastRevision(name)
+	require.Equal(t, "failed", failed.Status, "Helm ran 2.0.0 and failed")
+	require.Equal(t, "2.0.0", failed.Chart)
 
 	logs, _, err = f.rollbackCounting(f.node, name)
 	require.NoError(t, err, logs)
@@ -158,8 +160,11 @@ func TestRollbackAfterErrAppliedMakesFleetRunHelmAgain(t *testing.T) {
 	bd := f.localBD(name)
 	assert.NotEqual(t, bdBefore["deploymentID"], bd["deploymentID"], "a deployment Fleet has not applied before")
 	assert.Equal(t, bd["deploymentID"], bd["appliedDeploymentID"], "and applied now")
-	assert.Equal(t, helmRuns+1, f.sim.HelmRuns(f.ns, name), "Helm ran again")
+	last := f.lastRevision(name)
+	assert.Equal(t, "deployed", last.Status, "Helm ran again: its last revision is deployed")
+	assert.Equal(t, "1.0.0", last.Chart)
 	assert.Equal(t, "registry.example.com/demo/app:v1.0.0", f.configMap(name + "-config")["image"])
+	helmRuns := f.sim.HelmRuns(f.ns, name)
 
 	// a second rollback: the same spec, nothing written, no Helm action
 	before := f.get(name)
@@ -167,7 +172,116 @@ func TestRollbackAfterErrAppliedMakesFleetRunHelmAgain(t *testing.T) {
 	require.NoError(t, err, logs)
 	assert.Zero(t, wc.writes.Load(), "a second rollback wrote: %v", wc.seen)
 	assertUnchanged(t, before, f.get(name))
-	assert.Equal(t, helmRuns+1, f.sim.HelmRuns(f.ns, name))
+	assert.Equal(t, helmRuns, f.sim.HelmRuns(f.ns, name))
+	assert.Equal(t, last, f.lastRevision(name))
+}
+
+// A rollout that stalls (never ready) without a Helm timeout: Fleet
+// applied 2.0.0 and reports it NotReady for good, so the upgrade times out
+// (exit 4). rollback writes the spec of before with maxHistory set to
+// Fleet's default (timeoutSeconds would turn Helm's wait on): a new
+// deploymentID, Helm runs with 1.0.0, and what 2.0.0 changed is gone.
+func TestRollbackAfterAStalledRolloutWithoutAHelmTimeout(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	f.patchManagedChart(t.Context(), name, `{"spec":{"timeoutSeconds":null}}`)
+	f.awaitObserved(name, "ready without a Helm timeout", func(_ *managedchart.ManagedChart, b *managedchart.Bundle) bool {
+		return bundleSettled(b) && b.HelmTimeoutSeconds == 0 && b.Status.Summary.Ready == 1
+	})
+	opts := app.Options{SpecFile: f.failFastSpec(name, f.charts, "1s"), Version: "2.0.0", Timeout: 3 * time.Second}
+	logs, _, err := f.upgradeCounting(f.node, opts, func(_ context.Context, attempt int) {
+		if attempt == 1 {
+			f.sim.SetFault(f.ns, name, fleetsim.Fault{NeverReady: true})
+		}
+	})
+	require.Error(t, err, logs)
+	require.Equal(t, outcome.ExitTimeout, outcome.Code(err), "error: %v", err)
+	assert.Equal(t, "registry.example.com/demo/webhook:v0.5.6", f.configMap(name + "-config")["webhookImage"], "2.0.0 was deployed")
+
+	f.sim.SetFault(f.ns, name, fleetsim.Fault{}) // 1.0.0 rolls out fine
+	logs, _, err = f.rollbackCounting(f.node, name)
+	require.NoError(t, err, logs)
+	assert.Contains(t, logs, "spec.maxHistory 0 → 2", "says what it changed")
+	mc := f.get(name)
+	assert.Equal(t, "1.0.0", mc.Version)
+	_, hasTimeout, _ := unstructured.NestedInt64(mc.Object.Object, "spec", "timeoutSeconds")
+	assert.False(t, hasTimeout, "Helm's wait stays off")
+	last := f.lastRevision(name)
+	assert.Equal(t, "deployed", last.Status)
+	assert.Equal(t, "1.0.0", last.Chart)
+	assert.Equal(t, "registry.example.com/demo/app:v1.0.0", f.configMap(name + "-config")["image"])
+	cm := f.configMap(name + "-config")
+	assert.Equal(t, "registry.example.com/demo/webhook:v0.4.1", cm["webhookImage"], "nothing of 2.0.0 is left")
+	assert.NotContains(t, cm, "metrics", "nothing of 2.0.0 is left")
+}
+
+// Our own in-flight apply never blocks us: after our apply, while Helm
+// waits for a rollout that does not finish (helm.timeoutSeconds 600, the
+// release pending-upgrade), a retried Job on the same node (its journal)
+// and one on another node (the record on the target) continue the wait
+// (exit 4 when it runs out), never refuse in preflight (exit 3) because of
+// the pending release, and never apply again; once the rollout finishes a
+// re-run ends with exit 0.
+func TestOurPendingUpgradeDoesNotBlockARetriedJob(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	opts := app.Options{SpecFile: f.failFastSpec(name, f.charts, "10m"), Version: "2.0.0", Timeout: 2 * time.Second}
+	logs, _, err := f.upgradeCounting(f.node, opts, func(_ context.Context, attempt int) {
+		if attempt == 1 {
+			f.sim.SetFault(f.ns, name, fleetsim.Fault{NeverReady: true})
+		}
+	})
+	require.Error(t, err, logs)
+	require.Equal(t, outcome.ExitTimeout, outcome.Code(err), "error: %v", err)
+	pending := f.lastRevision(name)
+	require.Equal(t, "pending-upgrade", pending.Status, "Helm still waits for the rollout of 2.0.0")
+	require.Equal(t, "2.0.0", pending.Chart)
+	applied := f.get(name)
+
+	for _, n := range []node{f.node, newNode(t, "node-2")} {
+		logs, wc, err := f.upgradeCounting(n, opts)
+		require.Error(t, err, logs)
+		assert.Equal(t, outcome.ExitTimeout, outcome.Code(err), "%s continues the wait: %v", n.name, err)
+		assert.NotContains(t, err.Error(), "pending-upgrade", "not refused because of our own apply")
+		wc.mu.Lock()
+		for _, w := range wc.seen {
+			assert.NotContains(t, w, "managedcharts", "no second apply")
+		}
+		wc.mu.Unlock()
+	}
+	assert.Equal(t, applied.ResourceVersion, f.get(name).ResourceVersion)
+
+	f.sim.SetFault(f.ns, name, fleetsim.Fault{})
+	logs, _, err = f.upgradeCounting(f.node, opts)
+	require.NoError(t, err, logs)
+	last := f.lastRevision(name)
+	assert.Equal(t, "deployed", last.Status)
+	assert.Equal(t, "2.0.0", last.Chart)
+}
+
+// revision is one Helm release record, as `helm history` shows it.
+type revision struct {
+	Number int
+	Status string
+	Chart  string // chart version
+}
+
+// lastRevision is the newest Helm release record of the fixture's release
+// name (Secrets, Helm's storage), read from the API server.
+func (f *fixture) lastRevision(name string) revision {
+	f.t.Helper()
+	rels, err := driver.NewSecrets(f.env.Kube().CoreV1().Secrets(f.ns)).Query(map[string]string{"name": name, "owner": "helm"})
+	require.NoError(f.t, err)
+	var last revision
+	for _, r := range rels {
+		if r.Version > last.Number {
+			last = revision{Number: r.Version, Status: r.Info.Status.String(), Chart: r.Chart.Metadata.Version}
+		}
+	}
+	require.NotZero(f.t, last.Number, "release %s/%s has no history", f.ns, name)
+	return last
 }
 
 // localBD is the local cluster's BundleDeployment of the fixture's

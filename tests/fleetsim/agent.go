@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,12 +18,31 @@ type applied struct {
 	at        time.Time // zero when deployed before this simulator ran
 	release   string
 	resources []resourceKey
+	// ref and revision are the Helm release and revision of the
+	// deployment on the local cluster (revision 0 elsewhere); waiting
+	// says Helm still waits for its rollout (helm.timeoutSeconds > 0): the
+	// revision is pending until the wait ends.
+	ref      releaseRef
+	revision int
+	waiting  bool
+}
+
+// failure is a deployment the agent could not make: it is retried after a
+// back-off that doubles with each attempt, as the agent's controller
+// requeues a failed reconcile.
+type failure struct {
+	chart    string // the ManagedChart's key
+	id       string // the deploymentID that failed
+	msg      string
+	attempts int
+	next     time.Time
 }
 
 // syncAgent is the Fleet agent of one cluster for one BundleDeployment:
 // deploy spec.deploymentID when it is new (Helm on the local cluster), then
 // report the status the chart's fault calls for. Readiness that is due later
-// is re-checked by a delayed requeue, not by polling.
+// and retries of a failed deployment are re-checked by a delayed requeue,
+// not by polling.
 func (s *Sim) syncAgent(ctx context.Context, k string) error {
 	bd, exists := s.fresh.get(BundleDeploymentsGVR, s.bds, k)
 	if !exists {
@@ -39,38 +59,50 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 	if f.Stale || v.DeploymentID == "" { // frozen, or paused before its first deployment
 		return nil
 	}
-	if f.ErrApplied != "" && (f.ErrAppliedVersion == "" || f.ErrAppliedVersion == deploymentVersion(bd)) {
+	failing := f.ErrApplied != "" && (f.ErrAppliedVersion == "" || f.ErrAppliedVersion == deploymentVersion(bd))
+	a := s.appliedOf(k)
+	now := time.Now()
+	if failing && a.id == v.DeploymentID {
+		// set on a deployment made before: it is reported failed at once
 		return s.writeAgentStatus(ctx, bd, failedStatus(v, f.ErrApplied))
 	}
-	a := s.appliedOf(k)
 	if a.id != v.DeploymentID {
-		if v.AppliedID == v.DeploymentID && !v.DeployFailed {
+		switch fl, retrying := s.failureOf(k); {
+		case v.AppliedID == v.DeploymentID && !v.DeployFailed && !failing:
 			a = applied{id: v.DeploymentID} // deployed by an earlier simulator
-		} else {
+		case retrying && fl.id == v.DeploymentID && now.Before(fl.next):
+			s.agentQueue.AddAfter(k, fl.next.Sub(now)) // backing off
+			return s.writeAgentStatus(ctx, bd, failedStatus(v, fl.msg))
+		default:
 			var err error
-			if a, err = s.deploy(ctx, k, bd, bundleNS, mcName, cluster == LocalCluster); err != nil {
-				if werr := s.writeAgentStatus(ctx, bd, failedStatus(v, err.Error())); werr != nil {
-					s.log.Info("writing a failed deployment", "bundleDeployment", k, "err", werr)
+			if a, err = s.deploy(ctx, k, bd, bundleNS, mcName, cluster == LocalCluster, failing); err != nil {
+				msg := err.Error()
+				if failing {
+					msg = f.ErrApplied
 				}
-				return err
+				return s.deployFailed(ctx, k, bd, v, msg)
 			}
+			s.clearFailure(k)
 		}
 		s.setApplied(k, a)
 	}
 	// A deployment once reported ready stays ready unless NeverReady: Delay
 	// and ReadyOverTime hold back new deployments only.
 	wasReady := v.Ready && v.AppliedID == v.DeploymentID && !v.DeployFailed
-	now := time.Now()
 	readyAt := a.at.Add(f.Delay + spread(f.ReadyOverTime, clusterIndex(cluster), s.opts.Clusters))
 	ready := !f.NeverReady && (wasReady || !now.Before(readyAt))
 	if wait := helmWait(bd); wait > 0 && !ready {
 		// helm.timeoutSeconds > 0: Helm waits for the rollout inside the
 		// agent, so the deployment is not reported applied until it is
-		// ready (the BundleDeployment keeps its status: WaitApplied), and
-		// when Helm's wait runs out the deployment fails
+		// ready (the BundleDeployment keeps its status: WaitApplied, the
+		// release revision stays pending), and when Helm's wait runs out
+		// Helm marks the revision failed and the deployment fails
 		deadline := a.at.Add(wait)
 		if !now.Before(deadline) {
-			return s.writeAgentStatus(ctx, bd, failedStatus(v, helmWaitFailure(a)))
+			msg := helmWaitFailure(a)
+			s.endHelmWait(k, a, release.StatusFailed, "Upgrade \""+a.ref.name+"\" failed: "+msg)
+			s.setApplied(k, applied{}) // not applied: the retry runs Helm again
+			return s.deployFailed(ctx, k, bd, v, msg)
 		}
 		next := deadline
 		if !f.NeverReady && readyAt.Before(deadline) {
@@ -79,6 +111,9 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 		s.agentQueue.AddAfter(k, next.Sub(now))
 		return nil
 	}
+	if a.waiting {
+		s.endHelmWait(k, a, release.StatusDeployed, "Upgrade complete")
+	}
 	if err := s.writeAgentStatus(ctx, bd, appliedStatus(a, ready, f.Modified)); err != nil {
 		return err
 	}
@@ -86,6 +121,35 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 		s.agentQueue.AddAfter(k, readyAt.Sub(now))
 	}
 	return nil
+}
+
+// deployFailed reports a failed deployment and schedules its retry.
+func (s *Sim) deployFailed(ctx context.Context, k string, bd *unstructured.Unstructured, v bdView, msg string) error {
+	l := bd.GetLabels()
+	mcName, _ := managedChartOf(l[LabelBundleName])
+	fl := s.fail(k, key(l[LabelBundleNamespace], mcName), v.DeploymentID, msg)
+	s.agentQueue.AddAfter(k, time.Until(fl.next))
+	if err := s.writeAgentStatus(ctx, bd, failedStatus(v, msg)); err != nil {
+		s.log.Info("writing a failed deployment", "bundleDeployment", k, "err", err)
+		return err
+	}
+	return nil
+}
+
+// endHelmWait ends Helm's wait for the rollout of deployment a: its
+// revision becomes status (deployed, or failed when the wait ran out).
+func (s *Sim) endHelmWait(k string, a applied, status release.Status, description string) {
+	if a.revision > 0 {
+		if err := s.helm.setStatus(a.ref, a.revision, status, description); err != nil {
+			s.log.Info("ending Helm's wait", "bundleDeployment", k, "err", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.applied[k]; cur.id == a.id && cur.revision == a.revision {
+		cur.waiting = false
+		s.applied[k] = cur
+	}
 }
 
 // spread is when cluster i of n becomes ready within d.
@@ -121,10 +185,15 @@ func helmWaitFailure(a applied) string {
 }
 
 // deploy applies the BundleDeployment's spec.options: a Helm install or
-// upgrade on the local cluster, nothing elsewhere.
-func (s *Sim) deploy(ctx context.Context, k string, bd *unstructured.Unstructured, bundleNS, mcName string, local bool) (applied, error) {
+// upgrade on the local cluster, nothing elsewhere. reject makes it fail
+// (Fault.ErrApplied): on the local cluster Helm really runs and fails,
+// leaving a failed revision.
+func (s *Sim) deploy(ctx context.Context, k string, bd *unstructured.Unstructured, bundleNS, mcName string, local, reject bool) (applied, error) {
 	id, _, _ := unstructured.NestedString(bd.Object, "spec", "deploymentID")
 	if !local {
+		if reject {
+			return applied{}, fmt.Errorf("deployment %s failed", id)
+		}
 		return applied{id: id, at: time.Now()}, nil
 	}
 	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
@@ -135,16 +204,31 @@ func (s *Sim) deploy(ctx context.Context, k string, bd *unstructured.Unstructure
 	}
 	s.setRelease(k, releaseRef{name: r.name, namespace: r.namespace})
 	s.recordHelmRun(bundleNS, mcName)
-	rel, err := s.helm.apply(ctx, ch, r)
+	rel, err := s.helm.apply(ctx, ch, r, reject)
 	if err != nil {
 		return applied{}, err
 	}
-	return applied{
+	a := applied{
 		id:        id,
 		at:        time.Now(),
 		release:   fmt.Sprintf("%s/%s:%d", rel.Namespace, rel.Name, rel.Version),
 		resources: manifestResources(rel.Manifest, rel.Namespace),
-	}, nil
+		ref:       releaseRef{name: rel.Name, namespace: rel.Namespace},
+		revision:  rel.Version,
+	}
+	if r.timeout > 0 {
+		// Helm now waits for the rollout (the simulator judges it, see
+		// syncAgent); meanwhile the revision is pending, as Helm leaves it
+		pending := release.StatusPendingUpgrade
+		if rel.Version == 1 {
+			pending = release.StatusPendingInstall
+		}
+		if err := s.helm.setStatus(a.ref, a.revision, pending, "Helm waits for the rollout"); err != nil {
+			return applied{}, err
+		}
+		a.waiting = true
+	}
+	return a, nil
 }
 
 // undeploy uninstalls the release of a deleted BundleDeployment.
@@ -152,6 +236,7 @@ func (s *Sim) undeploy(ctx context.Context, k string) error {
 	s.mu.Lock()
 	ref, ok := s.releases[k]
 	delete(s.applied, k)
+	delete(s.failures, k)
 	s.mu.Unlock()
 	if !ok {
 		return nil
@@ -260,6 +345,38 @@ func (s *Sim) setApplied(k string, a applied) {
 	s.applied[k] = a
 }
 
+// failureOf returns the failed deployment of BundleDeployment k, if any.
+func (s *Sim) failureOf(k string) (failure, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fl, ok := s.failures[k]
+	return fl, ok
+}
+
+// fail notes a failed attempt of deployment id of BundleDeployment k and
+// when the next one is due: Options.RetryBackoff after the first, doubling
+// up to maxRetryBackoff.
+func (s *Sim) fail(k, chart, id, msg string) failure {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fl := s.failures[k]
+	if fl.id != id {
+		fl = failure{chart: chart, id: id}
+	}
+	fl.msg = msg
+	fl.attempts++
+	backoff := s.opts.RetryBackoff << min(fl.attempts-1, 16)
+	fl.next = time.Now().Add(min(backoff, maxRetryBackoff))
+	s.failures[k] = fl
+	return fl
+}
+
+func (s *Sim) clearFailure(k string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.failures, k)
+}
+
 func (s *Sim) setRelease(k string, r releaseRef) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -282,10 +399,10 @@ type releaseRef struct{ name, namespace string }
 
 // releaseFromOptions reads the options Fleet hands the agent. The release
 // name defaults to the chart name, the namespace to "default", the history
-// to Fleet's 5 releases.
+// to Fleet's 2 revisions (MaxHelmHistory).
 func releaseFromOptions(opts map[string]any) releaseSpec {
 	helm, _ := opts["helm"].(map[string]any)
-	r := releaseSpec{namespace: "default", maxHistory: 5}
+	r := releaseSpec{namespace: "default", maxHistory: 2}
 	r.chart, _ = helm["chart"].(string)
 	r.version, _ = helm["version"].(string)
 	r.name, _ = helm["releaseName"].(string)

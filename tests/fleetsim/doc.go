@@ -31,24 +31,34 @@
 // the Deployed condition is False with the error, while status.ready and
 // the Ready condition keep what the deployment before left (true for a
 // chart that was ready); the Bundle counts it errApplied and puts the error
-// in its Ready message. Fault.ErrAppliedVersion fails only the deployments
+// in its Ready message. On the local cluster Helm really runs and fails
+// (Fault.ErrApplied adds an object the API server refuses to the rendered
+// chart), so each attempt leaves a failed Helm revision, and objects the
+// attempt changed before failing stay changed. The agent retries a failed
+// deployment after a back-off that doubles (Options.RetryBackoff, up to a
+// minute); Helm's history keeps 2 revisions as Fleet's (the last deployed
+// one is never pruned). Fault.ErrAppliedVersion fails only the deployments
 // of one chart version, as a chart that cannot be deployed does.
 //
-// deploymentIDs are hashes of the Bundle's content and options, as Fleet's:
-// going back to a spec whose ID the BundleDeployment last applied counts as
-// applied at once and runs no Helm action; changing a Helm option (such as
-// timeoutSeconds) changes the ID and runs Helm again.
+// deploymentIDs are hashes of the Bundle's content and options without
+// diff, as Fleet's: going back to a spec whose ID the BundleDeployment last
+// applied counts as applied at once and runs no Helm action; changing a
+// Helm option (timeoutSeconds, maxHistory) changes the ID and runs Helm
+// again; changing diff.comparePatches reaches the BundleDeployments but
+// not the ID.
 //
 // With helm.timeoutSeconds > 0 the agent waits for the rollout inside Helm,
 // as Fleet's does: the deployment is reported applied only once ready (the
-// Bundle says WaitApplied meanwhile, never NotReady), and a rollout still
-// not ready when the timeout runs out fails it with Helm's "context
-// deadline exceeded" (ErrApplied). Without a timeout it is applied at once,
-// then NotReady until ready.
+// Bundle says WaitApplied meanwhile, never NotReady) and Helm's revision is
+// pending-install or pending-upgrade meanwhile. A rollout still not ready
+// when the timeout runs out fails the revision and the deployment with
+// Helm's "context deadline exceeded" (ErrApplied); the retry runs Helm
+// again and holds a new revision pending for its own wait. Without a
+// timeout the deployment is applied at once, then NotReady until ready.
 //
-// Not modelled: the agent's retries that write failed Helm revisions and
-// hold the release pending-upgrade, drift detection from the live objects
-// and diff.comparePatches (Fault.Modified stands for it).
+// Not modelled: drift detection from the live objects and
+// diff.comparePatches (Fault.Modified stands for it); the error texts of a
+// Fault.ErrApplied deployment are the fault's, not Helm's.
 //
 // Faults (SetFault) make a chart slow, never ready, failing, modified or
 // stale, at any time. Everything is driven by watches; a status write happens

@@ -14,9 +14,12 @@ type Fault struct {
 	Delay time.Duration
 	// NeverReady: deployments are applied but never become ready.
 	NeverReady bool
-	// ErrApplied makes deploying fail with this message: no Helm upgrade,
+	// ErrApplied makes deploying fail with this message: on the local
+	// cluster Helm really runs and fails (the chart gains an object the API
+	// server refuses, so Helm writes a failed revision),
 	// appliedDeploymentID stays, the Deployed condition is False and the
-	// summary counts errApplied with this message.
+	// summary counts errApplied with this message. The agent retries with
+	// a back-off (Options.RetryBackoff), each attempt a failed revision.
 	ErrApplied string
 	// ErrAppliedVersion limits ErrApplied to the deployments of this chart
 	// version (a version whose chart cannot be deployed); "" fails every
@@ -54,7 +57,8 @@ type ReadyTimes struct {
 }
 
 // SetFault sets the fault of ManagedChart namespace/name (the zero Fault
-// clears it) and re-evaluates the chart's Bundle and BundleDeployments.
+// clears it) and re-evaluates the chart's Bundle and BundleDeployments; a
+// failed deployment waiting out its retry back-off is retried at once.
 func (s *Sim) SetFault(namespace, name string, f Fault) {
 	k := key(namespace, name)
 	s.mu.Lock()
@@ -63,6 +67,11 @@ func (s *Sim) SetFault(namespace, name string, f Fault) {
 	} else {
 		f.Modified = append([]Resource(nil), f.Modified...)
 		s.faults[k] = f
+	}
+	for bd, fl := range s.failures {
+		if fl.chart == k {
+			delete(s.failures, bd) // a new fault: the next attempt is due now
+		}
 	}
 	s.mu.Unlock()
 	s.touchChart(namespace, name)

@@ -79,11 +79,17 @@ func TestFaultNeverReady(t *testing.T) {
 	f.waitReadyAfter("demo", "2.0.0", bundle.GetGeneration())
 }
 
+// A deployment that fails (ErrApplied): Helm really runs on the local
+// cluster and fails, the agent retries with a back-off, each attempt a
+// new failed Helm revision, and Fleet's statuses keep the old deployment's
+// readiness as real Fleet's do.
 func TestFaultErrApplied(t *testing.T) {
 	t.Parallel()
-	f, bundle := deployed(t, fleetsim.Options{})
+	f, bundle := deployed(t, fleetsim.Options{RetryBackoff: 300 * time.Millisecond})
 	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{ErrApplied: "boom: admission webhook denied"})
 	oldID := str(f.localBD("demo"), "spec", "deploymentID")
+	deployedRev := f.lastRevision("demo")
+	require.Equal(t, "deployed", deployedRev.Status)
 	f.upgrade("2.0.0")
 	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "ErrApplied", func(b *unstructuredT) bool {
 		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "summary", "errApplied") == 1
@@ -107,12 +113,31 @@ func TestFaultErrApplied(t *testing.T) {
 	require.Equal(t, "False", condStatus(bd, "Deployed"))
 	require.Equal(t, "boom: admission webhook denied", cond(bd, "Deployed")["message"])
 	require.EqualValues(t, 0, num(b, "status", "summary", "ready"), "the Bundle does not count it ready")
-	require.Equal(t, 1, f.sim.HelmRuns(f.ns, "demo"), "a failing deployment runs no Helm upgrade")
-	require.Equal(t, "1.0.0", f.configMap("demo")["chartVersion"])
+
+	// Helm ran and failed: a failed 2.0.0 revision; the agent retries, and
+	// each retry is a newer failed revision while the deployed one stays
+	var first revision
+	require.Eventually(t, func() bool {
+		first = f.lastRevision("demo")
+		return first.Status == "failed"
+	}, time.Minute, 20*time.Millisecond, "Helm wrote a failed revision")
+	require.Equal(t, "2.0.0", first.Chart)
+	require.Contains(t, first.Description, "not a valid key!", "the API server refused the object")
+	require.Eventually(t, func() bool { return f.lastRevision("demo").Number > first.Number }, time.Minute, 50*time.Millisecond,
+		"a retry writes a newer failed revision")
+	retried := f.lastRevision("demo")
+	require.Equal(t, "failed", retried.Status)
+	require.GreaterOrEqual(t, f.sim.HelmRuns(f.ns, "demo"), 3, "install, the failed upgrade and a retry")
+	h := f.helmHistory("demo")
+	require.Contains(t, h, deployedRev, "Helm keeps the last deployed revision: %v", h)
+	require.LessOrEqual(t, len(h), 2, "Fleet's history of 2 revisions: older failed ones are removed: %v", h)
 
 	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{})
 	f.waitReadyAfter("demo", "2.0.0", bundle.GetGeneration())
 	require.Equal(t, "2.0.0", f.configMap("demo")["chartVersion"])
+	last := f.lastRevision("demo")
+	require.Equal(t, "deployed", last.Status)
+	require.Equal(t, "2.0.0", last.Chart)
 }
 
 func TestFaultModified(t *testing.T) {
@@ -226,7 +251,6 @@ func TestRollbackToTheAppliedDeploymentIDRunsNoHelm(t *testing.T) {
 	f, bundle := deployed(t, fleetsim.Options{})
 	require.EqualValues(t, 600, num(bundle, "spec", "helm", "timeoutSeconds"), "as the fixture's ManagedChart")
 	oldID := str(f.localBD("demo"), "spec", "deploymentID")
-	runs := f.sim.HelmRuns(f.ns, "demo")
 
 	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{ErrApplied: "2.0.0 cannot be deployed", ErrAppliedVersion: "2.0.0"})
 	f.upgrade("2.0.0")
@@ -234,20 +258,57 @@ func TestRollbackToTheAppliedDeploymentIDRunsNoHelm(t *testing.T) {
 		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() &&
 			num(b, "status", "summary", "errApplied") == 1
 	})
+	require.Eventually(t, func() bool { return f.lastRevision("demo").Status == "failed" }, time.Minute, 20*time.Millisecond,
+		"Helm ran 2.0.0 and failed")
+	require.Equal(t, "2.0.0", f.lastRevision("demo").Chart)
 
 	f.upgrade("1.0.0") // the spec of before, as it was
 	b, _ := f.waitReadyAfter("demo", "1.0.0", bundle.GetGeneration()+1)
 	bd := f.localBD("demo")
 	require.Equal(t, oldID, str(bd, "spec", "deploymentID"), "the content hash of before")
 	require.Equal(t, oldID, str(bd, "status", "appliedDeploymentID"))
-	require.Equal(t, runs, f.sim.HelmRuns(f.ns, "demo"), "ready at once, no Helm action")
+	last := f.lastRevision("demo")
+	require.Equal(t, "failed", last.Status, "ready at once, no Helm action: Helm's last revision is still the failed one")
+	require.Equal(t, "2.0.0", last.Chart)
 
+	runs := f.sim.HelmRuns(f.ns, "demo")
 	f.updateManagedChart("demo", func(spec map[string]any) { spec["timeoutSeconds"] = int64(601) })
 	f.waitReadyAfter("demo", "1.0.0", b.GetGeneration())
 	bd = f.localBD("demo")
 	require.NotEqual(t, oldID, str(bd, "spec", "deploymentID"), "the Helm timeout enters the deploymentID")
 	require.Equal(t, runs+1, f.sim.HelmRuns(f.ns, "demo"), "Helm ran again")
 	require.Equal(t, "1.0.0", f.configMap("demo")["chartVersion"])
+	last = f.lastRevision("demo")
+	require.Equal(t, "deployed", last.Status)
+	require.Equal(t, "1.0.0", last.Chart)
+}
+
+// Neither diff.comparePatches nor a Helm history limit of Fleet's default
+// is deployed; only the second enters the deploymentID (Fleet hashes the
+// options without diff), so only it makes Helm run again.
+func TestComparePatchesStayOutOfTheDeploymentID(t *testing.T) {
+	t.Parallel()
+	f, bundle := deployed(t, fleetsim.Options{})
+	oldID := str(f.localBD("demo"), "spec", "deploymentID")
+	runs := f.sim.HelmRuns(f.ns, "demo")
+	f.updateManagedChart("demo", func(spec map[string]any) {
+		spec["diff"] = map[string]any{"comparePatches": []any{map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "namespace": f.ns, "name": "demo-config",
+			"operations": []any{map[string]any{"op": "remove", "path": "/data/color"}}}}}
+	})
+	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "the comparePatches copied", func(b *unstructuredT) bool {
+		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() && bundleReady(b)
+	})
+	bd := f.localBD("demo")
+	require.Equal(t, oldID, str(bd, "spec", "deploymentID"), "diff is not part of the deploymentID")
+	_, hasDiff, _ := unstructured.NestedSlice(bd.Object, "spec", "options", "diff", "comparePatches")
+	require.True(t, hasDiff, "the BundleDeployment carries the comparePatches")
+	require.Equal(t, runs, f.sim.HelmRuns(f.ns, "demo"))
+
+	f.updateManagedChart("demo", func(spec map[string]any) { spec["maxHistory"] = int64(2) })
+	f.waitReadyAfter("demo", "1.0.0", b.GetGeneration())
+	require.NotEqual(t, oldID, str(f.localBD("demo"), "spec", "deploymentID"), "Helm options enter the deploymentID")
+	require.Equal(t, runs+1, f.sim.HelmRuns(f.ns, "demo"), "Helm ran again")
 }
 
 // With helm.timeoutSeconds > 0 Helm waits for the rollout inside the
@@ -272,10 +333,13 @@ func TestHelmWaitHoldsWaitApplied(t *testing.T) {
 }
 
 // A rollout that never finishes with helm.timeoutSeconds > 0: WaitApplied
-// for the timeout, then ErrApplied with Helm's "context deadline exceeded".
+// for the timeout with Helm's revision pending-upgrade, then ErrApplied
+// with Helm's "context deadline exceeded" and the revision failed; the
+// agent retries, holding a newer revision pending-upgrade for the next
+// wait.
 func TestHelmWaitTimesOutIntoErrApplied(t *testing.T) {
 	t.Parallel()
-	f, bundle := deployed(t, fleetsim.Options{})
+	f, bundle := deployed(t, fleetsim.Options{RetryBackoff: 500 * time.Millisecond})
 	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{NeverReady: true})
 	f.updateManagedChart("demo", func(spec map[string]any) {
 		spec["version"] = "2.0.0"
@@ -285,9 +349,33 @@ func TestHelmWaitTimesOutIntoErrApplied(t *testing.T) {
 		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() &&
 			num(b, "status", "summary", "waitApplied") == 1
 	})
+	var waiting revision
+	require.Eventually(t, func() bool {
+		waiting = f.lastRevision("demo")
+		return waiting.Chart == "2.0.0"
+	}, time.Minute, 20*time.Millisecond, "Helm upgraded")
+	require.Equal(t, "pending-upgrade", waiting.Status, "Helm waits for the rollout")
 	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "ErrApplied", func(b *unstructuredT) bool {
 		return num(b, "status", "summary", "errApplied") == 1
 	})
 	require.Contains(t, cond(b, "Ready")["message"], "context deadline exceeded")
 	require.Equal(t, "False", condStatus(f.localBD("demo"), "Deployed"))
+	require.Eventually(t, func() bool {
+		h := f.helmHistory("demo")
+		for _, r := range h {
+			if r.Number == waiting.Number {
+				return r.Status == "failed"
+			}
+		}
+		return false
+	}, time.Minute, 20*time.Millisecond, "the revision fails when Helm's wait runs out")
+	require.Eventually(t, func() bool {
+		r := f.lastRevision("demo")
+		return r.Number > waiting.Number && r.Status == "pending-upgrade"
+	}, time.Minute, 20*time.Millisecond, "the agent's retry holds a newer revision pending-upgrade")
+
+	// the rollout finishes: the retry's wait ends with the revision deployed
+	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{})
+	f.waitReadyAfter("demo", "2.0.0", bundle.GetGeneration())
+	require.Eventually(t, func() bool { return f.lastRevision("demo").Status == "deployed" }, time.Minute, 20*time.Millisecond)
 }

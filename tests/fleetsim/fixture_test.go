@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sort"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -266,4 +268,34 @@ func (f *fixture) waitUntil(what string, done func(context.Context) (bool, error
 		}
 		w.Stop()
 	}
+}
+
+// revision is one Helm release record, as `helm history` shows it.
+type revision struct {
+	Number      int
+	Status      string
+	Chart       string // chart version
+	Description string
+}
+
+// helmHistory reads the Helm release records of release in the test's
+// namespace (Secrets, Helm's default storage), oldest first.
+func (f *fixture) helmHistory(release string) []revision {
+	f.t.Helper()
+	rels, err := driver.NewSecrets(f.env.Kube().CoreV1().Secrets(f.ns)).Query(map[string]string{"name": release, "owner": "helm"})
+	require.NoError(f.t, err)
+	out := make([]revision, 0, len(rels))
+	for _, r := range rels {
+		out = append(out, revision{Number: r.Version, Status: r.Info.Status.String(), Chart: r.Chart.Metadata.Version, Description: r.Info.Description})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
+	return out
+}
+
+// lastRevision is the newest Helm release record of release.
+func (f *fixture) lastRevision(release string) revision {
+	f.t.Helper()
+	h := f.helmHistory(release)
+	require.NotEmpty(f.t, h, "release %s has no history", release)
+	return h[len(h)-1]
 }

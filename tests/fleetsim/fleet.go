@@ -63,7 +63,9 @@ func contentOf(b *unstructured.Unstructured) (content, error) {
 	}
 	others := map[string]any{}
 	for k, v := range options {
-		others[k] = v
+		if k != "diff" { // as Fleet's: drift settings do not change what is deployed
+			others[k] = v
+		}
 	}
 	helmNoValues := map[string]any{}
 	for k, v := range helm {
@@ -163,12 +165,17 @@ func (s *Sim) syncBundleDeployments(ctx context.Context, ns, bundle string, c co
 	return views, errors.Join(errs...)
 }
 
-// upToDate says whether a BundleDeployment already carries content c.
+// upToDate says whether a BundleDeployment already carries content c,
+// options included: a change of options that stay out of the
+// deploymentID (diff) is still written, as Fleet writes it.
 func upToDate(bd *unstructured.Unstructured, c content) bool {
 	staged, _, _ := unstructured.NestedString(bd.Object, "spec", "stagedDeploymentID")
 	id, _, _ := unstructured.NestedString(bd.Object, "spec", "deploymentID")
 	paused, _, _ := unstructured.NestedBool(bd.Object, "spec", "paused")
-	return staged == c.stagedID && paused == c.paused && (c.paused || id == c.stagedID)
+	stagedOpts, _, _ := unstructured.NestedMap(bd.Object, "spec", "stagedOptions")
+	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
+	return staged == c.stagedID && paused == c.paused && equality.Semantic.DeepEqual(stagedOpts, c.options) &&
+		(c.paused || id == c.stagedID && equality.Semantic.DeepEqual(opts, c.options))
 }
 
 // desiredBundleDeployment is cur (nil: a new one) with content c staged,

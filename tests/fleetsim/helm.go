@@ -1,6 +1,7 @@
 package fleetsim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,8 +52,11 @@ func (h *helmRunner) configuration(namespace string) (*action.Configuration, err
 	return cfg, nil
 }
 
-// apply installs or upgrades release r with chart ch.
-func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec) (*release.Release, error) {
+// apply installs or upgrades release r with chart ch. With reject, Helm's
+// rendered manifest gains an object the API server refuses, so the
+// operation fails the way a chart that cannot be applied does: Helm writes
+// the revision pending, fails to create the object and marks it failed.
+func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec, reject bool) (*release.Release, error) {
 	// Charts may bring CRDs: let the mapper see what exists now.
 	h.disc.Invalidate()
 	h.mapper.Reset()
@@ -71,6 +76,9 @@ func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec) 
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace, in.CreateNamespace = r.name, r.namespace, true
 		in.Timeout, in.Force, in.TakeOwnership = r.timeout, r.force, r.takeOwnership
+		if reject {
+			in.PostRenderer = rejectedObject{name: r.name}
+		}
 		rel, err := in.RunWithContext(ctx, ch, r.values)
 		if err != nil {
 			return nil, fmt.Errorf("installing release %s/%s of chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
@@ -82,11 +90,46 @@ func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec) 
 	up := action.NewUpgrade(cfg)
 	up.Namespace, up.MaxHistory, up.Timeout = r.namespace, r.maxHistory, r.timeout
 	up.Force, up.TakeOwnership = r.force, r.takeOwnership
+	if reject {
+		up.PostRenderer = rejectedObject{name: r.name}
+	}
 	rel, err := up.RunWithContext(ctx, r.name, ch, r.values)
 	if err != nil {
 		return nil, fmt.Errorf("upgrading release %s/%s to chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
 	}
 	return rel, nil
+}
+
+// setStatus sets the status of revision of release ref, as Helm does when
+// its wait for the rollout ends (deployed, or failed with the reason).
+func (h *helmRunner) setStatus(ref releaseRef, revision int, status release.Status, description string) error {
+	cfg, err := h.configuration(ref.namespace)
+	if err != nil {
+		return err
+	}
+	rel, err := cfg.Releases.Get(ref.name, revision)
+	if err != nil {
+		return fmt.Errorf("reading release %s/%s revision %d: %w", ref.namespace, ref.name, revision, err)
+	}
+	rel.SetStatus(status, description)
+	if err := cfg.Releases.Update(rel); err != nil {
+		return fmt.Errorf("marking release %s/%s revision %d %s: %w", ref.namespace, ref.name, revision, status, err)
+	}
+	return nil
+}
+
+// rejectedObject is a post-renderer that appends a ConfigMap whose data
+// key the API server refuses ("not a valid key!"): Helm renders the chart,
+// then fails to create that object, as with a chart whose objects the
+// cluster rejects.
+type rejectedObject struct{ name string }
+
+var _ postrender.PostRenderer = rejectedObject{}
+
+func (p rejectedObject) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
+	out := bytes.NewBuffer(bytes.Clone(rendered.Bytes()))
+	fmt.Fprintf(out, "\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-rejected\ndata:\n  \"not a valid key!\": \"x\"\n", p.name)
+	return out, nil
 }
 
 // failInterrupted marks a release left pending by an interrupted operation

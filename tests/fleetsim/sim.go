@@ -50,7 +50,14 @@ type Options struct {
 	Workers int
 	// Logger receives the simulator's log (default: discarded).
 	Logger *slog.Logger
+	// RetryBackoff is how long the agent waits before it retries a failed
+	// deployment the first time (default 1s); each further attempt waits
+	// twice as long, up to a minute.
+	RetryBackoff time.Duration
 }
+
+// maxRetryBackoff caps the agent's back-off between retries.
+const maxRetryBackoff = time.Minute
 
 // Sim is a running Rancher + Fleet simulator. Create it with New, run it
 // with Run. Its methods are safe for concurrent use.
@@ -77,6 +84,7 @@ type Sim struct {
 	helmRuns map[string]int
 	ready    map[string]ReadyTimes
 	applied  map[string]applied    // BundleDeployment key → what the agent applied
+	failures map[string]failure    // BundleDeployment key → its failed deployment
 	releases map[string]releaseRef // BundleDeployment key → Helm release it owns
 	defined  map[string]string     // ManagedChart key → why it is not Defined
 	nsExists map[string]bool
@@ -93,6 +101,9 @@ func New(opts Options) (*Sim, error) {
 	if opts.Clusters <= 0 {
 		opts.Clusters = 1
 	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = time.Second
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = 16
 	}
@@ -107,7 +118,7 @@ func New(opts Options) (*Sim, error) {
 	s := &Sim{
 		opts: opts, log: opts.Logger, synced: make(chan struct{}),
 		faults: map[string]Fault{}, helmRuns: map[string]int{}, ready: map[string]ReadyTimes{},
-		applied: map[string]applied{}, releases: map[string]releaseRef{}, defined: map[string]string{},
+		applied: map[string]applied{}, failures: map[string]failure{}, releases: map[string]releaseRef{}, defined: map[string]string{},
 		nsExists: map[string]bool{}, fresh: newFreshCache(),
 	}
 	var err error

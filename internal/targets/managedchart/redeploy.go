@@ -2,21 +2,20 @@ package managedchart
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// redeployPatchPrefix names the comparePatches entry a rollback adds when
-// the chart has no Helm timeout to change (see redeploySpec).
-const redeployPatchPrefix = "chart-upgrader-redeploy-"
+// fleetMaxHelmHistory is the Helm history Fleet's agent keeps when a
+// Bundle sets none (helm.maxHistory 0).
+const fleetMaxHelmHistory = 2
 
 // redeploySpec is the spec a rollback writes for the backed-up spec: the
 // same chart, version and values, with one field that enters Fleet's
 // deploymentID changed, so that Fleet runs Helm again.
 //
-// Fleet's deploymentID is a hash of the Bundle's content and options.
+// Fleet's deploymentID is a hash of the Bundle's content and options
+// (without diff and correctDrift, which Fleet leaves out on purpose).
 // Restoring the spec as it was gives back the deploymentID the
 // BundleDeployments last applied when the upgrade never got applied (an
 // ErrApplied upgrade, a rollout Helm gave up on): Fleet counts that as
@@ -26,10 +25,9 @@ const redeployPatchPrefix = "chart-upgrader-redeploy-"
 //   - helm timeoutSeconds + 1 when it is set (> 0): Harvester's own way
 //     ("bump timeoutSeconds by one"); one second more of Helm's wait
 //     changes nothing that is deployed;
-//   - otherwise a diff.comparePatches entry for an object that does not
-//     exist (ConfigMap chart-upgrader-redeploy-N in the chart's namespace):
-//     it makes Fleet ignore nothing, and setting timeoutSeconds would turn
-//     Helm's wait on.
+//   - otherwise maxHistory: Fleet's default of 2 written out when unset
+//     (the same history kept), else one more. Setting timeoutSeconds
+//     instead would turn Helm's wait on.
 //
 // The new value also differs from the one of current, the spec being
 // replaced: the backup of a version is written once, so after an earlier
@@ -39,51 +37,15 @@ const redeployPatchPrefix = "chart-upgrader-redeploy-"
 // action. It returns the new spec and a line saying what it changed.
 func redeploySpec(spec, current map[string]any) (map[string]any, string) {
 	out := runtime.DeepCopyJSON(spec)
-	if n := num(out, "timeoutSeconds"); n > 0 {
-		bumped := n + 1
-		if bumped == num(current, "timeoutSeconds") {
-			bumped++
-		}
-		out["timeoutSeconds"] = bumped
-		return out, fmt.Sprintf("spec.timeoutSeconds %d → %d", n, bumped)
+	field, n := "timeoutSeconds", num(out, "timeoutSeconds")
+	bumped := n + 1
+	if n <= 0 {
+		field, n = "maxHistory", num(out, "maxHistory")
+		bumped = max(n+1, fleetMaxHelmHistory)
 	}
-	diff, _ := out["diff"].(map[string]any)
-	if diff == nil {
-		diff = map[string]any{}
+	if bumped == num(current, field) {
+		bumped++
 	}
-	patches, _ := diff["comparePatches"].([]any)
-	kept := make([]any, 0, len(patches)+1)
-	next := max(1, redeployPatchAfter(spec), redeployPatchAfter(current))
-	for _, p := range patches {
-		if m, ok := p.(map[string]any); ok && strings.HasPrefix(str(m, "name"), redeployPatchPrefix) {
-			continue // ours, from an earlier rollback: replaced
-		}
-		kept = append(kept, p)
-	}
-	name := redeployPatchPrefix + strconv.Itoa(next)
-	ns, _ := out["defaultNamespace"].(string)
-	if ns == "" {
-		ns = "default"
-	}
-	kept = append(kept, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "namespace": ns, "name": name,
-		"jsonPointers": []any{}})
-	diff["comparePatches"] = kept
-	out["diff"] = diff
-	return out, "spec.diff.comparePatches gains ConfigMap " + ns + "/" + name + " (an object that does not exist)"
-}
-
-// redeployPatchAfter is the number after the highest of the comparePatches
-// entries an earlier rollback left in spec (0: none).
-func redeployPatchAfter(spec map[string]any) int {
-	diff, _ := spec["diff"].(map[string]any)
-	patches, _ := diff["comparePatches"].([]any)
-	after := 0
-	for _, p := range patches {
-		if m, ok := p.(map[string]any); ok && strings.HasPrefix(str(m, "name"), redeployPatchPrefix) {
-			if n, err := strconv.Atoi(strings.TrimPrefix(str(m, "name"), redeployPatchPrefix)); err == nil && n+1 > after {
-				after = n + 1
-			}
-		}
-	}
-	return after
+	out[field] = bumped
+	return out, fmt.Sprintf("spec.%s %d → %d", field, n, bumped)
 }

@@ -24,33 +24,27 @@ func TestRedeploySpecBumpsTheHelmTimeout(t *testing.T) {
 	assert.Equal(t, "spec.timeoutSeconds 600 → 602", line)
 }
 
-func TestRedeploySpecWithoutATimeoutAddsAComparePatch(t *testing.T) {
-	theirs := map[string]any{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "name": "longhorn",
-		"jsonPointers": []any{"/metadata/annotations"}}
-	spec := map[string]any{"chart": "app", "version": "1.0.0", "defaultNamespace": "demo-system",
-		"diff": map[string]any{"comparePatches": []any{theirs}}}
-	out, line := redeploySpec(spec, spec)
-	patches := out["diff"].(map[string]any)["comparePatches"].([]any)
-	assert.Equal(t, []any{theirs, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "demo-system",
-		"name": "chart-upgrader-redeploy-1", "jsonPointers": []any{}}}, patches)
-	assert.Contains(t, line, "demo-system/chart-upgrader-redeploy-1")
-	assert.Len(t, spec["diff"].(map[string]any)["comparePatches"], 1, "the backup is not changed")
+func TestRedeploySpecWithoutATimeoutSetsTheHelmHistory(t *testing.T) {
+	theirs := map[string]any{"comparePatches": []any{map[string]any{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+		"name": "longhorn", "jsonPointers": []any{"/metadata/annotations"}}}}
+	spec := map[string]any{"chart": "app", "version": "1.0.0", "defaultNamespace": "demo-system", "diff": theirs}
+	out, line := redeploySpec(spec, map[string]any{"version": "2.0.0"})
+	assert.Equal(t, int64(2), out["maxHistory"], "Fleet's default written out: the same history kept")
+	assert.Equal(t, "spec.maxHistory 0 → 2", line)
+	assert.Equal(t, theirs, out["diff"], "diff is not part of Fleet's deploymentID: left as it is")
 	_, hasTimeout := out["timeoutSeconds"]
 	assert.False(t, hasTimeout, "Helm's wait stays off")
+	_, inBackup := spec["maxHistory"]
+	assert.False(t, inBackup, "the backup is not changed")
 
-	// a backup taken after an earlier rollback: our entry is replaced by
-	// the next one, theirs kept
-	later, _ := redeploySpec(out, out)
-	patches = later["diff"].(map[string]any)["comparePatches"].([]any)
-	assert.Len(t, patches, 2)
-	assert.Equal(t, "chart-upgrader-redeploy-2", patches[1].(map[string]any)["name"])
+	// after an earlier rollback the spec deployed before this upgrade
+	// carried 2 already: one more
+	out, line = redeploySpec(spec, map[string]any{"version": "2.0.0", "maxHistory": int64(2)})
+	assert.Equal(t, int64(3), out["maxHistory"])
+	assert.Equal(t, "spec.maxHistory 0 → 3", line)
 
-	// the backup from before an earlier rollback, whose entry the target
-	// still carries: the next one
-	later, _ = redeploySpec(spec, out)
-	assert.Equal(t, "chart-upgrader-redeploy-2", later["diff"].(map[string]any)["comparePatches"].([]any)[1].(map[string]any)["name"])
-
-	// no diff at all, no namespace
-	out, _ = redeploySpec(map[string]any{"chart": "app", "version": "1.0.0"}, nil)
-	assert.Equal(t, "default", out["diff"].(map[string]any)["comparePatches"].([]any)[0].(map[string]any)["namespace"])
+	// a history limit of the user's own: one more
+	spec["maxHistory"] = int64(10)
+	out, _ = redeploySpec(spec, nil)
+	assert.Equal(t, int64(11), out["maxHistory"])
 }
