@@ -274,12 +274,20 @@ func (c *Client) Look(ctx context.Context, mc *ManagedChart) (*Bundle, []BundleD
 	if err != nil {
 		return nil, nil, err
 	}
+	bds, err := c.BundleDeployments(ctx, mc)
+	return b, bds, err
+}
+
+// BundleDeployments lists the BundleDeployments of a ManagedChart's Bundle
+// in one request, decoded as the list arrives (only what readiness reads
+// of each is kept).
+func (c *Client) BundleDeployments(ctx context.Context, mc *ManagedChart) ([]BundleDeployment, error) {
 	var bds []BundleDeployment
 	if _, err := c.listBundleDeployments(ctx, metav1.ListOptions{LabelSelector: BundleSelector(mc.Namespace, mc.Name)},
 		func(it bdItem) { bds = append(bds, it.BD) }); err != nil {
-		return nil, nil, fmt.Errorf("listing bundledeployments of %s: %w", BundleName(mc.Name), err)
+		return nil, fmt.Errorf("listing bundledeployments of %s: %w", BundleName(mc.Name), err)
 	}
-	return b, bds, nil
+	return bds, nil
 }
 
 // Observed is the ManagedChart as the upgrade core sees it; nil for nil.

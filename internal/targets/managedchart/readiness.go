@@ -48,6 +48,21 @@ func Evaluate(want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeploy
 	return judge(want, mc, b, c)
 }
 
+// JudgeBySummary judges readiness as Evaluate does, with the
+// BundleDeployments as the Bundle's summary counts them (all desired
+// clusters applied and ready) instead of read one by one: it can say ready
+// only when the Bundle has observed its generation, carries the wanted
+// version and values and its summary, unavailable count and Ready
+// condition all say ready. Target.Look uses it to skip the list of
+// BundleDeployments; the wait never does.
+func JudgeBySummary(want upgrade.Want, mc *ManagedChart, b *Bundle) upgrade.Readiness {
+	c := bdCounts{pendingLines: func() []string { return nil }}
+	if b != nil {
+		c.total = int(b.Status.Summary.DesiredReady)
+	}
+	return judge(want, mc, b, c)
+}
+
 // judge is Evaluate with the BundleDeployments already counted.
 func judge(want upgrade.Want, mc *ManagedChart, b *Bundle, c bdCounts) upgrade.Readiness {
 	var r upgrade.Readiness

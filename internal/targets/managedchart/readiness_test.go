@@ -24,60 +24,66 @@ func world() (upgrade.Want, *ManagedChart, *Bundle, []BundleDeployment) {
 	return want, mc, b, bds
 }
 
+// evaluateCase breaks one thing of world().
+type evaluateCase struct {
+	name    string
+	breakIt func(w *upgrade.Want, mc *ManagedChart, b **Bundle, bds *[]BundleDeployment)
+	waiting string // a fragment of the first reason; "" = ready
+}
+
+// evaluateCases are the cases of readiness, each with one thing broken.
+var evaluateCases = []evaluateCase{
+	{"all good", func(*upgrade.Want, *ManagedChart, **Bundle, *[]BundleDeployment) {}, ""},
+	{"target at another version", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) { mc.Version = "1.0.0" }, `spec.version is "1.0.0"`},
+	{"target not annotated (someone else's change)", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) {
+		delete(mc.Annotations, AnnotationValuesHash)
+	}, "not annotated"},
+	{"target values changed since the apply", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) {
+		mc.Values = map[string]any{"a": int64(2)}
+	}, "values differ"},
+	{"target paused", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) { mc.Paused = true }, "paused"},
+	{"no bundle yet", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) { *b = nil }, "does not exist yet"},
+	{"stale: bundle still at the old version, Ready", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+		(*b).HelmVersion = "1.0.0"
+	}, `at version "1.0.0"`},
+	{"stale: bundle without the applied values", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+		(*b).Values = map[string]any{"a": int64(0)}
+	}, "does not carry the applied values"},
+	{"values moved to a secret: not compared", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+		(*b).HasValues, (*b).Values = false, nil
+	}, ""},
+	{"stale: Ready for the old generation", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+		(*b).Generation = 5
+	}, "generation 5 not observed"},
+	{"bundle paused", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) { (*b).Paused = true }, "is paused"},
+	{"no bundledeployments", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) { *bds = nil }, "no bundledeployments"},
+	{"deployment not applied", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) {
+		(*bds)[0].DeploymentID = "s-3:4"
+	}, "have not applied"},
+	{"deployment not ready", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) {
+		(*bds)[0].Ready = false
+	}, "are not ready"},
+	{"summary: nothing desired", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+		(*b).Status.Summary = Summary{}
+	}, "0 of 0 clusters ready"},
+	{"summary: not all ready", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+		(*b).Status.Summary = Summary{DesiredReady: 3, Ready: 2}
+	}, "2 of 3 clusters ready"},
+	{"unavailable", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) { (*b).Status.Unavailable = 1 }, "1 unavailable"},
+	{"Ready condition false", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+		(*b).Status.Conditions = []Condition{{Type: "Ready", Status: "False", Message: "waiting for rollout"}}
+	}, "not Ready: waiting for rollout"},
+	{"no Ready condition", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
+		(*b).Status.Conditions = nil
+	}, "no Ready condition"},
+	{"without a hash, only the version counts", func(w *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) {
+		w.ValuesHash = ""
+		mc.Annotations = map[string]string{}
+	}, ""},
+}
+
 func TestEvaluate(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		breakIt func(w *upgrade.Want, mc *ManagedChart, b **Bundle, bds *[]BundleDeployment)
-		waiting string // a fragment of the first reason; "" = ready
-	}{
-		{"all good", func(*upgrade.Want, *ManagedChart, **Bundle, *[]BundleDeployment) {}, ""},
-		{"target at another version", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) { mc.Version = "1.0.0" }, `spec.version is "1.0.0"`},
-		{"target not annotated (someone else's change)", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) {
-			delete(mc.Annotations, AnnotationValuesHash)
-		}, "not annotated"},
-		{"target values changed since the apply", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) {
-			mc.Values = map[string]any{"a": int64(2)}
-		}, "values differ"},
-		{"target paused", func(_ *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) { mc.Paused = true }, "paused"},
-		{"no bundle yet", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) { *b = nil }, "does not exist yet"},
-		{"stale: bundle still at the old version, Ready", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
-			(*b).HelmVersion = "1.0.0"
-		}, `at version "1.0.0"`},
-		{"stale: bundle without the applied values", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
-			(*b).Values = map[string]any{"a": int64(0)}
-		}, "does not carry the applied values"},
-		{"values moved to a secret: not compared", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
-			(*b).HasValues, (*b).Values = false, nil
-		}, ""},
-		{"stale: Ready for the old generation", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
-			(*b).Generation = 5
-		}, "generation 5 not observed"},
-		{"bundle paused", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) { (*b).Paused = true }, "is paused"},
-		{"no bundledeployments", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) { *bds = nil }, "no bundledeployments"},
-		{"deployment not applied", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) {
-			(*bds)[0].DeploymentID = "s-3:4"
-		}, "have not applied"},
-		{"deployment not ready", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) {
-			(*bds)[0].Ready = false
-		}, "are not ready"},
-		{"summary: nothing desired", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
-			(*b).Status.Summary = Summary{}
-		}, "0 of 0 clusters ready"},
-		{"summary: not all ready", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
-			(*b).Status.Summary = Summary{DesiredReady: 3, Ready: 2}
-		}, "2 of 3 clusters ready"},
-		{"unavailable", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) { (*b).Status.Unavailable = 1 }, "1 unavailable"},
-		{"Ready condition false", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
-			(*b).Status.Conditions = []Condition{{Type: "Ready", Status: "False", Message: "waiting for rollout"}}
-		}, "not Ready: waiting for rollout"},
-		{"no Ready condition", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) {
-			(*b).Status.Conditions = nil
-		}, "no Ready condition"},
-		{"without a hash, only the version counts", func(w *upgrade.Want, mc *ManagedChart, _ **Bundle, _ *[]BundleDeployment) {
-			w.ValuesHash = ""
-			mc.Annotations = map[string]string{}
-		}, ""},
-	} {
+	for _, tc := range evaluateCases {
 		t.Run(tc.name, func(t *testing.T) {
 			want, mc, b, bds := world()
 			tc.breakIt(&want, mc, &b, &bds)
@@ -90,6 +96,37 @@ func TestEvaluate(t *testing.T) {
 			assert.True(t, strings.Contains(strings.Join(r.Waiting, "\n"), tc.waiting), "want %q in %v", tc.waiting, r.Waiting)
 		})
 	}
+}
+
+// JudgeBySummary decides as Evaluate does on everything the target and the
+// Bundle say: a case broken there is not ready, with the same reason. A
+// BundleDeployment broken while Fleet's summary still counts every cluster
+// ready cannot happen for an observed generation (Fleet computes the
+// summary from them); the summary is what it trusts, so the cases that
+// break only BundleDeployments are left out.
+func TestJudgeBySummary(t *testing.T) {
+	onlyBDs := map[string]bool{"no bundledeployments": true, "deployment not applied": true, "deployment not ready": true}
+	for _, tc := range evaluateCases {
+		if onlyBDs[tc.name] {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			want, mc, b, bds := world()
+			tc.breakIt(&want, mc, &b, &bds)
+			r := JudgeBySummary(want, mc, b)
+			if tc.waiting == "" {
+				assert.True(t, r.Ready, "waiting: %v", r.Waiting)
+				return
+			}
+			assert.False(t, r.Ready)
+			assert.True(t, strings.Contains(strings.Join(r.Waiting, "\n"), tc.waiting), "want %q in %v", tc.waiting, r.Waiting)
+		})
+	}
+	// the summary counts a cluster that has not applied the deployment as
+	// not ready: never ready by the summary then
+	want, mc, b, _ := world()
+	b.Status.Summary = Summary{DesiredReady: 1, WaitApplied: 1}
+	assert.False(t, JudgeBySummary(want, mc, b).Ready)
 }
 
 // The failures Fleet and Rancher report for what was applied: as real

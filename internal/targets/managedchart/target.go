@@ -147,10 +147,26 @@ func (t *Target) Backups(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// Look reads the Bundle and BundleDeployments once and judges readiness.
+// Look judges readiness from one read of the Bundle and, unless the Bundle
+// alone shows the target ready, one list of its BundleDeployments.
+//
+// Fleet's summary of a generation it has observed counts a cluster ready
+// only when its BundleDeployment applied the deployment and is ready (the
+// stale status after a spec change shows as a generation not observed
+// yet), so when the Bundle says every cluster is ready, reading thousands
+// of BundleDeployments would only confirm it: a run that finds the target
+// done costs one request here. Anything short of that reads them all and
+// judges as the wait does.
 func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Want) (upgrade.Readiness, error) {
 	mc := o.Source.(*ManagedChart)
-	b, bds, err := t.c.Look(ctx, mc)
+	b, err := t.c.Bundle(ctx, mc.Namespace, mc.Name)
+	if err != nil {
+		return upgrade.Readiness{}, err
+	}
+	if r := JudgeBySummary(want, mc, b); r.Ready {
+		return r, nil
+	}
+	bds, err := t.c.BundleDeployments(ctx, mc)
 	if err != nil {
 		return upgrade.Readiness{}, err
 	}
