@@ -309,16 +309,30 @@ func failedStatus(v bdView, msg string) bdStatus {
 	}
 }
 
-// writeAgentStatus writes st as the BundleDeployment's status, if it changed.
+// writeAgentStatus writes st as the BundleDeployment's status, if it
+// changed. Its display lags the rest by one write, as Fleet's agent
+// writes it: a change goes out with the display of before, and the display
+// follows in a write of its own (the BundleDeployment is requeued for it).
 func (s *Sim) writeAgentStatus(ctx context.Context, bd *unstructured.Unstructured, st bdStatus) error {
 	oldConds, _, _ := unstructured.NestedSlice(bd.Object, "status", "conditions")
 	st.Conditions = mergeConditions(oldConds, st.Conditions, time.Now())
+	display := st.Display
+	st.Display = displayOf(bd)
 	status, err := toMap(&st)
 	if err != nil {
 		return err
 	}
-	if old, _, _ := unstructured.NestedMap(bd.Object, "status"); equality.Semantic.DeepEqual(old, status) {
-		return nil
+	old, _, _ := unstructured.NestedMap(bd.Object, "status")
+	if equality.Semantic.DeepEqual(old, status) {
+		if st.Display == display {
+			return nil
+		}
+		st.Display = display // only the display is behind: it follows now
+		if status, err = toMap(&st); err != nil {
+			return err
+		}
+	} else if st.Display != display {
+		defer s.agentQueue.Add(key(bd.GetNamespace(), bd.GetName()))
 	}
 	nb := bd.DeepCopy()
 	nb.Object["status"] = status
@@ -331,6 +345,15 @@ func (s *Sim) writeAgentStatus(ctx context.Context, bd *unstructured.Unstructure
 	l := bd.GetLabels()
 	s.bundleQueue.Add(key(l[LabelBundleNamespace], l[LabelBundleName]))
 	return nil
+}
+
+// displayOf is the display a BundleDeployment's status has now.
+func displayOf(bd *unstructured.Unstructured) bdDisplay {
+	var d bdDisplay
+	d.Deployed, _, _ = unstructured.NestedString(bd.Object, "status", "display", "deployed")
+	d.Monitored, _, _ = unstructured.NestedString(bd.Object, "status", "display", "monitored")
+	d.State, _, _ = unstructured.NestedString(bd.Object, "status", "display", "state")
+	return d
 }
 
 func (s *Sim) appliedOf(k string) applied {

@@ -67,6 +67,11 @@ func (s *Sim) syncManagedChart(ctx context.Context, k string) error {
 	if old, _, _ := unstructured.NestedMap(b.Object, "spec"); equality.Semantic.DeepEqual(old, desired) {
 		return nil
 	}
+	// Rancher's handler copies the Bundle status it has (the old one) into
+	// the ManagedChart before it applies the new Bundle spec
+	if err := s.writeManagedChartStatus(ctx, ns, name, s.bundleStatusOf(ns, name), false); err != nil {
+		return err
+	}
 	b = b.DeepCopy()
 	b.Object["spec"] = desired
 	got, err := bundles.Update(ctx, b, metav1.UpdateOptions{})

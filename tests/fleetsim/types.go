@@ -54,8 +54,8 @@ type bdDisplay struct {
 type bdStatus struct {
 	AppliedDeploymentID string           `json:"appliedDeploymentID,omitempty"`
 	Release             string           `json:"release,omitempty"`
-	Ready               bool             `json:"ready"`
-	NonModified         bool             `json:"nonModified"`
+	Ready               bool             `json:"ready,omitempty"`       // absent, never false, as Fleet writes it
+	NonModified         bool             `json:"nonModified,omitempty"` // the same
 	NonReadyStatus      []nonReadyStatus `json:"nonReadyStatus,omitempty"`
 	ModifiedStatus      []modifiedStatus `json:"modifiedStatus,omitempty"`
 	Conditions          []condition      `json:"conditions,omitempty"`
