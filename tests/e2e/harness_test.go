@@ -62,7 +62,8 @@ func newFixture(t *testing.T) *fixture {
 	env := testenv.ForTest(t)
 	f := &fixture{t: t, env: env, ns: env.Namespace(t), charts: t.TempDir(), node: newNode(t, "node-1")}
 	require.NoError(t, example.CopyDir(filepath.Join(repoRoot(t), "package", "examples", "charts"), f.charts))
-	sim, stopSim, err := fleetsim.Start(t.Context(), fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(f.charts), Namespace: f.ns})
+	sim, stopSim, err := fleetsim.Start(t.Context(), fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(f.charts), Namespace: f.ns,
+		DriftDelay: 200 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(stopSim)
 	f.sim = sim

@@ -153,11 +153,8 @@ func TestRefuseModified(t *testing.T) {
 	f := newFixture(t)
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
-	f.sim.SetFault(f.ns, name, fleetsim.Fault{Modified: []fleetsim.Resource{{APIVersion: "v1", Kind: "ConfigMap",
-		Namespace: f.ns, Name: name + "-config", Patch: `{"data":{"replicaCount":"9"}}`}}})
-	f.awaitObserved(name, "Modified", func(_ *managedchart.ManagedChart, b *managedchart.Bundle) bool {
-		return bundleSettled(b) && b.Status.Summary.Modified > 0
-	})
+	f.editConfigMap(name, "replicaCount", "9")
+	f.awaitModified(name)
 	before := f.get(name)
 
 	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
@@ -165,7 +162,7 @@ func TestRefuseModified(t *testing.T) {
 	// no live rule reads the ConfigMap: the drift is a reason to refuse
 	l := lineHolding(t, err.Error(), "ConfigMap "+f.ns+"/"+name+"-config")
 	assert.Contains(t, l, "was changed in the cluster", "the drifted resource is listed")
-	assert.Contains(t, l, `{"data":{"replicaCount":"9"}}`, "with Fleet's patch")
+	assert.Contains(t, l, `{"data":{"replicaCount":"2"}}`, "with Fleet's patch")
 }
 
 func TestRefusePausedBySomeoneElseUnlessUnpause(t *testing.T) {

@@ -25,6 +25,8 @@ type applied struct {
 	ref      releaseRef
 	revision int
 	waiting  bool
+	// objects are what Helm rendered, for drift detection.
+	objects []rendered
 }
 
 // failure is a deployment the agent could not make: it is retried after a
@@ -83,6 +85,7 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 				return s.deployFailed(ctx, k, bd, v, msg)
 			}
 			s.clearFailure(k)
+			s.startDriftWatch(ctx, k, a)
 		}
 		s.setApplied(k, a)
 	}
@@ -114,7 +117,11 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 	if a.waiting {
 		s.endHelmWait(k, a, release.StatusDeployed, "Upgrade complete")
 	}
-	if err := s.writeAgentStatus(ctx, bd, appliedStatus(a, ready, f.Modified)); err != nil {
+	modified, err := s.driftOf(ctx, a, comparePatchesOf(bd))
+	if err != nil {
+		return err
+	}
+	if err := s.writeAgentStatus(ctx, bd, appliedStatus(a, ready, modified)); err != nil {
 		return err
 	}
 	if !ready && !f.NeverReady {
@@ -215,6 +222,7 @@ func (s *Sim) deploy(ctx context.Context, k string, bd *unstructured.Unstructure
 		resources: manifestResources(rel.Manifest, rel.Namespace),
 		ref:       releaseRef{name: rel.Name, namespace: rel.Namespace},
 		revision:  rel.Version,
+		objects:   renderedObjects(rel.Manifest, rel.Namespace),
 	}
 	if r.timeout > 0 {
 		// Helm now waits for the rollout (the simulator judges it, see
@@ -237,6 +245,10 @@ func (s *Sim) undeploy(ctx context.Context, k string) error {
 	ref, ok := s.releases[k]
 	delete(s.applied, k)
 	delete(s.failures, k)
+	if stop := s.driftStops[k]; stop != nil {
+		stop()
+		delete(s.driftStops, k)
+	}
 	s.mu.Unlock()
 	if !ok {
 		return nil
@@ -258,7 +270,7 @@ func appliedStatus(a applied, ready bool, modified []Resource) bdStatus {
 	}
 	for _, m := range modified {
 		st.ModifiedStatus = append(st.ModifiedStatus, modifiedStatus{
-			APIVersion: m.APIVersion, Kind: m.Kind, Namespace: m.Namespace, Name: m.Name, Patch: m.Patch,
+			APIVersion: m.APIVersion, Kind: m.Kind, Namespace: m.Namespace, Name: m.Name, Patch: m.Patch, Missing: m.Missing,
 		})
 	}
 	readyCond := condition{Type: "Ready", Status: "True"}

@@ -56,12 +56,28 @@
 // again and holds a new revision pending for its own wait. Without a
 // timeout the deployment is applied at once, then NotReady until ready.
 //
-// Not modelled: drift detection from the live objects and
-// diff.comparePatches (Fault.Modified stands for it); the error texts of a
-// Fault.ErrApplied deployment are the fault's, not Helm's.
+// Drift: on the local cluster the agent watches the objects of the
+// release and, Options.DriftDelay after one changes (5 s by default, the
+// sleep of Fleet's drift trigger), compares each live object with what
+// Helm rendered: a field the chart sets that the live object has with
+// another value, or lacks, is drift, after the BundleDeployment's
+// diff.comparePatches (jsonPointers and remove operations) are taken out
+// of both sides. A drifted object is reported as Fleet does (state
+// Modified, nonModified absent, modifiedStatus with a JSON merge patch that
+// would restore the rendered values, Ready False naming it), a missing one
+// as missing; a change of comparePatches is re-checked at once and runs no
+// Helm action.
 //
-// Faults (SetFault) make a chart slow, never ready, failing, modified or
-// stale, at any time. Everything is driven by watches; a status write happens
+// Not modelled: Fleet's three-way comparison (the simulator's patch holds
+// the rendered values of the fields that differ, not Fleet's exact patch),
+// objects the chart does not render that Fleet would flag as extra, drift
+// on clusters other than the local one, correctDrift; the error texts of a
+// Fault.ErrApplied deployment are the fault's, not Helm's; and Helm's
+// wait itself: the upgrade writes its revision deployed and the simulator
+// sets it pending at once, so for a moment it reads deployed.
+//
+// Faults (SetFault) make a chart slow, never ready, failing or stale, at
+// any time; drift is caused for real, by editing the objects. Everything is driven by watches; a status write happens
 // only when the status changes, and the generation of a Bundle moves only
 // when its spec really changes (the API server does that).
 //

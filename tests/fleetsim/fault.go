@@ -25,9 +25,6 @@ type Fault struct {
 	// version (a version whose chart cannot be deployed); "" fails every
 	// deployment.
 	ErrAppliedVersion string
-	// Modified lists resources reported as modified (drift): the clusters
-	// are ready but the summary counts them modified and lists these.
-	Modified []Resource
 	// Stale freezes reporting: the Bundle and BundleDeployment specs still
 	// follow the ManagedChart, but no Helm upgrade runs and no status is
 	// written, so the old status (Ready, old observedGeneration, old
@@ -38,14 +35,17 @@ type Fault struct {
 	ReadyOverTime time.Duration
 }
 
-// Resource names a Kubernetes object in a status.
+// Resource names a Kubernetes object the agent found modified (drift).
 type Resource struct {
 	APIVersion string
 	Kind       string
 	Namespace  string
 	Name       string
-	// Patch is shown for a modified resource (a JSON merge patch).
+	// Patch is shown for a modified resource (a JSON merge patch that
+	// would restore what the chart renders).
 	Patch string
+	// Missing: the object does not exist.
+	Missing bool
 }
 
 // ReadyTimes are when the simulator sent the last status writes that
@@ -65,7 +65,6 @@ func (s *Sim) SetFault(namespace, name string, f Fault) {
 	if isZero(f) {
 		delete(s.faults, k)
 	} else {
-		f.Modified = append([]Resource(nil), f.Modified...)
 		s.faults[k] = f
 	}
 	for bd, fl := range s.failures {
@@ -85,7 +84,7 @@ func (s *Sim) Fault(namespace, name string) Fault {
 }
 
 func isZero(f Fault) bool {
-	return f.Delay == 0 && !f.NeverReady && f.ErrApplied == "" && len(f.Modified) == 0 && !f.Stale && f.ReadyOverTime == 0
+	return f.Delay == 0 && !f.NeverReady && f.ErrApplied == "" && !f.Stale && f.ReadyOverTime == 0
 }
 
 // HelmRuns counts the Helm installs and upgrades the agent ran (successful

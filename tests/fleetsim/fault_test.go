@@ -123,10 +123,10 @@ func TestFaultErrApplied(t *testing.T) {
 	}, time.Minute, 20*time.Millisecond, "Helm wrote a failed revision")
 	require.Equal(t, "2.0.0", first.Chart)
 	require.Contains(t, first.Description, "not a valid key!", "the API server refused the object")
-	require.Eventually(t, func() bool { return f.lastRevision("demo").Number > first.Number }, time.Minute, 50*time.Millisecond,
-		"a retry writes a newer failed revision")
-	retried := f.lastRevision("demo")
-	require.Equal(t, "failed", retried.Status)
+	require.Eventually(t, func() bool {
+		r := f.lastRevision("demo")
+		return r.Number > first.Number && r.Status == "failed"
+	}, time.Minute, 50*time.Millisecond, "a retry writes a newer failed revision")
 	require.GreaterOrEqual(t, f.sim.HelmRuns(f.ns, "demo"), 3, "install, the failed upgrade and a retry")
 	h := f.helmHistory("demo")
 	require.Contains(t, h, deployedRev, "Helm keeps the last deployed revision: %v", h)
@@ -140,28 +140,54 @@ func TestFaultErrApplied(t *testing.T) {
 	require.Equal(t, "2.0.0", last.Chart)
 }
 
-func TestFaultModified(t *testing.T) {
+// Drift as Fleet's agent sees it: an edit of an object the chart renders
+// is reported Modified (DriftDelay after the change), with the merge patch
+// that would restore it; a comparePatches entry for that path, written on
+// the ManagedChart as a user would, makes the chart Ready again without a
+// new deploymentID or a Helm run; an edit back ends the drift.
+func TestDriftFromTheLiveObjects(t *testing.T) {
 	t.Parallel()
-	f, bundle := deployed(t, fleetsim.Options{})
-	cm := fleetsim.Resource{APIVersion: "v1", Kind: "ConfigMap", Namespace: f.ns, Name: "demo-config", Patch: `{"data":{"color":"red"}}`}
-	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{Modified: []fleetsim.Resource{cm}})
+	f, bundle := deployed(t, fleetsim.Options{DriftDelay: 200 * time.Millisecond})
+	oldID := str(f.localBD("demo"), "spec", "deploymentID")
+	runs := f.sim.HelmRuns(f.ns, "demo")
+	f.editConfigMap("demo-config", "color", "red")
 	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "Modified", func(b *unstructuredT) bool {
 		return num(b, "status", "summary", "modified") == 1
 	})
-	require.Equal(t, bundle.GetGeneration(), b.GetGeneration(), "a fault alone changes no spec")
+	require.Equal(t, bundle.GetGeneration(), b.GetGeneration(), "drift changes no spec")
 	res := nonReadyResources(b)
 	require.Len(t, res, 1)
 	require.Equal(t, fleetsim.StateModified, res[0]["bundleState"])
 	mod := res[0]["modifiedStatus"].([]any)[0].(map[string]any)
 	require.Equal(t, "demo-config", mod["name"])
+	require.Equal(t, `{"data":{"color":"blue"}}`, mod["patch"], "what would restore the chart's value")
 	require.Equal(t, "False", condStatus(b, "Ready"))
 	require.Contains(t, cond(b, "Ready")["message"], "configmap.v1 "+f.ns+"/demo-config modified")
+	require.EqualValues(t, 0, num(b, "status", "unavailable"), "a modified deployment is still available")
+	_, hasNonModified, _ := unstructured.NestedBool(f.localBD("demo").Object, "status", "nonModified")
+	require.False(t, hasNonModified, "nonModified absent")
 	mc := f.waitFor(fleetsim.ManagedChartsGVR, f.ns, "demo", "Modified copied", func(m *unstructuredT) bool {
 		return num(m, "status", "summary", "modified") == 1
 	})
 	require.Equal(t, "False", condStatus(mc, "Ready"))
 
-	f.sim.SetFault(f.ns, "demo", fleetsim.Fault{})
+	f.updateManagedChart("demo", func(spec map[string]any) {
+		spec["diff"] = map[string]any{"comparePatches": []any{map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "namespace": f.ns, "name": "demo-config",
+			"operations": []any{map[string]any{"op": "remove", "path": "/data/color"}}}}}
+	})
+	b = f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "Ready with the comparePatches", func(b *unstructuredT) bool {
+		return b.GetGeneration() > bundle.GetGeneration() && num(b, "status", "observedGeneration") == b.GetGeneration() && bundleReady(b)
+	})
+	require.Equal(t, oldID, str(f.localBD("demo"), "spec", "deploymentID"), "no new deployment")
+	require.Equal(t, runs, f.sim.HelmRuns(f.ns, "demo"), "no Helm run")
+
+	f.updateManagedChart("demo", func(spec map[string]any) { delete(spec, "diff") })
+	f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "Modified again", func(u *unstructuredT) bool {
+		return u.GetGeneration() > b.GetGeneration() && num(u, "status", "observedGeneration") == u.GetGeneration() &&
+			num(u, "status", "summary", "modified") == 1
+	})
+	f.editConfigMap("demo-config", "color", "blue")
 	f.waitReady("demo", "1.0.0")
 }
 
@@ -263,12 +289,20 @@ func TestRollbackToTheAppliedDeploymentIDRunsNoHelm(t *testing.T) {
 	require.Equal(t, "2.0.0", f.lastRevision("demo").Chart)
 
 	f.upgrade("1.0.0") // the spec of before, as it was
-	b, _ := f.waitReadyAfter("demo", "1.0.0", bundle.GetGeneration()+1)
+	// applied at once, with no Helm action: what the failed upgrade changed
+	// (the ConfigMap, updated before Helm failed on the refused object)
+	// stays, and the agent reports it as drift
+	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "back at 1.0.0, Modified", func(b *unstructuredT) bool {
+		return b.GetGeneration() > bundle.GetGeneration()+1 && num(b, "status", "observedGeneration") == b.GetGeneration() &&
+			num(b, "status", "summary", "modified") == 1
+	})
 	bd := f.localBD("demo")
 	require.Equal(t, oldID, str(bd, "spec", "deploymentID"), "the content hash of before")
 	require.Equal(t, oldID, str(bd, "status", "appliedDeploymentID"))
+	require.Contains(t, cond(b, "Ready")["message"], "configmap.v1 "+f.ns+"/demo-config modified")
+	require.Equal(t, "2.0.0", f.configMap("demo")["chartVersion"], "the failed upgrade's change")
 	last := f.lastRevision("demo")
-	require.Equal(t, "failed", last.Status, "ready at once, no Helm action: Helm's last revision is still the failed one")
+	require.Equal(t, "failed", last.Status, "no Helm action: Helm's last revision is still the failed one")
 	require.Equal(t, "2.0.0", last.Chart)
 
 	runs := f.sim.HelmRuns(f.ns, "demo")
@@ -352,9 +386,8 @@ func TestHelmWaitTimesOutIntoErrApplied(t *testing.T) {
 	var waiting revision
 	require.Eventually(t, func() bool {
 		waiting = f.lastRevision("demo")
-		return waiting.Chart == "2.0.0"
-	}, time.Minute, 20*time.Millisecond, "Helm upgraded")
-	require.Equal(t, "pending-upgrade", waiting.Status, "Helm waits for the rollout")
+		return waiting.Chart == "2.0.0" && waiting.Status == "pending-upgrade"
+	}, time.Minute, 20*time.Millisecond, "Helm upgraded and waits for the rollout: pending-upgrade")
 	b := f.waitFor(fleetsim.BundlesGVR, f.ns, "mcc-demo", "ErrApplied", func(b *unstructuredT) bool {
 		return num(b, "status", "summary", "errApplied") == 1
 	})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -298,4 +299,14 @@ func (f *fixture) lastRevision(release string) revision {
 	h := f.helmHistory(release)
 	require.NotEmpty(f.t, h, "release %s has no history", release)
 	return h[len(h)-1]
+}
+
+// editConfigMap sets data key of ConfigMap name in the test's namespace,
+// as an operator would.
+func (f *fixture) editConfigMap(name, key, value string) {
+	f.t.Helper()
+	patch, err := json.Marshal(map[string]any{"data": map[string]any{key: value}})
+	require.NoError(f.t, err)
+	_, err = f.env.Kube().CoreV1().ConfigMaps(f.ns).Patch(f.t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(f.t, err)
 }

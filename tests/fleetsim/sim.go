@@ -54,6 +54,9 @@ type Options struct {
 	// deployment the first time (default 1s); each further attempt waits
 	// twice as long, up to a minute.
 	RetryBackoff time.Duration
+	// DriftDelay is how long after a change of a deployed object the agent
+	// checks it for drift (default 5s, the sleep of Fleet's drift trigger).
+	DriftDelay time.Duration
 }
 
 // maxRetryBackoff caps the agent's back-off between retries.
@@ -79,15 +82,16 @@ type Sim struct {
 	synced  chan struct{}
 	runOnce sync.Once
 
-	mu       sync.Mutex
-	faults   map[string]Fault
-	helmRuns map[string]int
-	ready    map[string]ReadyTimes
-	applied  map[string]applied    // BundleDeployment key → what the agent applied
-	failures map[string]failure    // BundleDeployment key → its failed deployment
-	releases map[string]releaseRef // BundleDeployment key → Helm release it owns
-	defined  map[string]string     // ManagedChart key → why it is not Defined
-	nsExists map[string]bool
+	mu         sync.Mutex
+	faults     map[string]Fault
+	helmRuns   map[string]int
+	ready      map[string]ReadyTimes
+	applied    map[string]applied            // BundleDeployment key → what the agent applied
+	failures   map[string]failure            // BundleDeployment key → its failed deployment
+	driftStops map[string]context.CancelFunc // BundleDeployment key → stops its drift watch
+	releases   map[string]releaseRef         // BundleDeployment key → Helm release it owns
+	defined    map[string]string             // ManagedChart key → why it is not Defined
+	nsExists   map[string]bool
 }
 
 // bundleIndex indexes BundleDeployments by "<bundle namespace>/<bundle name>".
@@ -100,6 +104,9 @@ func New(opts Options) (*Sim, error) {
 	}
 	if opts.Clusters <= 0 {
 		opts.Clusters = 1
+	}
+	if opts.DriftDelay <= 0 {
+		opts.DriftDelay = 5 * time.Second
 	}
 	if opts.RetryBackoff <= 0 {
 		opts.RetryBackoff = time.Second
@@ -118,7 +125,7 @@ func New(opts Options) (*Sim, error) {
 	s := &Sim{
 		opts: opts, log: opts.Logger, synced: make(chan struct{}),
 		faults: map[string]Fault{}, helmRuns: map[string]int{}, ready: map[string]ReadyTimes{},
-		applied: map[string]applied{}, failures: map[string]failure{}, releases: map[string]releaseRef{}, defined: map[string]string{},
+		applied: map[string]applied{}, failures: map[string]failure{}, driftStops: map[string]context.CancelFunc{}, releases: map[string]releaseRef{}, defined: map[string]string{},
 		nsExists: map[string]bool{}, fresh: newFreshCache(),
 	}
 	var err error
