@@ -210,11 +210,11 @@ func (s *Sim) deploy(ctx context.Context, k string, bd *unstructured.Unstructure
 		return applied{}, fmt.Errorf("fetching chart %s %s: %w", r.chart, r.version, err)
 	}
 	s.setRelease(k, releaseRef{name: r.name, namespace: r.namespace})
-	s.recordHelmRun(bundleNS, mcName)
 	rel, err := s.helm.apply(ctx, ch, r, reject)
 	if err != nil {
 		return applied{}, err
 	}
+	s.recordHelmRun(bundleNS, mcName)
 	a := applied{
 		id:        id,
 		at:        time.Now(),

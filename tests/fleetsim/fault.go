@@ -87,8 +87,10 @@ func isZero(f Fault) bool {
 	return f.Delay == 0 && !f.NeverReady && f.ErrApplied == "" && !f.Stale && f.ReadyOverTime == 0
 }
 
-// HelmRuns counts the Helm installs and upgrades the agent ran (successful
-// or not) for ManagedChart namespace/name.
+// HelmRuns counts the Helm installs and upgrades the agent made for
+// ManagedChart namespace/name: the ones that wrote a revision Helm did not
+// fail at once (a failed deployment's attempts are not counted; Helm's
+// history shows them).
 func (s *Sim) HelmRuns(namespace, name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
