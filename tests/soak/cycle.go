@@ -253,9 +253,12 @@ func (s *soak) runCycle(ctx context.Context, n int, p plan, budget time.Duration
 		}
 		_, _ = s.w.get(cctx)
 		if errBefore {
-			// the episode ends: clear it
+			// the episode ends: clear it, and re-run once Fleet reports
+			// the target healthy again (a re-run before that is refused,
+			// as it must be, whatever ended the first run)
 			s.w.sim.SetFault(namespace, name, base)
 			errBefore = false
+			s.w.awaitState(cctx, 20*time.Second, healthy)
 		}
 		// a refusal is retried once Fleet reports the target healthy again,
 		// as a person (or SUC's backoff) would
