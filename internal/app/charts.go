@@ -2,10 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -40,3 +44,72 @@ func describe(c *chart.Chart) (*upgrade.Chart, error) {
 		RegeneratedData: chartpkg.RegeneratedData(c),
 		Check:           func(v map[string]any) error { return chartpkg.Check(c, v) }}, nil
 }
+
+// chartHolder is a target adapter that holds charts itself (docs/design.md
+// §4.3): the chart its release deploys now, kept in Helm's storage, and the
+// chart source its object names (a HelmChart's spec.repo or
+// spec.chartContent). Adapters implement it without importing it.
+type chartHolder interface {
+	// DeployedChart is the chart the target deploys now, as its release
+	// stores it; nil when there is no release.
+	DeployedChart(ctx context.Context) (*chart.Chart, error)
+	// OwnSource is the chart source the target object names; nil when it
+	// names none.
+	OwnSource(ctx context.Context) (chartpkg.Source, error)
+}
+
+// targetSource is the chart source of a job on t: the spec's (or
+// --chart-source) when given, else the one the target names; and, for a
+// target that holds its deployed chart, that chart for the deployed
+// version whenever the source does not serve it (so the old defaults never
+// depend on a repository still serving an old version).
+func targetSource(ctx context.Context, t upgrade.Target, spec upgrade.ChartSource) (upgrade.ChartSource, error) {
+	h, ok := t.(chartHolder)
+	if !ok {
+		if spec == nil {
+			return nil, outcome.BadInput(fmt.Errorf("%s: no chart source: give chart.source in the spec (or --chart-source)", t.Ref()))
+		}
+		return spec, nil
+	}
+	src := spec
+	if src == nil {
+		own, err := h.OwnSource(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if own == nil {
+			return nil, outcome.BadInput(fmt.Errorf("%s: no chart source: the target names none, give chart.source in the spec (or --chart-source)", t.Ref()))
+		}
+		src = chartSource{own}
+	}
+	return heldSource{src: src, h: h}, nil
+}
+
+// heldSource is a chart source backed, for the deployed version, by the
+// chart the target holds.
+type heldSource struct {
+	src upgrade.ChartSource
+	h   chartHolder
+}
+
+func (s heldSource) Load(ctx context.Context, name, version string) (*upgrade.Chart, error) {
+	c, err := s.src.Load(ctx, name, version)
+	if err == nil {
+		return c, nil
+	}
+	d, derr := s.h.DeployedChart(ctx)
+	if derr != nil {
+		return nil, errors.Join(err, fmt.Errorf("reading the deployed chart: %w", derr))
+	}
+	if d != nil && d.Metadata != nil && d.Name() == name &&
+		strings.TrimPrefix(d.Metadata.Version, "v") == strings.TrimPrefix(version, "v") {
+		return describe(d)
+	}
+	return nil, err
+}
+
+func (s heldSource) Versions(ctx context.Context, name string) ([]string, error) {
+	return s.src.Versions(ctx, name)
+}
+
+func (s heldSource) String() string { return s.src.String() }

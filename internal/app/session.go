@@ -84,19 +84,23 @@ func (s *session) runner(ctx context.Context, set upgrade.Settings) *upgrade.Run
 // registry, its chart source and rules, the overrides, the wait timeout
 // (timeout overrides the spec's when > 0).
 func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, files []string, timeout time.Duration) (upgrade.Job, error) {
-	t, err := openTarget(ctx, s.clients, c.Target)
+	tg, err := targets.Open(s.clients, upgrade.Ref{Kind: strings.ToLower(c.Target.Kind), Namespace: c.Target.Namespace, Name: c.Target.Name})
 	if err != nil {
 		return upgrade.Job{}, err
 	}
-	j := upgrade.Job{Target: t, ChartName: c.Chart.Name, Rules: c.Rules, Migrations: c.Migrations, Timeout: c.Wait.Timeout,
+	j := upgrade.Job{Target: wrapTarget(ctx, tg), ChartName: c.Chart.Name, Rules: c.Rules, Migrations: c.Migrations, Timeout: c.Wait.Timeout,
 		FailureGrace: c.Wait.FailureGrace}
 	if timeout > 0 {
 		j.Timeout = timeout
 	}
+	var src upgrade.ChartSource
 	if c.Chart.Source != "" {
-		if j.Source, err = openSource(c.Chart.Source, caFile); err != nil {
+		if src, err = openSource(c.Chart.Source, caFile); err != nil {
 			return upgrade.Job{}, fmt.Errorf("chart source of %s: %w", c.Target, err)
 		}
+	}
+	if j.Source, err = targetSource(ctx, tg, src); err != nil {
+		return upgrade.Job{}, err
 	}
 	if j.Overrides, err = Overrides(files, set); err != nil {
 		return upgrade.Job{}, err
