@@ -4,19 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -92,18 +90,7 @@ func (c *Client) Apply(ctx context.Context, mc *ManagedChart, up Update) (*Manag
 			return nil, err
 		}
 	}
-	ann := u.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	for k, v := range up.Annotations {
-		if v == "" {
-			delete(ann, k)
-			continue
-		}
-		ann[k] = v
-	}
-	u.SetAnnotations(ann)
+	u.SetAnnotations(specobject.Annotate(u.GetAnnotations(), up.Annotations))
 	u.SetResourceVersion(mc.ResourceVersion)
 	out, err := c.Dynamic.Resource(ManagedChartGVR).Namespace(mc.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: "chart-upgrader"})
 	if err != nil {
@@ -132,115 +119,35 @@ func jsonValues(v any) any {
 	}
 }
 
-// BackupName is the Secret holding a target's spec before an upgrade from
-// fromVersion (docs/design.md §4.2).
+// BackupName is the Secret holding a ManagedChart's spec before an upgrade
+// from fromVersion (docs/design.md §4.2).
 func BackupName(managedChart, fromVersion string) string {
-	name := "chart-upgrader-backup-" + managedChart + "-" + sanitize(fromVersion)
-	if len(name) > 253 {
-		name = name[:253]
-	}
-	return strings.TrimRight(name, "-.")
-}
-
-func sanitize(s string) string {
-	s = strings.ToLower(s)
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	return b.String()
+	return specobject.BackupName(managedChart, fromVersion)
 }
 
 // Backup keys and labels.
 const (
-	BackupKeySpec       = "spec.yaml"
-	BackupKeyAnnotation = "annotations.yaml"
-	LabelBackupOf       = "chart-upgrader.io/backup-of"
-	LabelBackupVersion  = "chart-upgrader.io/backup-version"
+	BackupKeySpec       = specobject.BackupKeySpec
+	BackupKeyAnnotation = specobject.BackupKeyAnnotation
+	LabelBackupOf       = specobject.LabelBackupOf
+	LabelBackupVersion  = specobject.LabelBackupVersion
 )
 
 // EnsureBackup writes the whole spec of the ManagedChart into its backup
-// Secret, once: when the Secret exists it is left as it is, so a re-run
-// never replaces the spec from before the first attempt. created says
-// whether this call wrote it.
+// Secret, once (specobject.EnsureBackup).
 func (c *Client) EnsureBackup(ctx context.Context, mc *ManagedChart) (created bool, err error) {
-	name := BackupName(mc.Name, mc.Version)
-	secrets := c.Kube.CoreV1().Secrets(mc.Namespace)
-	if _, err := secrets.Get(ctx, name, metav1.GetOptions{}); err == nil {
-		return false, nil
-	} else if !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("reading backup secret %s/%s: %w", mc.Namespace, name, err)
-	}
-	spec, err := yaml.Marshal(mc.Object.Object["spec"])
-	if err != nil {
-		return false, fmt.Errorf("encoding the spec of %s: %w", mc.Ref(), err)
-	}
-	ann, err := yaml.Marshal(mc.Annotations)
-	if err != nil {
-		return false, err
-	}
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mc.Namespace,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "chart-upgrader",
-				LabelBackupOf: mc.Name, LabelBackupVersion: sanitize(mc.Version)}},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{BackupKeySpec: spec, BackupKeyAnnotation: ann},
-	}
-	if _, err := secrets.Create(ctx, s, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("writing backup secret %s/%s: %w", mc.Namespace, name, err)
-	}
-	return true, nil
+	spec, _ := mc.Object.Object["spec"].(map[string]any)
+	return specobject.EnsureBackup(ctx, c.Kube, specobject.Object{Kind: Kind, Namespace: mc.Namespace, Name: mc.Name,
+		Version: mc.Version, Spec: spec, Annotations: mc.Annotations})
 }
 
 // Backup is a saved spec.
-type Backup struct {
-	Name        string
-	Version     string
-	Spec        map[string]any
-	Annotations map[string]string
-	Created     metav1.Time
-}
+type Backup = specobject.Backup
 
 // ReadBackup reads the backup of the ManagedChart from fromVersion; when
 // fromVersion is empty, the newest backup of it.
 func (c *Client) ReadBackup(ctx context.Context, namespace, managedChart, fromVersion string) (*Backup, error) {
-	secrets := c.Kube.CoreV1().Secrets(namespace)
-	var s *corev1.Secret
-	if fromVersion != "" {
-		got, err := secrets.Get(ctx, BackupName(managedChart, fromVersion), metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("reading backup secret %s/%s: %w", namespace, BackupName(managedChart, fromVersion), err)
-		}
-		s = got
-	} else {
-		list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: LabelBackupOf + "=" + managedChart})
-		if err != nil {
-			return nil, fmt.Errorf("listing backups of %s/%s: %w", namespace, managedChart, err)
-		}
-		if len(list.Items) == 0 {
-			return nil, fmt.Errorf("no backup of managedchart %s/%s", namespace, managedChart)
-		}
-		sort.Slice(list.Items, func(i, j int) bool {
-			return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp)
-		})
-		s = &list.Items[len(list.Items)-1]
-	}
-	var spec map[string]any
-	if err := yaml.Unmarshal(s.Data[BackupKeySpec], &spec); err != nil {
-		return nil, fmt.Errorf("backup secret %s/%s: %s is corrupt: %w", namespace, s.Name, BackupKeySpec, err)
-	}
-	var ann map[string]string
-	_ = yaml.Unmarshal(s.Data[BackupKeyAnnotation], &ann)
-	version, _ := spec["version"].(string)
-	return &Backup{Name: s.Name, Version: version, Spec: spec, Annotations: ann, Created: s.CreationTimestamp}, nil
+	return specobject.ReadBackup(ctx, c.Kube, Kind, namespace, managedChart, fromVersion)
 }
 
 // PendingRelease returns the status of the newest Helm release record of
@@ -297,8 +204,7 @@ func (m *ManagedChart) Observed() *upgrade.Observed {
 	}
 	o := &upgrade.Observed{Chart: m.Chart, Version: m.Version, Values: m.Values, ValuesHash: m.ValuesHash(),
 		Paused: m.Paused, PausedByUs: m.PausedByUs(), Source: m,
-		Applied: upgrade.Record{Version: m.Annotations[AnnotationVersion], ValuesHash: m.Annotations[AnnotationValuesHash],
-			AppliedAt: m.Annotations[AnnotationAppliedAt], PreviousVersion: m.Annotations[AnnotationPreviousVersion]}}
+		Applied: specobject.Record(m.Annotations)}
 	if m.Object != nil {
 		o.UID = string(m.Object.GetUID())
 	}

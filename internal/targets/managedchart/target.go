@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
@@ -79,13 +79,7 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 // upgrade.ErrConflict.
 func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (*upgrade.Observed, error) {
 	up := Update{Version: c.Version, Values: c.Values, Unpause: true,
-		Annotations: map[string]string{
-			AnnotationVersion:         c.Record.Version,
-			AnnotationValuesHash:      c.Record.ValuesHash,
-			AnnotationAppliedAt:       c.Record.AppliedAt,
-			AnnotationPreviousVersion: c.Record.PreviousVersion,
-			AnnotationPaused:          "", // we unpause: drop our pause mark
-		}}
+		Annotations: specobject.RecordAnnotations(c.Record)} // we unpause: our pause mark goes
 	if c.Restore != nil {
 		b, ok := c.Restore.Data.(*Backup)
 		if !ok {
@@ -136,15 +130,7 @@ func (t *Target) ReadBackup(ctx context.Context, fromVersion string) (*upgrade.B
 
 // Backups names the backup Secrets of the ManagedChart.
 func (t *Target) Backups(ctx context.Context) ([]string, error) {
-	secrets, err := t.c.Kube.CoreV1().Secrets(t.namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelBackupOf + "=" + t.name})
-	if err != nil {
-		return nil, fmt.Errorf("listing backups: %w", err)
-	}
-	var out []string
-	for _, s := range secrets.Items {
-		out = append(out, s.Name)
-	}
-	return out, nil
+	return specobject.Backups(ctx, t.c.Kube, t.namespace, t.name)
 }
 
 // Look judges readiness from one read of the Bundle and, unless the Bundle

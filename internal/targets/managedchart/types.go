@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
@@ -18,16 +19,13 @@ var (
 	BundleDeploymentGVR = schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundledeployments"}
 )
 
-// The annotations chart-upgrader writes on a target: the cluster-wide
-// record of what it applied, read by every later run on any node.
+// The annotations chart-upgrader writes on a target (package specobject).
 const (
-	AnnotationVersion         = "chart-upgrader.io/version"
-	AnnotationValuesHash      = "chart-upgrader.io/values-sha256"
-	AnnotationAppliedAt       = "chart-upgrader.io/applied-at"
-	AnnotationPreviousVersion = "chart-upgrader.io/previous-version"
-	// AnnotationPaused says chart-upgrader paused the target itself, so a
-	// later run may unpause it.
-	AnnotationPaused = "chart-upgrader.io/paused"
+	AnnotationVersion         = specobject.AnnotationVersion
+	AnnotationValuesHash      = specobject.AnnotationValuesHash
+	AnnotationAppliedAt       = specobject.AnnotationAppliedAt
+	AnnotationPreviousVersion = specobject.AnnotationPreviousVersion
+	AnnotationPaused          = specobject.AnnotationPaused
 )
 
 // Labels Fleet puts on a BundleDeployment.
