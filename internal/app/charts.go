@@ -42,6 +42,7 @@ func describe(c *chart.Chart) (*upgrade.Chart, error) {
 	}
 	return &upgrade.Chart{Name: c.Name(), Version: c.Metadata.Version, Defaults: d,
 		RegeneratedData: chartpkg.RegeneratedData(c),
+		Archive:         func() ([]byte, error) { return chartpkg.Archive(c) },
 		Check:           func(v map[string]any) error { return chartpkg.Check(c, v) }}, nil
 }
 

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"regexp"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 )
 
 // Size limits of one chart archive.
@@ -199,4 +202,19 @@ func formatBytes(n int64) string {
 	default:
 		return fmt.Sprintf("%d bytes", n)
 	}
+}
+
+// Archive packages a loaded chart as a .tgz, as `helm package` does
+// (chartutil.Save), for a target that carries the chart itself.
+func Archive(c *chart.Chart) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "chart-upgrader-archive-")
+	if err != nil {
+		return nil, fmt.Errorf("packaging chart %s: %w", c.Name(), err)
+	}
+	defer os.RemoveAll(dir)
+	file, err := chartutil.Save(c, dir)
+	if err != nil {
+		return nil, fmt.Errorf("packaging chart %s %s: %w", c.Name(), c.Metadata.Version, err)
+	}
+	return os.ReadFile(file)
 }

@@ -78,7 +78,7 @@ func (j *jobRun) write(ctx context.Context, r Resolved, p *Plan) (*Applied, erro
 		c := Change{Version: r.To, Restore: r.Restore}
 		if r.Restore == nil {
 			want = p.Want
-			c.Values = p.Merge.Values
+			c.Values, c.Chart = p.Merge.Values, r.New
 		}
 		c.Record = Record{Version: r.To, ValuesHash: want.ValuesHash, AppliedAt: time.Now().UTC().Format(time.RFC3339), PreviousVersion: r.From}
 		now, err := j.job.Target.Apply(ctx, o, c)

@@ -19,6 +19,11 @@ type MergeInputs struct {
 	// FromVersion and ToVersion are what migrations match on; "" → the
 	// versions of Old and New.
 	FromVersion, ToVersion string
+	// Overlay is laid over the merged values when the chart is checked,
+	// as the target's controller lays it (Observed.Overlay); every value
+	// it shadows is reported, naming OverlayFrom.
+	Overlay     map[string]any
+	OverlayFrom string
 }
 
 // Merge is the one path from merge inputs to new values, shared by the
@@ -50,11 +55,19 @@ func Merge(in MergeInputs) (*values.Result, error) {
 			return nil, err
 		}
 	}
-	if err := in.New.Check(res.Values); err != nil {
+	checked := res.Values
+	if len(in.Overlay) > 0 {
+		res.Warnings = append(res.Warnings, values.Shadowed(res.Values, in.Overlay, in.OverlayFrom)...)
+		checked = values.Overlay(res.Values, in.Overlay)
+	}
+	if err := in.New.Check(checked); err != nil {
 		// schema and template errors may quote the values: never a secret
-		err = values.Scrub(err, values.SecretStrings(res.Values))
+		err = values.Scrub(err, append(values.SecretStrings(res.Values), values.SecretStrings(in.Overlay)...))
 		if isGlobalOnly(res.Values) {
 			return res, fmt.Errorf("the merge leaves no user values, and Helm would then reuse the old ones; global: {} does not validate either: %w", err)
+		}
+		if len(in.Overlay) > 0 {
+			return res, fmt.Errorf("chart %s %s with the merged values and %s over them: %w", in.New.Name, in.New.Version, in.OverlayFrom, err)
 		}
 		return res, fmt.Errorf("chart %s %s with the merged values: %w", in.New.Name, in.New.Version, err)
 	}

@@ -222,3 +222,38 @@ func TestPreflightWeighsDriftAgainstLiveRules(t *testing.T) {
 	assert.NotContains(t, err.Error(), "StorageClass/longhorn", "the owned drift is not a reason")
 	assert.Zero(t, e.target.applyCalls)
 }
+
+// An overlay the target's controller applies after U' (a HelmChartConfig)
+// is in the values the chart is checked with, never in U', and every value
+// it shadows is reported.
+func TestMergeWithAnOverlay(t *testing.T) {
+	var checked map[string]any
+	newChart := &Chart{Name: "app", Version: "2.0.0",
+		Defaults: map[string]any{"image": map[string]any{"tag": "v2"}, "replicas": int64(1)},
+		Check: func(v map[string]any) error {
+			checked = v
+			if v["replicas"] == int64(0) {
+				return outcome.Refused(errors.New("replicas must be positive"))
+			}
+			return nil
+		}}
+	in := MergeInputs{User: map[string]any{"replicas": int64(3), "name": "x"}, New: newChart,
+		Overlay: map[string]any{"replicas": int64(5)}, OverlayFrom: "HelmChartConfig ns/app"}
+	res, err := Merge(in)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"replicas": int64(3), "name": "x"}, res.Values, "the overlay never enters U'")
+	assert.Equal(t, int64(5), checked["replicas"], "checked with the overlay laid over U'")
+	var shadowed []string
+	for _, w := range res.Warnings {
+		if w.Kind == values.WarnOverriddenByConfig {
+			shadowed = append(shadowed, w.Path)
+			assert.Contains(t, w.Message, "HelmChartConfig ns/app")
+		}
+	}
+	assert.Equal(t, []string{"replicas"}, shadowed)
+
+	in.Overlay = map[string]any{"replicas": int64(0)}
+	_, err = Merge(in)
+	require.ErrorIs(t, err, outcome.ErrRefused)
+	assert.Contains(t, err.Error(), "HelmChartConfig ns/app over them")
+}

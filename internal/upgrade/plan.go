@@ -37,7 +37,7 @@ func (j *jobRun) plan(ctx context.Context, r Resolved, o *Observed) (*Plan, erro
 		return nil, err
 	}
 	res, err := Merge(MergeInputs{User: o.Values, New: r.New, Old: r.Old, Rules: j.job.Rules, Migrations: j.job.Migrations,
-		Live: live, Overrides: j.job.Overrides, FromVersion: r.From, ToVersion: r.To})
+		Live: live, Overrides: j.job.Overrides, FromVersion: r.From, ToVersion: r.To, Overlay: o.Overlay, OverlayFrom: o.OverlayFrom})
 	if err != nil {
 		if res != nil {
 			_ = res.WriteTable(j.Out) // the report of a refusal; never applied

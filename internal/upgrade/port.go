@@ -48,6 +48,12 @@ type Observed struct {
 	PausedByUs bool   // paused by chart-upgrader itself (its annotation says so)
 	Applied    Record // what chart-upgrader recorded on it
 	UID        string // for Events
+	// Overlay holds values the target's controller lays over the user
+	// values, from an object the user owns and chart-upgrader never writes
+	// (a k3s HelmChartConfig); OverlayFrom names it. The merge checks the
+	// chart with both and reports every value the overlay shadows.
+	Overlay     map[string]any
+	OverlayFrom string
 
 	// Source is the adapter's own copy of what it read (for an optimistic
 	// write); the core never looks inside.
@@ -64,7 +70,10 @@ func (o *Observed) AppliedHere(version string) bool {
 // Change is the one write of an apply.
 type Change struct {
 	Version string
-	Values  map[string]any // the merged values U'; ignored with Restore
+	// Chart is the chart of Version, for a target that carries the chart
+	// itself (a HelmChart's spec.chartContent); nil with Restore.
+	Chart  *Chart
+	Values map[string]any // the merged values U'; ignored with Restore
 	// Restore, for a rollback, puts back the whole backed-up target.
 	Restore *Backup
 	Record  Record // recorded on the target with the write
@@ -199,6 +208,9 @@ type Chart struct {
 	Defaults map[string]any
 	// RegeneratedData lists templates that generate data on every render.
 	RegeneratedData []string
+	// Archive is the chart packaged as a .tgz, for a target that carries
+	// the chart itself.
+	Archive func() ([]byte, error)
 	// Check validates and renders the chart with user values; its error
 	// wraps outcome.ErrRefused when the chart rejects them (exit 3), any
 	// other error is a failure (exit 1).
