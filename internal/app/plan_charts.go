@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -31,8 +32,8 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 		if err != nil {
 			return nil, "", outcome.BadInput(fmt.Errorf("--target: %w", err))
 		}
-		if opts.ChartSource == "" {
-			return nil, "", outcome.BadInput(errors.New("--chart-source is required with --target"))
+		if opts.ChartSource == "" && !spec.NamesOwnSource(t.Kind) {
+			return nil, "", outcome.BadInput(fmt.Errorf("--chart-source is required with --target %s (only a %s may name its own)", opts.Target, strings.Join(spec.OwnSourceKinds, " or ")))
 		}
 		c := spec.Chart{Target: t, Chart: spec.ChartRef{Name: opts.ChartName, Source: opts.ChartSource},
 			Wait: spec.Wait{Timeout: spec.DefaultWaitTimeout, FailureGrace: spec.DefaultFailureGrace}}

@@ -124,7 +124,7 @@ func LoadSpec(path string) (*Spec, error) {
 	}
 	for i := range sp.Charts {
 		src := sp.Charts[i].Chart.Source
-		if !strings.Contains(src, "://") && !filepath.IsAbs(src) {
+		if src != "" && !strings.Contains(src, "://") && !filepath.IsAbs(src) {
 			sp.Charts[i].Chart.Source = filepath.Join(filepath.Dir(path), src)
 		}
 	}
@@ -167,12 +167,17 @@ func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
 	if c.Target, err = w.target(tn, f.Path("target")); err != nil {
 		return Chart{}, err
 	}
-	cn, err := w.Required(f, "chart")
-	if err != nil {
-		return Chart{}, err
+	own := NamesOwnSource(c.Target.Kind)
+	cn := f.Get("chart")
+	if cn == nil && !own {
+		if _, err := w.Required(f, "chart"); err != nil {
+			return Chart{}, err
+		}
 	}
-	if c.Chart, err = w.chartRef(cn, f.Path("chart")); err != nil {
-		return Chart{}, err
+	if cn != nil {
+		if c.Chart, err = w.chartRef(cn, f.Path("chart"), own); err != nil {
+			return Chart{}, err
+		}
 	}
 	if c.Rules, err = w.rules(f.Get("rules"), f.Path("rules")); err != nil {
 		return Chart{}, err
@@ -215,18 +220,32 @@ func (w walker) target(n *yaml.Node, field string) (Target, error) {
 	return t, nil
 }
 
-func (w walker) chartRef(n *yaml.Node, field string) (ChartRef, error) {
+// chartRef reads chart: {name, source}. With own (a kind whose object
+// names its chart and source), both may be left out.
+func (w walker) chartRef(n *yaml.Node, field string, own bool) (ChartRef, error) {
 	f, err := w.Fields(n, field, "name", "source")
 	if err != nil {
 		return ChartRef{}, err
 	}
 	var c ChartRef
-	if c.Name, _, err = w.ReqString(f, "name"); err != nil {
+	if own {
+		if c.Name, err = w.OptString(f, "name"); err != nil {
+			return ChartRef{}, err
+		}
+		if c.Source, err = w.OptString(f, "source"); err != nil {
+			return ChartRef{}, err
+		}
+		if c.Source == "" {
+			return c, nil
+		}
+	} else if c.Name, _, err = w.ReqString(f, "name"); err != nil {
 		return ChartRef{}, err
 	}
-	var sn *yaml.Node
-	if c.Source, sn, err = w.ReqString(f, "source"); err != nil {
-		return ChartRef{}, err
+	sn := f.Get("source")
+	if !own {
+		if c.Source, sn, err = w.ReqString(f, "source"); err != nil {
+			return ChartRef{}, err
+		}
 	}
 	if strings.Contains(c.Source, "://") {
 		u, err := url.Parse(c.Source)

@@ -303,8 +303,14 @@ func TestBadInput(t *testing.T) {
 			`spec.yaml:6: charts[1].waitt: `, `unknown field (want one of target, chart, rules, migrations, wait)`},
 		{"missing target", true, doc(specHead, `- chart: {name: harvester, source: /charts}`),
 			`spec.yaml:4: charts[1]: `, `missing required field "target"`},
-		{"unsupported target kind", true, doc(specHead, `- target: {kind: HelmChart, namespace: kube-system, name: x}`, chart1),
-			`spec.yaml:4: charts[1].target.kind: `, `unsupported kind "HelmChart" (want ManagedChart)`},
+		{"unsupported target kind", true, doc(specHead, `- target: {kind: FleetBundle, namespace: kube-system, name: x}`, chart1),
+			`spec.yaml:4: charts[1].target.kind: `, `unsupported kind "FleetBundle" (want ManagedChart or HelmChart)`},
+		{"managedchart without chart", true, doc(specHead, target1),
+			`spec.yaml:4: charts[1]: `, `missing required field "chart"`},
+		{"helmchart chart source not a string", true, doc(specHead, `- target: {kind: HelmChart, namespace: kube-system, name: x}`, `  chart: {source: [a]}`),
+			`spec.yaml:5: charts[1].chart.source: `, `want a string, not a list`},
+		{"helmchart chart source bad URL", true, doc(specHead, `- target: {kind: HelmChart, namespace: kube-system, name: x}`, `  chart: {source: "ftp://x"}`),
+			`spec.yaml:5: charts[1].chart.source: `, `unsupported source "ftp://x"`},
 		{"missing target namespace", true, doc(specHead, `- target: {kind: ManagedChart, name: x}`, chart1),
 			`spec.yaml:4: charts[1].target: `, `missing required field "namespace"`},
 		{"bad target namespace", true, doc(specHead, `- target: {kind: ManagedChart, namespace: Fleet_Local, name: x}`, chart1),
@@ -400,7 +406,7 @@ func TestParseTarget(t *testing.T) {
 		"harvester":                   `want KIND/NAMESPACE/NAME`,
 		"fleet-local/harvester":       `want KIND/NAMESPACE/NAME`,
 		"managedchart/a/b/c":          `want KIND/NAMESPACE/NAME`,
-		"helmchart/kube-system/x":     `unsupported kind "helmchart" (want ManagedChart)`,
+		"fleetbundle/kube-system/x":   `unsupported kind "fleetbundle" (want ManagedChart or HelmChart)`,
 		"managedchart//harvester":     `namespace "" is not a valid namespace`,
 		"managedchart/Fleet/x":        `namespace "Fleet" is not a valid namespace`,
 		"managedchart/fleet-local/":   `name "" is not a valid object name`,
@@ -411,4 +417,23 @@ func TestParseTarget(t *testing.T) {
 		require.ErrorIs(t, err, outcome.ErrBadInput, in)
 		assert.Contains(t, err.Error(), `target "`+in+`": `+frag)
 	}
+}
+
+// A HelmChart names its chart and source itself (spec.chart, spec.repo):
+// the spec may leave chart out, or give only a source.
+func TestHelmChartMayLeaveTheChartOut(t *testing.T) {
+	sp, err := ParseSpec("spec.yaml", []byte(`apiVersion: chart-upgrader.io/v1alpha1
+kind: UpgradeSpec
+charts:
+- target: {kind: HelmChart, namespace: kube-system, name: traefik}
+- target: {kind: helmchart, namespace: kube-system, name: app}
+  chart: {source: /charts}
+`))
+	require.NoError(t, err)
+	require.Len(t, sp.Charts, 2)
+	assert.Equal(t, KindHelmChart, sp.Charts[0].Target.Kind)
+	assert.Equal(t, ChartRef{}, sp.Charts[0].Chart)
+	assert.Equal(t, ChartRef{Source: "/charts"}, sp.Charts[1].Chart)
+	assert.True(t, NamesOwnSource("helmchart"))
+	assert.False(t, NamesOwnSource(KindManagedChart))
 }

@@ -11,10 +11,29 @@ import (
 // KindManagedChart is a Rancher ManagedChart (management.cattle.io/v3).
 const KindManagedChart = "ManagedChart"
 
+// KindHelmChart is a k3s/RKE2 HelmChart (helm.cattle.io/v1).
+const KindHelmChart = "HelmChart"
+
 // Kinds are the canonical spellings of the target kinds, one per adapter
 // in the kind registry (internal/targets; a test there keeps the two
 // equal), so that a spec names a kind no adapter serves by file and line.
-var Kinds = []string{KindManagedChart}
+var Kinds = []string{KindManagedChart, KindHelmChart}
+
+// OwnSourceKinds are the kinds whose object can name its chart source
+// itself (a HelmChart's spec.repo): for them chart.source may be left
+// out.
+var OwnSourceKinds = []string{KindHelmChart}
+
+// NamesOwnSource reports whether a target of kind may leave its chart
+// source out.
+func NamesOwnSource(kind string) bool {
+	for _, k := range OwnSourceKinds {
+		if strings.EqualFold(k, kind) {
+			return true
+		}
+	}
+	return false
+}
 
 // Target names the object an upgrade changes.
 type Target struct {

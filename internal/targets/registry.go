@@ -9,6 +9,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -24,6 +25,9 @@ type kind struct {
 var kinds = map[string]kind{
 	managedchart.Kind: {"management.cattle.io/v3", "ManagedChart", func(c *cluster.Clients, ns, name string) upgrade.Target {
 		return managedchart.New(&managedchart.Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, ns, name)
+	}},
+	helmchart.Kind: {"helm.cattle.io/v1", "HelmChart", func(c *cluster.Clients, ns, name string) upgrade.Target {
+		return helmchart.New(&helmchart.Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, ns, name)
 	}},
 }
 

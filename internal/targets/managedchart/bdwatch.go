@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 )
 
 // bdSignalEvery bounds how often BundleDeployment events wake the wait
@@ -26,7 +28,7 @@ const bdSignalEvery = time.Second
 // at once, after any other failure after a pause (1s, doubling up to 30s).
 // synced is called after every list.
 func (o *Observer) runBDs(ctx context.Context, c *Client, selector string, synced func()) {
-	report := watchErrors(ctx, c.Log, BundleDeploymentGVR.Resource)
+	report := cluster.WatchErrors(ctx, c.Log, BundleDeploymentGVR.Resource)
 	newPause := func() wait.Backoff {
 		return wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
 	}

@@ -2,18 +2,15 @@ package managedchart
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -76,9 +73,9 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 	o := &Observer{changed: make(chan struct{}, 1), namespace: namespace, name: name, tally: newTally()}
 	var synced []cache.InformerSynced
 	newInformer := func(resource string, lw *cache.ListWatch, h cache.ResourceEventHandlerFuncs) cache.SharedIndexInformer {
-		inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, noWatchList{}),
+		inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, cluster.NoWatchList{}),
 			&unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
-		_ = inf.SetWatchErrorHandlerWithContext(watchErrors(ctx, c.Log, resource)) // fails only once started
+		_ = inf.SetWatchErrorHandlerWithContext(cluster.WatchErrors(ctx, c.Log, resource)) // fails only once started
 		reg, _ := inf.AddEventHandler(h)
 		// the handlers, too, must have seen the first list
 		synced = append(synced, inf.HasSynced, reg.HasSynced)
@@ -109,37 +106,6 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 		return nil, fmt.Errorf("watching managedchart %s/%s: %w", namespace, name, ctx.Err())
 	}
 	return o, nil
-}
-
-// noWatchList tells client-go's reflector not to try a watch-list: every
-// informer makes one list, then one watch. client-go would first try a
-// streaming watch-list, which the API servers of today's Rancher clusters
-// (Kubernetes 1.33 and older, as the tests' 1.33) answer without the
-// initial events, so that every informer made a request for nothing before
-// it fell back to list and watch.
-type noWatchList struct{}
-
-func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
-
-// watchErrors is what the informers do with a watch that ended with an
-// error, in place of client-go's default, which prints it through klog as
-// text (in the middle of JSON logs). A watch ended because ctx ended — the
-// Observer was stopped — is no error and says nothing; one that expired or
-// was cut is re-listed quietly (debug); any other (the API server is down)
-// is a warning in the run's log. The informer re-lists in every case.
-func watchErrors(ctx context.Context, log *slog.Logger, resource string) cache.WatchErrorHandlerWithContext {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return func(hctx context.Context, _ *cache.Reflector, err error) {
-		switch {
-		case ctx.Err() != nil, hctx.Err() != nil, errors.Is(err, io.EOF):
-		case apierrors.IsResourceExpired(err), apierrors.IsGone(err), errors.Is(err, io.ErrUnexpectedEOF):
-			log.Debug("watch closed; re-listing", "resource", resource, "err", err)
-		default:
-			log.Warn("watch broken; re-listing", "resource", resource, "err", err)
-		}
-	}
 }
 
 func (o *Observer) signal() {

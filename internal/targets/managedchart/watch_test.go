@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -160,7 +161,7 @@ func TestWatchErrorsSaySomethingOnlyForABrokenWatch(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			buf.Reset()
-			watchErrors(tc.ctx, log, "bundles")(tc.hctx, nil, tc.err)
+			cluster.WatchErrors(tc.ctx, log, "bundles")(tc.hctx, nil, tc.err)
 			if tc.level == "" {
 				assert.Empty(t, buf.String())
 				return
@@ -173,5 +174,5 @@ func TestWatchErrorsSaySomethingOnlyForABrokenWatch(t *testing.T) {
 		})
 	}
 	// no logger: nothing to say, and no panic
-	watchErrors(live, nil, "bundles")(live, nil, refused)
+	cluster.WatchErrors(live, nil, "bundles")(live, nil, refused)
 }

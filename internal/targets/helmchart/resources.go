@@ -1,0 +1,118 @@
+package helmchart
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/yaml"
+)
+
+// manifestObject is one object of a release's manifest.
+type manifestObject struct {
+	u *unstructured.Unstructured
+}
+
+func (m manifestObject) String() string {
+	if m.u.GetNamespace() == "" {
+		return m.u.GetKind() + " " + m.u.GetName()
+	}
+	return m.u.GetKind() + " " + m.u.GetNamespace() + "/" + m.u.GetName()
+}
+
+// manifestObjects are the objects of a release's manifest, their
+// namespace defaulted to the release's (Helm's releaseutil split).
+func manifestObjects(rel *release.Release) ([]manifestObject, error) {
+	var out []manifestObject
+	for name, doc := range releaseutil.SplitManifests(rel.Manifest) {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			return nil, fmt.Errorf("helm release %s/%s revision %d: manifest %s: %w", rel.Namespace, rel.Name, rel.Version, name, err)
+		}
+		if u.Object == nil || u.GetKind() == "" {
+			continue
+		}
+		out = append(out, manifestObject{u: u})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// mapper maps kinds to resources through the API server's discovery,
+// cached for the process.
+func (c *Client) mapper() meta.RESTMapper {
+	c.mapperOnce.Do(func() {
+		c.restMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Kube.Discovery()))
+	})
+	return c.restMapper
+}
+
+// mapperState is the Client's lazily built REST mapper.
+type mapperState struct {
+	mapperOnce sync.Once
+	restMapper meta.RESTMapper
+}
+
+// resources judges the objects of a release revision by kstatus: Current
+// is ready; InProgress, Terminating, NotFound and Unknown are not ready,
+// Failed is a failure.
+func (c *Client) resources(ctx context.Context, rel *release.Release) (*Resources, error) {
+	objs, err := manifestObjects(rel)
+	if err != nil {
+		return nil, err
+	}
+	res := &Resources{Revision: rel.Version, Total: len(objs)}
+	for _, m := range objs {
+		gvk := m.u.GroupVersionKind()
+		mapping, err := c.mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			res.NotReady = append(res.NotReady, fmt.Sprintf("%s: kind unknown to the API server: %v", m, err))
+			continue
+		}
+		ns := m.u.GetNamespace()
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace && ns == "" {
+			ns = rel.Namespace
+		}
+		live, err := c.Dynamic.Resource(mapping.Resource).Namespace(ns).Get(ctx, m.u.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			res.NotReady = append(res.NotReady, fmt.Sprintf("%s: not found", m))
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s of helm release %s/%s: %w", m, rel.Namespace, rel.Name, err)
+		}
+		judgeObject(res, live)
+	}
+	return res, nil
+}
+
+// judgeObject adds the kstatus judgement of one live object to res.
+func judgeObject(res *Resources, live *unstructured.Unstructured) {
+	name := manifestObject{u: live}.String()
+	st, err := status.Compute(live)
+	switch {
+	case err != nil:
+		res.NotReady = append(res.NotReady, fmt.Sprintf("%s: %v", name, err))
+	case st.Status == status.CurrentStatus:
+		res.Ready++
+	case st.Status == status.FailedStatus:
+		res.Failed = append(res.Failed, fmt.Sprintf("%s: %s", name, st.Message))
+		res.NotReady = append(res.NotReady, fmt.Sprintf("%s: Failed: %s", name, st.Message))
+	default:
+		res.NotReady = append(res.NotReady, fmt.Sprintf("%s: %s: %s", name, st.Status, st.Message))
+	}
+}
