@@ -33,7 +33,9 @@ func New(c *Client, namespace, name string) *Target {
 var _ upgrade.Target = (*Target)(nil)
 
 // Ref names it as helmchart/NAMESPACE/NAME.
-func (t *Target) Ref() upgrade.Ref { return upgrade.Ref{Kind: Kind, Namespace: t.namespace, Name: t.name} }
+func (t *Target) Ref() upgrade.Ref {
+	return upgrade.Ref{Kind: Kind, Namespace: t.namespace, Name: t.name}
+}
 
 // read is one read of a HelmChart and the newest revision of its release:
 // the adapter's Observed.Source.
