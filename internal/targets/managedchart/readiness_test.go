@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -261,4 +262,30 @@ func TestHealthDrift(t *testing.T) {
 		assert.Empty(t, h.Drift, name)
 		assert.NotEmpty(t, h.Problems, name)
 	}
+}
+
+// Fleet writes the patch of a changed object into its messages; for a
+// Secret that is its data, which chart-upgrader never prints.
+func TestRedactSecretPatches(t *testing.T) {
+	msg := `Modified(1) [Cluster fleet-local/local]; configmap.v1 ns/cm modified {"data":{"a":"1"}}; ` +
+		`secret.v1 ns/creds modified {"data":{"password":"aHVudGVyMg==","x":"{\"}"}}; deployment.apps ns/web modified {"spec":{}}`
+	got := RedactSecretPatches(msg)
+	assert.NotContains(t, got, "aHVudGVyMg==")
+	assert.Equal(t, `Modified(1) [Cluster fleet-local/local]; configmap.v1 ns/cm modified {"data":{"a":"1"}}; `+
+		`secret.v1 ns/creds modified <redacted: the change of a Secret>; deployment.apps ns/web modified {"spec":{}}`, got)
+	assert.Equal(t, "no patch here", RedactSecretPatches("no patch here"))
+}
+
+func TestASecretsDriftPatchIsRedacted(t *testing.T) {
+	s := parseBundleStatus(map[string]any{"summary": map[string]any{"nonReadyResources": []any{map[string]any{
+		"name": "fleet-local/local", "bundleState": "Modified",
+		"modifiedStatus": []any{
+			map[string]any{"apiVersion": "v1", "kind": "Secret", "namespace": "ns", "name": "creds", "patch": `{"data":{"password":"aHVudGVyMg=="}}`},
+			map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "ns", "name": "cm", "patch": `{"data":{"a":"1"}}`},
+		}}}}})
+	nr := s.Summary.NonReadyResources[0]
+	require.Len(t, nr.Modified, 2)
+	assert.Equal(t, redactedPatch, nr.Modified[0].Patch)
+	assert.Equal(t, `{"data":{"a":"1"}}`, nr.Modified[1].Patch)
+	assert.NotContains(t, strings.Join(nr.Details, "\n"), "aHVudGVyMg==")
 }

@@ -230,7 +230,7 @@ func parseBundleStatus(status map[string]any) BundleStatus {
 	s := BundleStatus{ObservedGeneration: num(status, "observedGeneration"), Unavailable: num(status, "unavailable")}
 	for _, c := range list(status, "conditions") {
 		s.Conditions = append(s.Conditions, Condition{Type: str(c, "type"), Status: str(c, "status"),
-			Reason: str(c, "reason"), Message: str(c, "message")})
+			Reason: str(c, "reason"), Message: RedactSecretPatches(str(c, "message"))})
 	}
 	display, _ := status["display"].(map[string]any)
 	s.ReadyClusters, s.State = str(display, "readyClusters"), str(display, "state")
@@ -239,7 +239,7 @@ func parseBundleStatus(status map[string]any) BundleStatus {
 		ErrApplied: num(sum, "errApplied"), Modified: num(sum, "modified"), WaitApplied: num(sum, "waitApplied"),
 		OutOfSync: num(sum, "outOfSync"), Pending: num(sum, "pending")}
 	for _, r := range list(sum, "nonReadyResources") {
-		nr := NonReadyResource{Name: str(r, "name"), State: str(r, "bundleState"), Message: str(r, "message")}
+		nr := NonReadyResource{Name: str(r, "name"), State: str(r, "bundleState"), Message: RedactSecretPatches(str(r, "message"))}
 		for _, m := range list(r, "modifiedStatus") {
 			what := "modified"
 			switch {
@@ -248,10 +248,14 @@ func parseBundleStatus(status map[string]any) BundleStatus {
 			case m["delete"] == true:
 				what = "extra"
 			default:
-				nr.Modified = append(nr.Modified, upgrade.Drift{Patch: str(m, "patch"), Object: values.ObjectRef{
+				patch := str(m, "patch")
+				if str(m, "kind") == "Secret" && patch != "" {
+					patch = redactedPatch // a Secret's change carries its data
+				}
+				nr.Modified = append(nr.Modified, upgrade.Drift{Patch: patch, Object: values.ObjectRef{
 					APIVersion: str(m, "apiVersion"), Kind: str(m, "kind"), Namespace: str(m, "namespace"), Name: str(m, "name")}})
-				if p := str(m, "patch"); p != "" {
-					what += " " + p
+				if patch != "" {
+					what += " " + patch
 				}
 			}
 			nr.Details = append(nr.Details, fmt.Sprintf("%s %s", objectLine(m), what))
@@ -331,4 +335,71 @@ func deployError(status, message string) string {
 		return "the agent could not deploy it (no message)"
 	}
 	return message
+}
+
+// redactedPatch stands for the patch Fleet shows for a changed Secret.
+const redactedPatch = "<redacted: the change of a Secret>"
+
+// RedactSecretPatches replaces the patch Fleet writes after each changed
+// Secret in a status message ("secret.v1 ns/name modified {...}": the
+// Secret's data) with redactedPatch, so that no message chart-upgrader
+// prints carries a Secret's data.
+func RedactSecretPatches(msg string) string {
+	const marker = " modified {"
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, marker)
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		head := msg[:i]
+		start := i + len(marker) - 1 // the opening brace
+		end := matchingBrace(msg, start)
+		if lastField(head) != "secret.v1" {
+			b.WriteString(msg[:end])
+			msg = msg[end:]
+			continue
+		}
+		b.WriteString(msg[:start])
+		b.WriteString(redactedPatch)
+		msg = msg[end:]
+	}
+}
+
+// lastField is the word before the last one of s: Fleet writes
+// "secret.v1 ns/name modified {...}", so before " modified" comes the
+// object and before it the kind.
+func lastField(s string) string {
+	f := strings.Fields(s)
+	if len(f) < 2 {
+		return ""
+	}
+	return f[len(f)-2]
+}
+
+// matchingBrace is the index after the brace that closes the one at
+// start, skipping JSON strings; len(s) when it is not closed.
+func matchingBrace(s string, start int) int {
+	depth, inString, escaped := 0, false, false
+	for i := start; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return len(s)
 }
