@@ -22,14 +22,15 @@ func planCommand() *ucli.Command {
 			"system; a prepare container (root, CAP_CHOWN only) makes its directories under /host that\n" +
 			"user's. See plans/ and docs/security-context.md.",
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "name", Usage: "the Plan's `NAME`"},
+			&ucli.StringFlag{Name: "kind", Value: "managedchart", Usage: "the `KIND` of the spec's targets: managedchart (plans/) or helmchart (plans/k3s/); it sets the defaults of --name, --node-selector, --spec-secret and --service-account"},
+			&ucli.StringFlag{Name: "name", Usage: "the Plan's `NAME` (default: the kind's)"},
 			&ucli.StringFlag{Name: "namespace", Value: suc.DefaultNamespace, Usage: "the `NAMESPACE` of the controller, the Plan, its ServiceAccount and Secret"},
 			&ucli.StringFlag{Name: "image", Usage: "image `REPOSITORY` without a tag: the controller tags it with the resolved version"},
 			&ucli.StringFlag{Name: "version", Usage: "pin the chart `VERSION` to upgrade to"},
 			&ucli.StringFlag{Name: "channel", Usage: "follow a system-upgrade-controller channel `URL` instead of --version"},
-			&ucli.StringFlag{Name: "node-selector", Value: suc.DefaultNodeSelector, Usage: "the node label `KEY=VALUE` that opts a node in"},
-			&ucli.StringFlag{Name: "spec-secret", Value: suc.DefaultSpecSecret, Usage: "the Secret `NAME` holding spec.yaml"},
-			&ucli.StringFlag{Name: "service-account", Value: suc.DefaultServiceAccount, Usage: "the ServiceAccount `NAME` that runs the Job"},
+			&ucli.StringFlag{Name: "node-selector", Usage: "the node label `KEY=VALUE` that opts a node in (default: " + suc.DefaultNodeSelector + "; helmchart: the server nodes)"},
+			&ucli.StringFlag{Name: "spec-secret", Usage: "the Secret `NAME` holding spec.yaml (default: the kind's, as in plans/)"},
+			&ucli.StringFlag{Name: "service-account", Usage: "the ServiceAccount `NAME` that runs the Job (default: the kind's, as in plans/)"},
 			&ucli.IntFlag{Name: "concurrency", Value: suc.DefaultConcurrency, Usage: "how many `NODES` run the Job at once (0: 1)"},
 			&ucli.BoolFlag{Name: "cordon", Usage: "cordon the node first (a chart upgrade does not need it)"},
 			&ucli.BoolFlag{Name: "drain", Usage: "drain the node first: DaemonSets ignored, emptyDir pods evicted, at most 10m"},
@@ -40,14 +41,24 @@ func planCommand() *ucli.Command {
 			if c.NArg() > 0 {
 				return outcome.BadInput(fmt.Errorf("plan: unexpected argument %q (every input is a flag)", c.Args().First()))
 			}
+			d, err := suc.DefaultsFor(c.String("kind"))
+			if err != nil {
+				return err
+			}
+			or := func(flag, def string) string {
+				if c.IsSet(flag) {
+					return c.String(flag)
+				}
+				return def
+			}
 			var drain *suc.DrainOptions
 			if c.Bool("drain") {
 				drain = suc.DefaultDrain()
 			}
 			out, err := suc.Render(suc.PlanOptions{
-				Name: c.String("name"), Namespace: c.String("namespace"), Image: c.String("image"),
-				Version: c.String("version"), Channel: c.String("channel"), NodeSelector: c.String("node-selector"),
-				SpecSecret: c.String("spec-secret"), ServiceAccount: c.String("service-account"),
+				Name: or("name", d.Name), Namespace: c.String("namespace"), Image: c.String("image"),
+				Version: c.String("version"), Channel: c.String("channel"), NodeSelector: or("node-selector", d.NodeSelector),
+				SpecSecret: or("spec-secret", d.SpecSecret), ServiceAccount: or("service-account", d.ServiceAccount),
 				Concurrency: int64(c.Int("concurrency")), Cordon: c.Bool("cordon"), Drain: drain,
 				WaitTimeout: c.Duration("wait-timeout"), RunAs: c.String("run-as"),
 			})
