@@ -31,7 +31,8 @@ type StatusReport struct {
 	Ready           bool            `json:"ready"`
 	Readiness       []string        `json:"waitingFor,omitempty"`
 	NonReady        []string        `json:"nonReady,omitempty"`
-	Clusters        string          `json:"readyClusters,omitempty"`
+	Clusters        string          `json:"readyClusters,omitempty"` // ready/desired units
+	Unit            string          `json:"unit,omitempty"`          // what they count: clusters, resources
 	Backups         []string        `json:"backups,omitempty"`
 	Journal         []upgrade.Entry `json:"journal,omitempty"`
 }
@@ -80,7 +81,10 @@ func Status(ctx context.Context, o StatusOptions) error {
 			return err
 		}
 		r.Ready, r.Readiness, r.NonReady = ev.Ready, ev.Waiting, ev.NonReady
-		r.Clusters = fmt.Sprintf("%d/%d", ev.ReadyCount, ev.DesiredCount)
+		r.Clusters, r.Unit = fmt.Sprintf("%d/%d", ev.ReadyCount, ev.DesiredCount), ev.Unit
+		if r.Unit == "" {
+			r.Unit = "clusters"
+		}
 		if r.Backups, err = target.Backups(ctx); err != nil {
 			return err
 		}
@@ -111,7 +115,7 @@ func writeStatus(w io.Writer, r StatusReport) {
 	if !r.Ready {
 		state = "not ready"
 	}
-	fmt.Fprintf(w, "%s: version %s, %s (clusters %s)", r.Target, r.Version, state, r.Clusters)
+	fmt.Fprintf(w, "%s: version %s, %s (%s %s)", r.Target, r.Version, state, r.Unit, r.Clusters)
 	if r.Paused {
 		fmt.Fprintf(w, ", PAUSED")
 		if r.PausedByUs {

@@ -6,8 +6,10 @@ import "fmt"
 type Readiness struct {
 	Ready   bool
 	Waiting []string // why it is not ready yet, one line each
-	// Ready of Desired units (clusters for a ManagedChart) are ready.
+	// Ready of Desired units (clusters for a ManagedChart, the release's
+	// objects for a HelmChart) are ready; Unit names them ("" → clusters).
 	ReadyCount, DesiredCount int64
+	Unit                     string
 	NonReady                 []string // the non-ready resources, as the target's controllers report them
 	// Failed, when not empty, says the target's controllers reported a
 	// terminal failure of what was applied (Fleet's ErrApplied, a chart
@@ -24,6 +26,9 @@ func (r *Readiness) Wait(format string, args ...any) {
 // Progress is one line for a person watching the wait.
 func (r Readiness) Progress() string {
 	s := fmt.Sprintf("ready %d/%d", r.ReadyCount, r.DesiredCount)
+	if r.Unit != "" {
+		s += " " + r.Unit
+	}
 	if r.Failed != "" {
 		s += "; failed: " + r.Failed
 	}

@@ -59,8 +59,7 @@ type Resources struct {
 // failed, a HelmChart whose Failed condition is True and a failed release
 // are reported in Readiness.Failed.
 func Judge(want upgrade.Want, v View) upgrade.Readiness {
-	var r upgrade.Readiness
-	r.DesiredCount = 1
+	r := upgrade.Readiness{DesiredCount: 1, Unit: "resources"}
 	h := v.Chart
 	var o *upgrade.Observed
 	if h != nil {
