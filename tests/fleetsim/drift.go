@@ -53,7 +53,11 @@ func (s *Sim) resource(k resourceKey) (dynamic.ResourceInterface, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	m, err := s.helm.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: k.Kind}, gv.Version)
+	mapper, err := s.helm.getter.For("").ToRESTMapper()
+	if err != nil {
+		return nil, false, err
+	}
+	m, err := mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: k.Kind}, gv.Version)
 	if err != nil {
 		return nil, false, err
 	}

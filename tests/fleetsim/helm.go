@@ -7,18 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 )
 
@@ -28,25 +23,18 @@ var yamlUnmarshal = yaml.Unmarshal
 // of the local cluster does: install when there is no release, else
 // upgrade with the given values as the complete user values.
 type helmRunner struct {
-	cfg    *rest.Config
-	disc   discovery.CachedDiscoveryInterface
-	mapper meta.ResettableRESTMapper
+	getter *cluster.HelmGetter
 	log    *slog.Logger
 }
 
 func newHelmRunner(cfg *rest.Config, log *slog.Logger) (*helmRunner, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating the discovery client for Helm: %w", err)
-	}
-	disc := memory.NewMemCacheClient(dc)
-	return &helmRunner{cfg: cfg, disc: disc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(disc), log: log}, nil
+	return &helmRunner{getter: cluster.NewHelmGetter(cfg), log: log}, nil
 }
 
 func (h *helmRunner) configuration(namespace string) (*action.Configuration, error) {
 	cfg := &action.Configuration{}
 	debug := func(format string, v ...any) { h.log.Debug(fmt.Sprintf(format, v...), "component", "helm") }
-	if err := cfg.Init(&restGetter{h: h, namespace: namespace}, namespace, "secret", debug); err != nil {
+	if err := cfg.Init(h.getter.For(namespace), namespace, "secret", debug); err != nil {
 		return nil, fmt.Errorf("setting up Helm for namespace %s: %w", namespace, err)
 	}
 	return cfg, nil
@@ -58,8 +46,7 @@ func (h *helmRunner) configuration(namespace string) (*action.Configuration, err
 // the revision pending, fails to create the object and marks it failed.
 func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec, reject bool) (*release.Release, error) {
 	// Charts may bring CRDs: let the mapper see what exists now.
-	h.disc.Invalidate()
-	h.mapper.Reset()
+	h.getter.Reset()
 	cfg, err := h.configuration(r.namespace)
 	if err != nil {
 		return nil, err
@@ -167,27 +154,4 @@ func (h *helmRunner) uninstall(_ context.Context, r releaseRef) error {
 		return fmt.Errorf("uninstalling release %s/%s: %w", r.namespace, r.name, err)
 	}
 	return nil
-}
-
-// restGetter hands Helm the simulator's client configuration, shared
-// discovery cache and a default namespace.
-type restGetter struct {
-	h         *helmRunner
-	namespace string
-}
-
-func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.h.cfg), nil }
-
-func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
-	return g.h.disc, nil
-}
-
-func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) { return g.h.mapper, nil }
-
-func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["sim"] = &clientcmdapi.Cluster{Server: g.h.cfg.Host}
-	cfg.Contexts["sim"] = &clientcmdapi.Context{Cluster: "sim", Namespace: g.namespace}
-	cfg.CurrentContext = "sim"
-	return clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{})
 }
