@@ -73,3 +73,30 @@ func ConfigMapChart(name, version string, defaults map[string]any) Chart {
 		Templates: map[string]string{"configmap.yaml": ConfigMapTemplate},
 	}
 }
+
+// DeploymentTemplate renders a Deployment named after the release with
+// .Values.replicas (default 1) pods of image .Values.image; when
+// .Values.hold is set, its pod template carries the test environment's
+// hold annotation with that value (tests/testenv: "not-ready" keeps the
+// pods from becoming Ready, so the rollout never completes).
+const DeploymentTemplate = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+  namespace: {{ .Release.Namespace }}
+spec:
+  replicas: {{ .Values.replicas | default 1 }}
+  progressDeadlineSeconds: {{ .Values.progressDeadlineSeconds | default 600 }}
+  selector:
+    matchLabels: {app: {{ .Release.Name }}-web}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}-web}
+      {{- with .Values.hold }}
+      annotations: {testenv.chart-upgrader.io/hold: {{ . | quote }}}
+      {{- end }}
+    spec:
+      containers:
+      - name: web
+        image: {{ .Values.image | default "registry.example/web:1" | quote }}
+`

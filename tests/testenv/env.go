@@ -45,6 +45,12 @@ type Options struct {
 	// scheduled and KWOK makes them Running and Ready (see HoldAnnotation),
 	// no container runs. Off, nothing but etcd and kube-apiserver runs.
 	Workloads bool
+	// HelmController also runs k3s's helm-controller (it implies
+	// Workloads: its Jobs need the Job controller): it installs its own
+	// CRDs (HelmChart, HelmChartConfig) and handles HelmCharts of every
+	// namespace. No klipper-helm runs: package tests/helmexec runs its
+	// Jobs.
+	HelmController bool
 	// LogDir receives the logs of the workloads mode's components; empty
 	// means a directory of the environment, removed by Stop.
 	LogDir string
@@ -78,6 +84,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		if assets, err = FindAssets(ctx); err != nil {
 			return nil, fmt.Errorf("finding the control plane binaries: %w", err)
 		}
+	}
+	if opts.HelmController {
+		opts.Workloads = true
 	}
 	if opts.Workloads {
 		if err := checkWorkloadAssets(assets); err != nil {
@@ -157,8 +166,14 @@ func (e *Env) start(ctx context.Context, opts Options, assets string) error {
 	if err := e.waitServing(ctx); err != nil {
 		return err
 	}
-	if opts.Workloads {
-		return e.startWorkloads(ctx, opts, assets, certDir)
+	if !opts.Workloads {
+		return nil
+	}
+	if err := e.startWorkloads(ctx, opts, assets, certDir); err != nil {
+		return err
+	}
+	if opts.HelmController {
+		return e.startHelmController(ctx, opts, assets)
 	}
 	return nil
 }
