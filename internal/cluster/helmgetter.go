@@ -62,7 +62,9 @@ type NamespacedHelmGetter struct {
 }
 
 // ToRESTConfig is a copy of the config.
-func (n *NamespacedHelmGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(n.g.cfg), nil }
+func (n *NamespacedHelmGetter) ToRESTConfig() (*rest.Config, error) {
+	return rest.CopyConfig(n.g.cfg), nil
+}
 
 // ToDiscoveryClient is the shared discovery cache.
 func (n *NamespacedHelmGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
