@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -286,4 +287,13 @@ func jobFailedReason(j *batchv1.Job) string {
 		}
 	}
 	return ""
+}
+
+// decodeChart loads a base64 .tgz.
+func decodeChart(content string) (*chart.Chart, error) {
+	data, err := base64.StdEncoding.DecodeString(content)
+	if err != nil {
+		return nil, err
+	}
+	return loader.LoadArchive(bytes.NewReader(data))
 }

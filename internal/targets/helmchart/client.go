@@ -288,42 +288,44 @@ func secretData(s *corev1.Secret) map[string][]byte {
 	return s.Data
 }
 
-// FailedPodMessage is the termination message of the newest failed pod
-// of the Job; "" when none failed or none left one.
-func (c *Client) FailedPodMessage(ctx context.Context, job *batchv1.Job) (string, error) {
-	if job == nil || job.Status.Failed == 0 {
-		return "", nil
+// PodFailures counts the failed runs of the Job's pods and returns the
+// termination message of the newest; nothing while the Job runs cleanly.
+func (c *Client) PodFailures(ctx context.Context, job *batchv1.Job) (int, string, error) {
+	if job == nil {
+		return 0, "", nil
 	}
 	pods, err := c.Kube.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{"job-name": job.Name}.String()})
 	if err != nil {
-		return "", fmt.Errorf("listing the pods of job %s/%s: %w", job.Namespace, job.Name, err)
+		return 0, "", fmt.Errorf("listing the pods of job %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	return failedPodMessage(job, pods.Items), nil
+	n, msg := podFailures(job, pods.Items)
+	return n, msg, nil
 }
 
-// failedPodMessage picks the termination message of the newest failed pod
-// of job among pods.
-func failedPodMessage(job *batchv1.Job, pods []corev1.Pod) string {
-	var newest *corev1.Pod
+// podFailures counts the failed runs of job's pods: each restart of a
+// container (helm-controller's Jobs restart OnFailure) and each failed
+// pod; message is the termination message of the newest failed run.
+func podFailures(job *batchv1.Job, pods []corev1.Pod) (n int, message string) {
+	var newest metav1.Time
 	for i := range pods {
 		p := &pods[i]
-		if p.Status.Phase != corev1.PodFailed || !metav1.IsControlledBy(p, job) {
+		if !metav1.IsControlledBy(p, job) {
 			continue
 		}
-		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) {
-			newest = p
+		if p.Status.Phase == corev1.PodFailed {
+			n++
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			n += int(cs.RestartCount)
+			for _, st := range []corev1.ContainerState{cs.State, cs.LastTerminationState} {
+				if t := st.Terminated; t != nil && t.ExitCode != 0 && !t.FinishedAt.Before(&newest) {
+					newest, message = t.FinishedAt, t.Message
+				}
+			}
 		}
 	}
-	if newest == nil {
-		return ""
-	}
-	for _, cs := range newest.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil && t.Message != "" {
-			return t.Message
-		}
-	}
-	return newest.Status.Message
+	return n, message
 }
 
 // unstructuredSpec is a copy of the object's spec.

@@ -25,9 +25,11 @@ type View struct {
 	// nil when it does not exist.
 	Secret map[string][]byte
 	Job    *batchv1.Job // helm-install-NAME; nil when it does not exist
-	// PodMessage is the termination message of the Job's newest failed
-	// pod, when there is one.
-	PodMessage string
+	// PodFailures counts the failed runs of the Job's pods (container
+	// restarts under restartPolicy OnFailure, and failed pods);
+	// PodMessage is the termination message of the newest one.
+	PodFailures int
+	PodMessage  string
 	Release    *Release   // the release's newest revision; nil when none
 	Resources  *Resources // the readiness of that revision's resources
 }
@@ -96,12 +98,12 @@ func Judge(want upgrade.Want, v View) upgrade.Readiness {
 	switch jobState(v.Job) {
 	case batchv1.JobFailed:
 		c := jobCondition(v.Job, batchv1.JobFailed)
-		r.Failed = fmt.Sprintf("%s failed: %s%s", job, join(c.Reason, c.Message), podMessage(v.PodMessage))
+		r.Failed = fmt.Sprintf("%s failed: %s%s%s", job, join(c.Reason, c.Message), podMessage(v.PodMessage), logsHint(h))
 		return r
 	case batchv1.JobComplete:
 	default:
-		if v.Job.Status.Failed > 0 {
-			r.Failed = fmt.Sprintf("%s: %d pod(s) failed, helm-controller's Job retries%s", job, v.Job.Status.Failed, podMessage(v.PodMessage))
+		if v.PodFailures > 0 {
+			r.Failed = fmt.Sprintf("%s: its pod failed %d time(s) and is retried%s%s", job, v.PodFailures, podMessage(v.PodMessage), logsHint(h))
 		}
 		if v.Job.Spec.Suspend != nil && *v.Job.Spec.Suspend {
 			r.Wait("%s is suspended (helm-controller resumes it once the Job controller has seen it)", job)
@@ -232,6 +234,12 @@ func podMessage(m string) string {
 	return "; its pod's termination message ends: " + strings.Join(lines, " | ")
 }
 
+// logsHint says where Helm's own error is: klipper-helm writes only its
+// steps to the termination message, Helm's output goes to the pod's log.
+func logsHint(h *HelmChart) string {
+	return fmt.Sprintf(" (Helm's error: kubectl -n %s logs job/%s)", h.Namespace, JobName(h.Name))
+}
+
 func join(reason, message string) string {
 	switch {
 	case reason == "":
@@ -262,9 +270,9 @@ func Health(v View) []string {
 		switch {
 		case jobState(v.Job) == batchv1.JobFailed:
 			c := jobCondition(v.Job, batchv1.JobFailed)
-			problems = append(problems, fmt.Sprintf("the last %s failed: %s%s", job, join(c.Reason, c.Message), podMessage(v.PodMessage)))
-		case jobState(v.Job) == "" && v.Job.Status.Failed > 0:
-			problems = append(problems, fmt.Sprintf("%s is failing (%d failed pods)%s", job, v.Job.Status.Failed, podMessage(v.PodMessage)))
+			problems = append(problems, fmt.Sprintf("the last %s failed: %s%s%s", job, join(c.Reason, c.Message), podMessage(v.PodMessage), logsHint(h)))
+		case jobState(v.Job) == "" && v.PodFailures > 0:
+			problems = append(problems, fmt.Sprintf("%s is failing (its pod failed %d time(s))%s%s", job, v.PodFailures, podMessage(v.PodMessage), logsHint(h)))
 		}
 	}
 	if rel := v.Release; rel != nil && (strings.HasPrefix(rel.Status, "pending") || rel.Status == "failed") {

@@ -67,10 +67,10 @@ func TestJudge(t *testing.T) {
 			v.Job.Spec.Template.Spec.Containers[0].Args = []string{"install", "--set", "replicas=1"}
 		}, waiting: "other set flags"},
 		{name: "job running", change: func(v *View) { v.Job.Status = batchv1.JobStatus{Active: 1} }, waiting: "has not completed (1 active)"},
-		{name: "job retrying after a failed pod", change: func(v *View) {
-			v.Job.Status = batchv1.JobStatus{Active: 1, Failed: 1}
-			v.PodMessage = "Upgrading helm chart\nError: parse error at (app/templates/cm.yaml:3)"
-		}, waiting: "has not completed", failed: "1 pod(s) failed, helm-controller's Job retries; its pod's termination message ends: Upgrading helm chart | Error: parse error"},
+		{name: "job retrying after a failed run", change: func(v *View) {
+			v.Job.Status = batchv1.JobStatus{Active: 1}
+			v.PodFailures, v.PodMessage = 2, "Upgrading helm chart"
+		}, waiting: "has not completed", failed: "its pod failed 2 time(s) and is retried; its pod's termination message ends: Upgrading helm chart (Helm's error: kubectl -n kube-system logs job/helm-install-app)"},
 		{name: "job failed", change: func(v *View) {
 			v.Job.Status = batchv1.JobStatus{Failed: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
 				Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}}
@@ -123,7 +123,7 @@ func TestHealth(t *testing.T) {
 	assert.Empty(t, Health(View{Chart: h, Job: job("2.0.0", "1", "H", complete),
 		Release: &Release{Namespace: "apps", Name: "app", Revision: 2, Status: "deployed"}}))
 	failedJob := job("2.0.0", "1", "H", batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"})
-	problems := Health(View{Chart: h, Job: failedJob, PodMessage: "Error: bad",
+	problems := Health(View{Chart: h, Job: failedJob, PodMessage: "Error: bad", PodFailures: 1,
 		Release: &Release{Namespace: "apps", Name: "app", Revision: 3, Status: "pending-upgrade"}})
 	require.Len(t, problems, 2)
 	assert.Contains(t, problems[0], "the last job kube-system/helm-install-app failed: BackoffLimitExceeded; its pod's termination message ends: Error: bad")

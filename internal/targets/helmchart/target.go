@@ -144,7 +144,7 @@ func (t *Target) view(ctx context.Context, r *read) (View, error) {
 	if v.Job, err = t.c.Job(ctx, r.chart); err != nil {
 		return View{}, err
 	}
-	if v.PodMessage, err = t.c.FailedPodMessage(ctx, v.Job); err != nil {
+	if v.PodFailures, v.PodMessage, err = t.c.PodFailures(ctx, v.Job); err != nil {
 		return View{}, err
 	}
 	if r.release != nil {

@@ -300,14 +300,14 @@ func (o *Observer) View() View {
 			v.Job = j
 		}
 	}
-	if v.Job != nil && v.Job.Status.Failed > 0 {
+	if v.Job != nil {
 		var pods []corev1.Pod
 		for _, it := range o.pods.GetStore().List() {
 			if p, ok := it.(*corev1.Pod); ok {
 				pods = append(pods, *p)
 			}
 		}
-		v.PodMessage = failedPodMessage(v.Job, pods)
+		v.PodFailures, v.PodMessage = podFailures(v.Job, pods)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
