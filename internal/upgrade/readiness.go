@@ -16,6 +16,10 @@ type Readiness struct {
 	// Rancher cannot find): waiting longer helps only if they retry and
 	// succeed, so the wait gives up when it lasts (Job.FailureGrace).
 	Failed string
+	// Terminal says the failure lasts until the target changes (a Job
+	// helm-controller will not run again): the wait gives up at once,
+	// without the grace.
+	Terminal bool
 }
 
 // Wait adds a reason it is not ready yet.

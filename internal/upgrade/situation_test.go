@@ -157,6 +157,15 @@ func TestWaitReadyFailureGrace(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded, "no grace: the failure is waited out")
 }
 
+// A terminal failure (a failed Job its controller will not run again)
+// ends the wait at once, whatever the grace.
+func TestWaitReadyTerminalFailure(t *testing.T) {
+	failed := staticWatch{Readiness{Failed: "job x failed: BackoffLimitExceeded", Terminal: true}}
+	r, err := WaitReady(context.Background(), failed, Want{Version: "2.0.0"}, WaitOptions{FailureGrace: time.Hour})
+	require.ErrorIs(t, err, ErrFailed)
+	assert.Equal(t, "job x failed: BackoffLimitExceeded", r.Failed)
+}
+
 // seqWatch shows its judgements one after another, one per Changed.
 type seqWatch struct {
 	mu      sync.Mutex

@@ -39,8 +39,12 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 	}
 	if err != nil {
 		if timedOut(err) {
+			lines := append(append([]string(nil), r.Waiting...), r.NonReady...)
+			if r.Failed != "" {
+				lines = append([]string{"failed: " + r.Failed}, lines...)
+			}
 			return nil, outcome.Timeout(fmt.Errorf("%s not ready after %s waiting for version %s:\n  %s",
-				j.ref, timeout, want.Version, strings.Join(append(r.Waiting, r.NonReady...), "\n  ")))
+				j.ref, timeout, want.Version, strings.Join(lines, "\n  ")))
 		}
 		return nil, err
 	}
@@ -87,6 +91,10 @@ func WaitReady(ctx context.Context, w Watch, want Want, o WaitOptions) (Readines
 		r := w.Readiness(want)
 		if r.Ready {
 			return r, nil
+		}
+		if r.Failed != "" && r.Terminal {
+			progress(r)
+			return r, ErrFailed
 		}
 		switch {
 		case r.Failed == "" || o.FailureGrace <= 0:

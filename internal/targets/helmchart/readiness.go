@@ -99,6 +99,7 @@ func Judge(want upgrade.Want, v View) upgrade.Readiness {
 	case batchv1.JobFailed:
 		c := jobCondition(v.Job, batchv1.JobFailed)
 		r.Failed = fmt.Sprintf("%s failed: %s%s%s", job, join(c.Reason, c.Message), podMessage(v.PodMessage), logsHint(h))
+		r.Terminal = true // helm-controller runs it again only for a changed spec
 		return r
 	case batchv1.JobComplete:
 	default:
