@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io/fs"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,7 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
@@ -30,13 +33,14 @@ func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{AuditLog: true}) }
 // API server (with its audit log), the Fleet simulator serving it, and one
 // ManagedChart of the bundled example installed at 1.0.0 and ready.
 type world struct {
-	t      *testing.T
-	env    *testenv.Env
-	ns     string
-	name   string // the ManagedChart
-	charts string // a directory holding the example charts 1.0.0 and 2.0.0
-	root   string // the repository root
-	tc     *managedchart.Client
+	helmRepo string // the Helm repository the corpus's HelmCharts name
+	t        *testing.T
+	env      *testenv.Env
+	ns       string
+	name     string // the ManagedChart
+	charts   string // a directory holding the example charts 1.0.0 and 2.0.0
+	root     string // the repository root
+	tc       *managedchart.Client
 }
 
 func newWorld(t *testing.T) *world {
@@ -56,7 +60,29 @@ func newWorld(t *testing.T) *world {
 	_, err = example.InstallAndWait(t.Context(), env,
 		example.Install{Namespace: w.ns, Name: w.name, Version: "1.0.0", Values: example.UserValues()}, 60*time.Second)
 	require.NoError(t, err)
+	w.helmCharts(t)
 	return w
+}
+
+// helmCharts creates the HelmCharts of the corpus (no helm-controller
+// runs here: they stay as written): one whose spec.repo serves only 1.0.0,
+// and three whose values are broken.
+func (w *world) helmCharts(t *testing.T) {
+	t.Helper()
+	repoServer := httptest.NewServer(repo("apiVersion: v1\nentries:\n  demo-app:\n  - {apiVersion: v2, name: demo-app, version: 1.0.0, urls: [demo-app-1.0.0.tgz]}\n", nil))
+	t.Cleanup(repoServer.Close)
+	w.helmRepo = repoServer.URL
+	for name, spec := range map[string]map[string]any{
+		"hc-repo":    {"chart": "demo-app", "repo": repoServer.URL, "version": "1.0.0", "valuesContent": "replicas: 1\n"},
+		"hc-badyaml": {"chart": "demo-app", "repo": repoServer.URL, "version": "1.0.0", "valuesContent": "image: [1, 2\n"},
+		"hc-notamap": {"chart": "demo-app", "repo": repoServer.URL, "version": "1.0.0", "valuesContent": "- a\n- b\n"},
+		"hc-badset":  {"chart": "demo-app", "repo": repoServer.URL, "version": "1.0.0", "set": map[string]any{"image[x]": "1"}},
+	} {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "helm.cattle.io/v1", "kind": "HelmChart",
+			"metadata": map[string]any{"name": name, "namespace": w.ns}, "spec": spec}}
+		_, err := w.env.Dynamic().Resource(helmchart.HelmChartGVR).Namespace(w.ns).Create(t.Context(), u, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
 }
 
 // mark is what must not change on the ManagedChart when a command refuses

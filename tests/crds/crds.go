@@ -1,6 +1,7 @@
 // Package crds embeds the CustomResourceDefinitions the end-to-end tests
-// install: Fleet's Bundle and BundleDeployment and system-upgrade-controller's
-// Plan, copied verbatim from the upstream projects, and Rancher's
+// install: Fleet's Bundle and BundleDeployment, system-upgrade-controller's
+// Plan and k3s helm-controller's HelmChart and HelmChartConfig (v0.17.9),
+// copied verbatim from the upstream projects, and Rancher's
 // ManagedChart, which Rancher registers at runtime and ships no file for, so
 // it is written here (its status schema is Fleet's BundleStatus).
 //
@@ -29,6 +30,8 @@ var Upstream = []string{
 	"fleet.cattle.io_bundledeployments.yaml",
 	"fleet.cattle.io_bundles.yaml",
 	"upgrade.cattle.io_plans.yaml",
+	"helm.cattle.io_helmcharts.yaml",
+	"helm.cattle.io_helmchartconfigs.yaml",
 }
 
 // Load decodes every embedded CRD, in file-name order.

@@ -20,6 +20,8 @@ var upstreamSHA256 = map[string]string{
 	"fleet.cattle.io_bundledeployments.yaml": "8c280a402e0fbcbc99a2b77510f2710f2ec3a7a774ef393ebf1c40de9b18931b",
 	"fleet.cattle.io_bundles.yaml":           "d6ddb62e118fc52ef974fe9233665be1d94547d6851c6c4461a7f7f83db136e6",
 	"upgrade.cattle.io_plans.yaml":           "68a2e6b786dc3a3d47f0ac557b06833d2f773d801f482f43d37c7e819309c656",
+	"helm.cattle.io_helmcharts.yaml":         "408d2d881628839c7c443eea8d42912ae56d967f835fe49f7f2e00738b4328f5",
+	"helm.cattle.io_helmchartconfigs.yaml":   "492cbaebc4b3b9db5226c8784db82f442991b2ff399ed65f4f83c0f50160071d",
 }
 
 func TestUpstreamCopiesAreUnchanged(t *testing.T) {
