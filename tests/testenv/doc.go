@@ -3,7 +3,8 @@
 // tests, the demo program and the benchmarks.
 //
 // Start launches both processes, installs the CRDs of package
-// tests/crds (ManagedChart, Bundle, BundleDeployment, Plan) and returns an
+// tests/crds (ManagedChart, Bundle, BundleDeployment, Plan, HelmChart,
+// HelmChartConfig) and returns an
 // Env: a *rest.Config with a high client rate limit, a kubeconfig file for
 // subprocesses and Helm, per-test namespaces, an optional audit log, and a
 // way to restart kube-apiserver alone (etcd keeps the data; the server comes
@@ -45,6 +46,9 @@
 //   - HoldFail ("fail"): a Job's pod fails (phase Failed, exit code 1);
 //     with backoffLimit 0 the Job fails with reason BackoffLimitExceeded.
 //     On other pods it acts as HoldNotReady.
+//
+// Options.HelmController adds the real k3s helm-controller; the pods of
+// its Jobs are left to package tests/helmexec (docs/testing.md).
 //
 // Changing the annotation of a template changes the template: the
 // Deployment rolls out a new ReplicaSet, which is how a test makes an
