@@ -211,12 +211,14 @@ type result struct {
 func (f *fixture) cli(n node, command string, args ...string) result {
 	f.t.Helper()
 	var out, errb bytes.Buffer
-	full := append([]string{"chart-upgrader", command}, args...)
-	full = append(full, "--kubeconfig", f.env.KubeconfigPath(), "--state-dir", n.stateDir, "--lock-file", n.lockFile,
-		"--termination-log", n.termLog, "--log-format", "json")
+	// the node's flags first: a flag the test gives again (--kubeconfig)
+	// comes later and wins
+	full := []string{"chart-upgrader", command, "--kubeconfig", f.env.KubeconfigPath(), "--state-dir", n.stateDir,
+		"--lock-file", n.lockFile, "--termination-log", n.termLog, "--log-format", "json"}
 	if command == "upgrade" || command == "preflight" || command == "rollback" {
 		full = append(full, "--node-name", n.name)
 	}
+	full = append(full, args...)
 	code := cli.Run(f.t.Context(), full, &out, &errb)
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }

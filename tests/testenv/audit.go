@@ -19,14 +19,16 @@ rules:
 
 // AuditEvent is the part of a kube-apiserver audit event the tests use.
 type AuditEvent struct {
-	AuditID        string          `json:"auditID"`
-	Stage          string          `json:"stage"`
-	Verb           string          `json:"verb"`
-	RequestURI     string          `json:"requestURI"`
-	UserAgent      string          `json:"userAgent"`
-	User           AuditUser       `json:"user"`
-	ObjectRef      *AuditObjectRef `json:"objectRef,omitempty"`
-	ResponseStatus *struct {
+	AuditID    string    `json:"auditID"`
+	Stage      string    `json:"stage"`
+	Verb       string    `json:"verb"`
+	RequestURI string    `json:"requestURI"`
+	UserAgent  string    `json:"userAgent"`
+	User       AuditUser `json:"user"`
+	// ImpersonatedUser is who the request acted as, when it impersonated.
+	ImpersonatedUser *AuditUser      `json:"impersonatedUser,omitempty"`
+	ObjectRef        *AuditObjectRef `json:"objectRef,omitempty"`
+	ResponseStatus   *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus,omitempty"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
