@@ -4,7 +4,7 @@ LDFLAGS := -s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Versio
 GO      ?= go
 EXAMPLES := package/examples
 
-.PHONY: cover bench-channel all build image-binary image-check test demo demo-merge bench bench-upgrade bench-latency bench-scale fuzz soak lint testenv clean
+.PHONY: cover bench-channel all build image-binary image-check test demo demo-k3s demo-merge bench bench-upgrade bench-latency bench-scale fuzz soak lint testenv clean
 
 all: lint build test
 
@@ -31,6 +31,10 @@ test:
 ## demo: the main job on the bundled example
 demo: build
 	scripts/demo
+
+## demo-k3s: the main job on the bundled example as a k3s HelmChart, with the real helm-controller
+demo-k3s: build
+	scripts/demo-k3s
 
 ## demo-merge: the offline merge of the bundled example charts, with the decision table
 demo-merge: build

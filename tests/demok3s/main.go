@@ -1,0 +1,227 @@
+// Command demok3s runs chart-upgrader's main job on the bundled example as
+// a k3s HelmChart: a local control plane whose workloads run (KWOK nodes)
+// with the real k3s helm-controller, whose Jobs package tests/helmexec
+// runs as klipper-helm would; demo-app 1.0.0 installed as the HelmChart
+// kube-system/demo-app with an installer's values; `chart-upgrader
+// upgrade` to 2.0.0 with package/examples/spec-helmchart.yaml, a re-run
+// that has nothing to do, and `chart-upgrader status`. It stops everything
+// when done. `make demo-k3s` runs it.
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
+	"github.com/chart-upgrader/chart-upgrader/tests/helmexec"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
+)
+
+const (
+	namespace = "kube-system"
+	name      = "demo-app"
+	release   = "demo-system"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "demo-k3s: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(root, "bin", "chart-upgrader")
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%s missing: run make build", bin)
+	}
+	ex := filepath.Join(root, "package", "examples")
+
+	step("starting a local control plane with workloads (kube-apiserver, etcd, controller-manager, scheduler, KWOK nodes) and the real k3s helm-controller")
+	start := time.Now()
+	env, err := testenv.Start(ctx, testenv.Options{HelmController: true})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	runner, err := helmexec.Start(ctx, env.Config(), helmexec.Options{})
+	if err != nil {
+		return err
+	}
+	defer runner.Stop()
+	fmt.Printf("   ready in %s (API server %s)\n", time.Since(start).Round(time.Millisecond), env.Host())
+
+	step("installing demo-app 1.0.0 as HelmChart kube-system/demo-app (chart in spec.chartContent) with the installer's values (package/examples/values.yaml)")
+	user, err := os.ReadFile(filepath.Join(ex, "values.yaml"))
+	if err != nil {
+		return err
+	}
+	c, err := loader.Load(filepath.Join(ex, "charts", "demo-app-1.0.0"))
+	if err != nil {
+		return err
+	}
+	tgz, err := chartpkg.Archive(c)
+	if err != nil {
+		return err
+	}
+	hc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "helm.cattle.io/v1", "kind": "HelmChart",
+		"metadata": map[string]any{"name": name, "namespace": namespace},
+		"spec": map[string]any{"chart": "demo-app", "version": "1.0.0", "targetNamespace": release, "createNamespace": true,
+			"chartContent": base64.StdEncoding.EncodeToString(tgz), "valuesContent": string(user)},
+	}}
+	if _, err := env.Dynamic().Resource(helmchart.HelmChartGVR).Namespace(namespace).Create(ctx, hc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the HelmChart: %w", err)
+	}
+	client := &helmchart.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}
+	if err := waitDeployed(ctx, client, "1.0.0"); err != nil {
+		return err
+	}
+	cert, err := env.Kube().CoreV1().Secrets(release).Get(ctx, "demo-app-webhook-certs", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Println("   helm-controller's Job helm-install-demo-app deployed it; the chart generated its webhook certificate")
+
+	step("the operator makes another StorageClass the default (demo-app-longhorn: is-default-class=false)")
+	patch := `{"metadata":{"annotations":{"storageclass.kubernetes.io/is-default-class":"false"}}}`
+	if _, err := env.Kube().StorageV1().StorageClasses().Patch(ctx, "demo-app-longhorn", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return err
+	}
+
+	dir, err := os.MkdirTemp("", "chart-upgrader-demo-k3s")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cluster := []string{"--kubeconfig", env.KubeconfigPath(), "--state-dir", filepath.Join(dir, "state"),
+		"--lock-file", filepath.Join(dir, "upgrade.lock"), "--termination-log", filepath.Join(dir, "termination-log"),
+		"--log-format", "text"}
+	spec := filepath.Join(ex, "spec-helmchart.yaml")
+
+	step("chart-upgrader upgrade --spec package/examples/spec-helmchart.yaml --version 2.0.0")
+	start = time.Now()
+	if err := command(ctx, bin, append([]string{"upgrade", "--spec", spec, "--version", "2.0.0"}, cluster...)...); err != nil {
+		return err
+	}
+	fmt.Printf("   took %s\n", time.Since(start).Round(time.Millisecond))
+
+	after, err := env.Kube().CoreV1().Secrets(release).Get(ctx, "demo-app-webhook-certs", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	same := string(after.Data["tls.crt"]) == string(cert.Data["tls.crt"])
+	cm, err := env.Kube().CoreV1().ConfigMaps(release).Get(ctx, "demo-app-config", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	h, err := client.Get(ctx, namespace, name)
+	if err != nil {
+		return err
+	}
+	step("the HelmChart's spec.valuesContent as written (secret-looking values redacted)")
+	written, err := values.Parse([]byte(h.ValuesContent))
+	if err != nil {
+		return err
+	}
+	printValues(written, "")
+	step("what helm-controller's Job deployed")
+	for _, k := range []string{"chartVersion", "webhookImage", "requests", "limits", "replicaCount", "clusterPodCIDR", "clusterDNS"} {
+		if v, ok := cm.Data[k]; ok {
+			fmt.Printf("   %-15s %s\n", k, v)
+		}
+	}
+	fmt.Printf("   webhook certificate unchanged: %v\n", same)
+
+	step("again (a retried Job): nothing to do, no writes")
+	if err := command(ctx, bin, append([]string{"upgrade", "--spec", spec, "--version", "2.0.0"}, cluster...)...); err != nil {
+		return err
+	}
+
+	step("chart-upgrader status --target helmchart/kube-system/demo-app")
+	if err := command(ctx, bin, append([]string{"status", "--target", "helmchart/kube-system/demo-app"}, cluster...)...); err != nil {
+		return err
+	}
+	step("done: stopping the control plane")
+	if !same {
+		return errors.New("the webhook certificate changed")
+	}
+	return nil
+}
+
+// waitDeployed waits until the release is deployed at version.
+func waitDeployed(ctx context.Context, c *helmchart.Client, version string) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		h, err := c.Get(ctx, namespace, name)
+		if err != nil || h == nil {
+			return false, err
+		}
+		r, err := c.NewestRelease(ctx, h)
+		if err != nil || r == nil {
+			return false, err
+		}
+		rel := helmchart.ReleaseOf(r)
+		return rel.Status == "deployed" && rel.ChartVersion == version, nil
+	})
+}
+
+// printValues prints every leaf of v as path = value, a value under a
+// secret-looking key (cert, key, password, …) as <redacted>.
+func printValues(v map[string]any, prefix string) {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		path := k
+		if prefix != "" {
+			path = prefix + "." + k
+		}
+		if m, ok := v[k].(map[string]any); ok && len(m) > 0 {
+			printValues(m, path)
+			continue
+		}
+		shown := fmt.Sprint(v[k])
+		if values.LooksSecret(k) || values.LooksSecret(prefix) {
+			shown = "<redacted>"
+		}
+		fmt.Printf("   %-34s %s\n", path, shown)
+	}
+}
+
+func step(s string) { fmt.Printf("\n== %s\n", s) }
+
+func command(ctx context.Context, bin string, args ...string) error {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("chart-upgrader %s: %w", args[0], err)
+	}
+	return nil
+}
+
