@@ -24,9 +24,10 @@ type requests struct {
 	// ByKind counts "verb resource" (or "verb /path" for discovery).
 	ByKind map[string]int
 	// Applied is when the API server answered the run's last write of the
-	// ManagedChart (its update or patch; zero when it wrote none).
+	// target, a ManagedChart or a HelmChart (its update or patch; zero when
+	// it wrote none).
 	Applied time.Time
-	// AppliedTo is Applied per ManagedChart name.
+	// AppliedTo is Applied per target name.
 	AppliedTo map[string]time.Time
 }
 
@@ -45,7 +46,7 @@ func attribute(events []testenv.AuditEvent, agent string, from, to time.Time) re
 		r.Total++
 		r.ByVerb[ev.Verb]++
 		r.ByKind[kindOf(ev)]++
-		if ref := ev.ObjectRef; ref != nil && ref.Resource == "managedcharts" && ref.Subresource == "" &&
+		if ref := ev.ObjectRef; ref != nil && (ref.Resource == "managedcharts" || ref.Resource == "helmcharts") && ref.Subresource == "" &&
 			(ev.Verb == "update" || ev.Verb == "patch") {
 			if ev.StageTimestamp.After(r.Applied) {
 				r.Applied = ev.StageTimestamp

@@ -44,7 +44,7 @@ const (
 
 type upgradeFlags struct {
 	chartUpgrader, baseline, kubectl, yq, out string
-	runs                                      int
+	runs, helmChartRuns                       int
 	delay                                     time.Duration
 	longDelays                                []time.Duration
 	poll                                      int
@@ -59,6 +59,7 @@ func upgradeCommand(ctx context.Context, args []string, out, log io.Writer) erro
 	fs.StringVar(&f.kubectl, "kubectl", "kubectl", "the kubectl binary the baseline runs")
 	fs.StringVar(&f.yq, "yq", "yq", "the yq binary the baseline runs")
 	fs.IntVar(&f.runs, "runs", 20, "upgrades per tool")
+	fs.IntVar(&f.helmChartRuns, "helmchart-runs", 10, "then upgrades of a k3s HelmChart through the real helm-controller (0: none)")
 	fs.DurationVar(&f.delay, "delay", 3*time.Second, "the simulator's readiness delay after each Helm upgrade")
 	fs.IntVar(&f.poll, "poll", 5, "the baseline's seconds between two looks")
 	var long string
@@ -203,6 +204,15 @@ func benchUpgrade(ctx context.Context, f upgradeFlags, log io.Writer) (*report, 
 	r := upgradeReport(f, samples)
 	if len(f.longDelays) > 0 {
 		longReport(r, f, samples, long)
+	}
+	w.stop() // the HelmChart part runs on a control plane of its own
+	if f.helmChartRuns > 0 {
+		f.runs = f.helmChartRuns
+		hc, err := benchHelmChart(ctx, f, log)
+		if err != nil {
+			return nil, err
+		}
+		helmChartReport(r, f, samples, hc)
 	}
 	return r, nil
 }

@@ -66,12 +66,15 @@ func startWorld(ctx context.Context, clusters int) (*world, error) {
 	return w, nil
 }
 
+// stop stops the world; a second call does nothing.
 func (w *world) stop() {
 	if w.stopSim != nil {
 		w.stopSim()
+		w.stopSim = nil
 	}
 	if w.env != nil {
 		_ = w.env.Stop()
+		w.env = nil
 	}
 	_ = os.RemoveAll(w.dir)
 }
