@@ -209,4 +209,3 @@ func helmChartReport(r *report, f upgradeFlags, mc []sample, hc []hcSample) {
 	r.line("")
 	r.line("HelmChart API requests per upgrade (mean, by verb and resource): %s", avg.kinds())
 }
-

@@ -28,8 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
-	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/tests/helmexec"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -224,4 +224,3 @@ func command(ctx context.Context, bin string, args ...string) error {
 	}
 	return nil
 }
-
