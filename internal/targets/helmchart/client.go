@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
+	"sync"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
@@ -35,7 +34,14 @@ type Client struct {
 	// Log receives what the watches have to say; nil discards it.
 	Log *slog.Logger
 
-	mapperState
+	releasesOnce sync.Once
+	releases     *helmrelease.Client
+}
+
+// Releases reads the Helm releases HelmCharts deploy, and their objects.
+func (c *Client) Releases() *helmrelease.Client {
+	c.releasesOnce.Do(func() { c.releases = &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log} })
+	return c.releases
 }
 
 // Get reads a HelmChart; nil when it does not exist.
@@ -218,26 +224,10 @@ func (c *Client) Apply(ctx context.Context, h *HelmChart, up Update, annotate fu
 	return ParseHelmChart(out)
 }
 
-// helmStorage is Helm's storage driver of the HelmChart's release.
-func (c *Client) helmStorage(h *HelmChart) driver.Driver {
-	if h.Driver == "configmap" || h.Driver == "configmaps" {
-		return driver.NewConfigMaps(c.Kube.CoreV1().ConfigMaps(h.TargetNamespace))
-	}
-	return driver.NewSecrets(c.Kube.CoreV1().Secrets(h.TargetNamespace))
-}
-
 // NewestRelease reads the newest revision of the HelmChart's release, as
 // Helm stores it; nil when there is none.
-func (c *Client) NewestRelease(ctx context.Context, h *HelmChart) (*release.Release, error) {
-	rels, err := c.helmStorage(h).Query(map[string]string{"name": h.ReleaseName(), "owner": "helm"})
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading helm release %s/%s: %w", h.TargetNamespace, h.ReleaseName(), err)
-	}
-	sort.Slice(rels, func(i, j int) bool { return rels[i].Version < rels[j].Version })
-	return rels[len(rels)-1], nil
+func (c *Client) NewestRelease(_ context.Context, h *HelmChart) (*release.Release, error) {
+	return c.Releases().Newest(h.TargetNamespace, h.ReleaseName(), h.Driver)
 }
 
 // ReleaseOf is what readiness uses of a release revision.

@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -30,8 +31,8 @@ type View struct {
 	// PodMessage is the termination message of the newest one.
 	PodFailures int
 	PodMessage  string
-	Release    *Release   // the release's newest revision; nil when none
-	Resources  *Resources // the readiness of that revision's resources
+	Release     *Release   // the release's newest revision; nil when none
+	Resources   *Resources // the readiness of that revision's resources
 }
 
 // Release is what readiness uses of a Helm release revision.
@@ -43,14 +44,8 @@ type Release struct {
 	ConfigHash      string // the label klipper-helm puts on it
 }
 
-// Resources is the readiness of a release's resources.
-type Resources struct {
-	Revision int // the release revision they belong to
-	Ready    int
-	Total    int
-	NotReady []string // one line per resource, naming it
-	Failed   []string // resources their controllers report failed
-}
+// Resources is the readiness of a release revision's objects.
+type Resources = helmrelease.Resources
 
 // Judge says whether what want describes has been deployed: the HelmChart
 // carries our apply (upgrade.JudgeTarget); helm-controller wrote its values

@@ -148,7 +148,7 @@ func (t *Target) view(ctx context.Context, r *read) (View, error) {
 		return View{}, err
 	}
 	if r.release != nil {
-		if v.Resources, err = t.c.resources(ctx, r.release); err != nil {
+		if v.Resources, err = t.c.Releases().Look(ctx, r.release); err != nil {
 			return View{}, err
 		}
 	}

@@ -1,8 +1,9 @@
-package helmchart
+package helmrelease
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -14,10 +15,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/yaml"
 )
+
+// Resources is the readiness of a release revision's objects.
+type Resources struct {
+	Revision int // the release revision they belong to
+	Ready    int
+	Total    int
+	NotReady []string // one line per object, naming it and why
+	Failed   []string // objects their controllers report failed
+}
 
 // manifestObject is one object of a release's manifest.
 type manifestObject struct {
@@ -52,8 +64,19 @@ func manifestObjects(rel *release.Release) ([]manifestObject, error) {
 	return out, nil
 }
 
+// Client reads releases and their objects.
+type Client struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Log receives what the watches have to say; nil discards it.
+	Log *slog.Logger
+
+	mapperOnce sync.Once
+	restMapper meta.RESTMapper
+}
+
 // mapper maps kinds to resources through the API server's discovery,
-// cached for the process.
+// cached for the Client.
 func (c *Client) mapper() meta.RESTMapper {
 	c.mapperOnce.Do(func() {
 		c.restMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Kube.Discovery()))
@@ -61,16 +84,10 @@ func (c *Client) mapper() meta.RESTMapper {
 	return c.restMapper
 }
 
-// mapperState is the Client's lazily built REST mapper.
-type mapperState struct {
-	mapperOnce sync.Once
-	restMapper meta.RESTMapper
-}
-
-// resources judges the objects of a release revision by kstatus: Current
-// is ready; InProgress, Terminating, NotFound and Unknown are not ready,
-// Failed is a failure.
-func (c *Client) resources(ctx context.Context, rel *release.Release) (*Resources, error) {
+// Look judges the objects of a release revision by kstatus, one read each:
+// Current is ready; InProgress, Terminating, NotFound and Unknown are not
+// ready, Failed is a failure.
+func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, error) {
 	objs, err := manifestObjects(rel)
 	if err != nil {
 		return nil, err

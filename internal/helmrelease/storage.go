@@ -1,0 +1,77 @@
+package helmrelease
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+)
+
+// Storage is Helm's storage driver of the releases of namespace: "secret"
+// (Helm's default, also "secrets" or ""), "configmap" or "configmaps".
+func (c *Client) Storage(namespace, driverName string) driver.Driver {
+	if IsConfigMapDriver(driverName) {
+		return driver.NewConfigMaps(c.Kube.CoreV1().ConfigMaps(namespace))
+	}
+	return driver.NewSecrets(c.Kube.CoreV1().Secrets(namespace))
+}
+
+// IsConfigMapDriver says whether driverName names Helm's ConfigMap driver.
+func IsConfigMapDriver(driverName string) bool {
+	return driverName == "configmap" || driverName == "configmaps"
+}
+
+// History reads every revision of release name in namespace, oldest
+// first; none when it does not exist.
+func (c *Client) History(namespace, name, driverName string) ([]*release.Release, error) {
+	rels, err := c.Storage(namespace, driverName).Query(map[string]string{"name": name, "owner": "helm"})
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading helm release %s/%s: %w", namespace, name, err)
+	}
+	sort.Slice(rels, func(i, j int) bool { return rels[i].Version < rels[j].Version })
+	return rels, nil
+}
+
+// Newest reads the newest revision of release name; nil when there is
+// none.
+func (c *Client) Newest(namespace, name, driverName string) (*release.Release, error) {
+	h, err := c.History(namespace, name, driverName)
+	if err != nil || len(h) == 0 {
+		return nil, err
+	}
+	return h[len(h)-1], nil
+}
+
+// Decode decodes a release record as Helm's storage drivers write it:
+// base64 of (gzipped) JSON.
+func Decode(data string) (*release.Release, error) {
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > 3 && bytes.Equal(b[0:3], []byte{0x1f, 0x8b, 0x08}) {
+		r, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		if b, err = io.ReadAll(r); err != nil {
+			return nil, err
+		}
+	}
+	var rel release.Release
+	if err := json.Unmarshal(b, &rel); err != nil {
+		return nil, err
+	}
+	return &rel, nil
+}
