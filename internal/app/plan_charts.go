@@ -36,7 +36,7 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 			return nil, "", outcome.BadInput(fmt.Errorf("--chart-source is required with --target %s (only a %s may name its own)", opts.Target, strings.Join(spec.OwnSourceKinds, " or ")))
 		}
 		c := spec.Chart{Target: t, Chart: spec.ChartRef{Name: opts.ChartName, Source: opts.ChartSource},
-			Wait: spec.Wait{Timeout: spec.DefaultWaitTimeout, FailureGrace: spec.DefaultFailureGrace}}
+			Wait: spec.Wait{Timeout: spec.DefaultWaitTimeout, FailureGrace: spec.DefaultFailureGrace}, Release: spec.DefaultReleaseOptions}
 		if opts.PolicyFile != "" {
 			p, err := spec.LoadPolicy(opts.PolicyFile)
 			if err != nil {

@@ -84,11 +84,16 @@ func (s *session) runner(ctx context.Context, set upgrade.Settings) *upgrade.Run
 // registry, its chart source and rules, the overrides, the wait timeout
 // (timeout overrides the spec's when > 0).
 func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, files []string, timeout time.Duration) (upgrade.Job, error) {
-	tg, err := targets.Open(s.clients, upgrade.Ref{Kind: strings.ToLower(c.Target.Kind), Namespace: c.Target.Namespace, Name: c.Target.Name})
+	tg, err := targets.Open(s.clients, upgrade.Ref{Kind: strings.ToLower(c.Target.Kind), Namespace: c.Target.Namespace, Name: c.Target.Name},
+		targets.Options{RollbackOnFailure: c.Release.RollbackOnFailure, HistoryMax: c.Release.HistoryMax})
 	if err != nil {
 		return upgrade.Job{}, err
 	}
-	j := upgrade.Job{Target: wrapTarget(ctx, tg), ChartName: c.Chart.Name, Rules: c.Rules, Migrations: c.Migrations, Timeout: c.Wait.Timeout,
+	var revert upgrade.Reverter
+	if rv, ok := tg.(upgrade.Reverter); ok {
+		revert = rv
+	}
+	j := upgrade.Job{Target: wrapTarget(ctx, tg), Revert: revert, ChartName: c.Chart.Name, Rules: c.Rules, Migrations: c.Migrations, Timeout: c.Wait.Timeout,
 		FailureGrace: c.Wait.FailureGrace}
 	if timeout > 0 {
 		j.Timeout = timeout
@@ -110,7 +115,9 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, fil
 
 // openTarget opens the target port of a spec target.
 func openTarget(ctx context.Context, c *cluster.Clients, t spec.Target) (upgrade.Target, error) {
-	tg, err := targets.Open(c, upgrade.Ref{Kind: strings.ToLower(t.Kind), Namespace: t.Namespace, Name: t.Name})
+	d := spec.DefaultReleaseOptions
+	tg, err := targets.Open(c, upgrade.Ref{Kind: strings.ToLower(t.Kind), Namespace: t.Namespace, Name: t.Name},
+		targets.Options{RollbackOnFailure: d.RollbackOnFailure, HistoryMax: d.HistoryMax})
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,23 @@ type Chart struct {
 	Rules      []values.Rule
 	Migrations []values.Migration
 	Wait       Wait
+	// Release holds the options of a Helm release target (kind Release).
+	Release ReleaseOptions
 }
+
+// ReleaseOptions are the options of a chart entry of kind Release.
+type ReleaseOptions struct {
+	// RollbackOnFailure makes a Helm rollback to the revision the upgrade
+	// started from when the upgrade fails or its wait times out (default
+	// true).
+	RollbackOnFailure bool
+	// HistoryMax bounds the revisions Helm keeps, as helm upgrade
+	// --history-max (default 10, Helm's; 0: no limit).
+	HistoryMax int
+}
+
+// DefaultReleaseOptions are the options of a Release entry that gives none.
+var DefaultReleaseOptions = ReleaseOptions{RollbackOnFailure: true, HistoryMax: 10}
 
 // ChartRef says where the new chart comes from.
 type ChartRef struct {
@@ -155,7 +171,7 @@ func (w walker) header(root *yaml.Node) error {
 }
 
 func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
-	f, err := w.Fields(n, field, "target", "chart", "rules", "migrations", "wait")
+	f, err := w.Fields(n, field, "target", "chart", "rules", "migrations", "wait", "release")
 	if err != nil {
 		return Chart{}, err
 	}
@@ -188,7 +204,39 @@ func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
 	if c.Wait, err = w.wait(f.Get("wait"), f.Path("wait")); err != nil {
 		return Chart{}, err
 	}
+	if c.Release, err = w.release(f.Get("release"), f.Path("release"), c.Target.Kind); err != nil {
+		return Chart{}, err
+	}
 	return c, nil
+}
+
+// release reads release: {rollbackOnFailure, historyMax}, which only a
+// target of kind Release takes.
+func (w walker) release(n *yaml.Node, field, kind string) (ReleaseOptions, error) {
+	out := DefaultReleaseOptions
+	if n == nil {
+		return out, nil
+	}
+	if kind != KindRelease {
+		return out, w.Failf(n, field, "only a target of kind %s takes release options (this one is a %s)", KindRelease, kind)
+	}
+	f, err := w.Fields(n, field, "rollbackOnFailure", "historyMax")
+	if err != nil {
+		return out, err
+	}
+	if b := f.Get("rollbackOnFailure"); b != nil {
+		if out.RollbackOnFailure, err = w.Bool(b, f.Path("rollbackOnFailure")); err != nil {
+			return out, err
+		}
+	}
+	if h := f.Get("historyMax"); h != nil {
+		var v int
+		if h.Kind != yaml.ScalarNode || h.Tag != "!!int" || h.Decode(&v) != nil || v < 0 {
+			return out, w.Failf(h, f.Path("historyMax"), "want a whole number ≥ 0, not %s", yamlfile.Describe(h))
+		}
+		out.HistoryMax = v
+	}
+	return out, nil
 }
 
 func (w walker) target(n *yaml.Node, field string) (Target, error) {

@@ -14,10 +14,13 @@ const KindManagedChart = "ManagedChart"
 // KindHelmChart is a k3s/RKE2 HelmChart (helm.cattle.io/v1).
 const KindHelmChart = "HelmChart"
 
+// KindRelease is a Helm 3 release.
+const KindRelease = "Release"
+
 // Kinds are the canonical spellings of the target kinds, one per adapter
 // in the kind registry (internal/targets; a test there keeps the two
 // equal), so that a spec names a kind no adapter serves by file and line.
-var Kinds = []string{KindManagedChart, KindHelmChart}
+var Kinds = []string{KindManagedChart, KindHelmChart, KindRelease}
 
 // OwnSourceKinds are the kinds whose object can name its chart source
 // itself (a HelmChart's spec.repo): for them chart.source may be left

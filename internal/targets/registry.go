@@ -11,6 +11,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/release"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -18,26 +19,37 @@ import (
 type kind struct {
 	// apiVersion and objectKind of the target object, for Events.
 	apiVersion, objectKind string
-	open                   func(c *cluster.Clients, namespace, name string) upgrade.Target
+	open                   func(c *cluster.Clients, namespace, name string, o Options) upgrade.Target
+}
+
+// Options are the options of one target (the spec's): a kind reads those
+// that concern it.
+type Options struct {
+	// RollbackOnFailure and HistoryMax: a Helm release target's.
+	RollbackOnFailure bool
+	HistoryMax        int
 }
 
 // kinds is the registry, by the lower-case name of --target.
 var kinds = map[string]kind{
-	managedchart.Kind: {"management.cattle.io/v3", "ManagedChart", func(c *cluster.Clients, ns, name string) upgrade.Target {
+	managedchart.Kind: {"management.cattle.io/v3", "ManagedChart", func(c *cluster.Clients, ns, name string, _ Options) upgrade.Target {
 		return managedchart.New(&managedchart.Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, ns, name)
 	}},
-	helmchart.Kind: {"helm.cattle.io/v1", "HelmChart", func(c *cluster.Clients, ns, name string) upgrade.Target {
+	helmchart.Kind: {"helm.cattle.io/v1", "HelmChart", func(c *cluster.Clients, ns, name string, _ Options) upgrade.Target {
 		return helmchart.New(&helmchart.Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, ns, name)
+	}},
+	release.Kind: {"helm.sh/v3", "Release", func(c *cluster.Clients, ns, name string, o Options) upgrade.Target {
+		return release.New(release.NewClient(c), ns, name, release.Options{RollbackOnFailure: o.RollbackOnFailure, HistoryMax: o.HistoryMax})
 	}},
 }
 
 // Open returns the target port of ref. An unknown kind is bad input.
-func Open(c *cluster.Clients, ref upgrade.Ref) (upgrade.Target, error) {
+func Open(c *cluster.Clients, ref upgrade.Ref, o Options) (upgrade.Target, error) {
 	k, ok := kinds[strings.ToLower(ref.Kind)]
 	if !ok {
 		return nil, outcome.BadInput(fmt.Errorf("target %s: unknown kind %q (known: %s)", ref, ref.Kind, strings.Join(Kinds(), ", ")))
 	}
-	return k.open(c, ref.Namespace, ref.Name), nil
+	return k.open(c, ref.Namespace, ref.Name, o), nil
 }
 
 // Kinds lists the registered kinds, sorted.

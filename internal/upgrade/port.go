@@ -120,6 +120,15 @@ type Target interface {
 	Watch(ctx context.Context) (Watch, error)
 }
 
+// Reverter is a target that undoes a failed apply itself (a Helm release:
+// a Helm rollback to the revision the apply started from).
+type Reverter interface {
+	// RevertFailed is called when the wait for want timed out or ended in
+	// a failure. When the target is set to undo it, and still carries the
+	// apply of want, it undoes it; it says what it did, "" when nothing.
+	RevertFailed(ctx context.Context, want Want) (string, error)
+}
+
 // Health is a target's fitness for an upgrade now.
 type Health struct {
 	// Problems are reasons to refuse (not ready, in error, a release

@@ -21,6 +21,9 @@ type Job struct {
 	Migrations []values.Migration
 	// Overrides (--set, -f) are applied after the rules.
 	Overrides []values.Override
+	// Revert, when set, undoes an apply whose wait timed out or failed
+	// (the target's Reverter).
+	Revert Reverter
 	// Timeout bounds the wait (> 0).
 	Timeout time.Duration
 	// FailureGrace is how long a failure the target reports

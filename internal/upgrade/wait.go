@@ -34,8 +34,8 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 			j.Log.Info("waiting", "progress", r.Progress(), "elapsed", time.Since(start).Round(time.Second).String())
 		}})
 	if errors.Is(err, ErrFailed) {
-		return nil, fmt.Errorf("%s failed to deploy version %s: %s\n  %s", j.ref, want.Version, r.Failed,
-			strings.Join(r.NonReady, "\n  "))
+		return nil, j.revert(ctx, want, fmt.Errorf("%s failed to deploy version %s: %s\n  %s", j.ref, want.Version, r.Failed,
+			strings.Join(r.NonReady, "\n  ")))
 	}
 	if err != nil {
 		if timedOut(err) {
@@ -43,8 +43,8 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 			if r.Failed != "" {
 				lines = append([]string{"failed: " + r.Failed}, lines...)
 			}
-			return nil, outcome.Timeout(fmt.Errorf("%s not ready after %s waiting for version %s:\n  %s",
-				j.ref, timeout, want.Version, strings.Join(lines, "\n  ")))
+			return nil, j.revert(ctx, want, outcome.Timeout(fmt.Errorf("%s not ready after %s waiting for version %s:\n  %s",
+				j.ref, timeout, want.Version, strings.Join(lines, "\n  "))))
 		}
 		return nil, err
 	}
@@ -123,4 +123,22 @@ func WaitReady(ctx context.Context, w Watch, want Want, o WaitOptions) (Readines
 			progress(r)
 		}
 	}
+}
+
+// revert lets a target that can undo a failed apply (Job.Revert) do so
+// after the wait ended with err, and adds what it did to err, whose exit
+// code stays err's.
+func (j *jobRun) revert(ctx context.Context, want Want, err error) error {
+	if j.job.Revert == nil {
+		return err
+	}
+	did, rerr := j.job.Revert.RevertFailed(ctx, want)
+	switch {
+	case rerr != nil:
+		return fmt.Errorf("%w\n  and undoing the apply failed: %v", err, rerr)
+	case did != "":
+		j.Log.Warn("apply undone", "target", j.ref.String(), "what", did)
+		return fmt.Errorf("%w\n  %s", err, did)
+	}
+	return err
 }

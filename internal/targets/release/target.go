@@ -1,0 +1,420 @@
+package release
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/release"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// Kind is the kind's name in --target and in the kind registry.
+const Kind = "release"
+
+// Options are a release target's options (the spec's release: block).
+type Options struct {
+	// RollbackOnFailure: a failed upgrade, or one whose wait timed out or
+	// failed, is rolled back to the revision it started from.
+	RollbackOnFailure bool
+	// HistoryMax bounds the revisions Helm keeps (0: no limit).
+	HistoryMax int
+}
+
+// Client reads releases and runs Helm against the cluster.
+type Client struct {
+	releases *helmrelease.Client
+	helm     *cluster.HelmGetter
+	log      *slog.Logger
+}
+
+// NewClient is the Client of the cluster's clients.
+func NewClient(c *cluster.Clients) *Client {
+	return &Client{releases: &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log},
+		helm: cluster.NewHelmGetter(c.Config), log: c.Log}
+}
+
+// Target is the upgrade.Target of one Helm release (Secrets storage, as
+// Helm's default).
+type Target struct {
+	c               *Client
+	namespace, name string
+	opts            Options
+}
+
+// New returns the target port of release namespace/name.
+func New(c *Client, namespace, name string, o Options) *Target {
+	return &Target{c: c, namespace: namespace, name: name, opts: o}
+}
+
+var (
+	_ upgrade.Target   = (*Target)(nil)
+	_ upgrade.Reverter = (*Target)(nil)
+)
+
+// Ref names it as release/NAMESPACE/NAME.
+func (t *Target) Ref() upgrade.Ref {
+	return upgrade.Ref{Kind: Kind, Namespace: t.namespace, Name: t.name}
+}
+
+// newest reads the newest revision; nil when the release does not exist.
+func (t *Target) newest() (*release.Release, error) {
+	return t.c.releases.Newest(t.namespace, t.name, "secret")
+}
+
+// Read reads the newest revision of the release; nil when it does not
+// exist.
+func (t *Target) Read(_ context.Context) (*upgrade.Observed, error) {
+	rel, err := t.newest()
+	if err != nil || rel == nil {
+		return nil, err
+	}
+	return observe(rel)
+}
+
+// observe is a revision as the core sees it: its chart and version, its
+// user-supplied values (`helm get values`), the record in its labels.
+func observe(rel *release.Release) (*upgrade.Observed, error) {
+	u, _ := values.Normalize(rel.Config).(map[string]any)
+	if u == nil {
+		u = map[string]any{}
+	}
+	hash, err := values.Hash(u)
+	if err != nil {
+		return nil, err
+	}
+	o := &upgrade.Observed{Values: u, ValuesHash: hash, Applied: recordOf(rel.Labels), Source: rel}
+	if rel.Chart != nil && rel.Chart.Metadata != nil {
+		o.Chart, o.Version = rel.Chart.Metadata.Name, rel.Chart.Metadata.Version
+	}
+	return o, nil
+}
+
+// Health refuses a release whose newest revision is pending or failed,
+// or whose objects are not ready now, naming them.
+func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Health, error) {
+	rel := o.Source.(*release.Release)
+	var problems []string
+	switch st := status(rel); {
+	case strings.HasPrefix(st, "pending"), st == "failed":
+		problems = append(problems, fmt.Sprintf("helm release %s/%s revision %d is %s: an install, upgrade or rollback is in progress, was interrupted or failed; resolve it (helm rollback) first",
+			rel.Namespace, rel.Name, rel.Version, st))
+	}
+	res, err := t.c.releases.Look(ctx, rel)
+	if err != nil {
+		return upgrade.Health{}, err
+	}
+	for _, l := range res.NotReady {
+		problems = append(problems, "not ready: "+l)
+	}
+	if len(problems) > 0 {
+		return upgrade.Health{Problems: []string{"the release is not healthy; fix it before upgrading:\n  " + strings.Join(problems, "\n  ")}}, nil
+	}
+	return upgrade.Health{}, nil
+}
+
+func status(rel *release.Release) string {
+	if rel == nil || rel.Info == nil {
+		return ""
+	}
+	return rel.Info.Status.String()
+}
+
+// configuration is Helm's action configuration for the release's
+// namespace, Secrets storage.
+func (t *Target) configuration() (*action.Configuration, error) {
+	cfg := &action.Configuration{}
+	debug := func(format string, v ...any) {
+		if t.c.log != nil {
+			t.c.log.Debug(fmt.Sprintf(format, v...), "component", "helm")
+		}
+	}
+	if err := cfg.Init(t.c.helm.For(t.namespace), t.namespace, "secret", debug); err != nil {
+		return nil, fmt.Errorf("setting up Helm for namespace %s: %w", t.namespace, err)
+	}
+	return cfg, nil
+}
+
+// Apply upgrades the release with Helm's SDK, exactly to the merged
+// values (ResetValues: never the old ones), keeping at most HistoryMax
+// revisions, with the record as the new revision's labels; or, for a
+// restore, rolls back to the backed-up revision and records that. A
+// release whose newest revision moved since o was read is a conflict. A
+// failed upgrade that made a revision is rolled back to the one it started
+// from (RollbackOnFailure), and both are named in the error.
+func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (*upgrade.Observed, error) {
+	read := o.Source.(*release.Release)
+	now, err := t.newest()
+	if err != nil {
+		return nil, err
+	}
+	if now == nil || now.Version != read.Version {
+		return nil, fmt.Errorf("%w: helm release %s/%s has a new revision", upgrade.ErrConflict, t.namespace, t.name)
+	}
+	cfg, err := t.configuration()
+	if err != nil {
+		return nil, err
+	}
+	labels := recordLabels(c.Record, read.Version)
+	if c.Restore != nil {
+		to, _ := c.Restore.Data.(int)
+		if to == 0 {
+			return nil, fmt.Errorf("restoring %s: not a release backup", t.Ref())
+		}
+		if err := t.rollback(ctx, cfg, to); err != nil {
+			return nil, err
+		}
+		rel, err := t.label(ctx, labels)
+		if err != nil {
+			return nil, err
+		}
+		return observe(rel)
+	}
+	if c.Chart == nil || c.Chart.Archive == nil {
+		return nil, fmt.Errorf("upgrading %s: chart %s is not at hand", t.Ref(), c.Version)
+	}
+	ch, err := helmChart(c.Chart)
+	if err != nil {
+		return nil, err
+	}
+	t.c.helm.Reset() // a new chart may bring CRDs
+	up := action.NewUpgrade(cfg)
+	up.Namespace, up.ResetValues, up.MaxHistory, up.Labels = t.namespace, true, t.opts.HistoryMax, labels
+	rel, err := up.RunWithContext(ctx, t.name, ch, c.Values)
+	if err != nil {
+		return nil, t.failed(ctx, cfg, read, fmt.Errorf("helm upgrade of release %s/%s to chart %s %s: %w", t.namespace, t.name, ch.Name(), ch.Metadata.Version, err))
+	}
+	return observe(rel)
+}
+
+// failed adds to err what became of a failed upgrade: nothing changed
+// when it made no revision; else, with RollbackOnFailure, the rollback to
+// the revision it started from.
+func (t *Target) failed(ctx context.Context, cfg *action.Configuration, from *release.Release, err error) error {
+	now, rerr := t.newest()
+	if rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	if now == nil || now.Version == from.Version {
+		return fmt.Errorf("%w\n  nothing changed: the release is still at revision %d", err, from.Version)
+	}
+	if !t.opts.RollbackOnFailure {
+		return fmt.Errorf("%w\n  revision %d is %s; not rolled back (release.rollbackOnFailure is false)", err, now.Version, status(now))
+	}
+	if rerr := t.rollback(ctx, cfg, from.Version); rerr != nil {
+		return fmt.Errorf("%w\n  and the rollback from revision %d to revision %d failed: %v", err, now.Version, from.Version, rerr)
+	}
+	back, _ := t.newest()
+	as := ""
+	if back != nil {
+		as = fmt.Sprintf(" as revision %d", back.Version)
+	}
+	return fmt.Errorf("%w\n  rolled back helm release %s/%s from revision %d to revision %d (chart %s)%s",
+		err, t.namespace, t.name, now.Version, from.Version, chartVersion(from), as)
+}
+
+// rollback rolls the release back to revision to, as `helm rollback`.
+func (t *Target) rollback(ctx context.Context, cfg *action.Configuration, to int) error {
+	rb := action.NewRollback(cfg)
+	rb.Version, rb.MaxHistory = to, t.opts.HistoryMax
+	if err := rb.Run(t.name); err != nil {
+		return fmt.Errorf("helm rollback of release %s/%s to revision %d: %w", t.namespace, t.name, to, err)
+	}
+	return nil
+}
+
+// label puts the record on the newest revision's storage object: Helm's
+// rollback copies the labels of the revision it goes back to.
+func (t *Target) label(ctx context.Context, labels map[string]string) (*release.Release, error) {
+	rel, err := t.newest()
+	if err != nil || rel == nil {
+		return rel, err
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"metadata":{"labels":{`)
+	i := 0
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%q:%q", k, labels[k])
+		i++
+	}
+	b.WriteString(`}}}`)
+	secret := fmt.Sprintf("sh.helm.release.v1.%s.v%d", t.name, rel.Version)
+	if _, err := t.c.releases.Kube.CoreV1().Secrets(t.namespace).Patch(ctx, secret, types.MergePatchType, b.Bytes(),
+		metav1.PatchOptions{FieldManager: "chart-upgrader"}); err != nil {
+		return nil, fmt.Errorf("recording the rollback on %s/%s: %w", t.namespace, secret, err)
+	}
+	return t.newest()
+}
+
+// helmChart is the Helm chart of c, from its archive.
+func helmChart(c *upgrade.Chart) (*chart.Chart, error) {
+	data, err := c.Archive()
+	if err != nil {
+		return nil, err
+	}
+	return loader.LoadArchive(bytes.NewReader(data))
+}
+
+func chartVersion(rel *release.Release) string {
+	if rel == nil || rel.Chart == nil || rel.Chart.Metadata == nil {
+		return ""
+	}
+	return rel.Chart.Metadata.Version
+}
+
+// Backup writes nothing: Helm's history is the backup. The apply records
+// the revision it starts from in the labels of the revision it makes.
+func (t *Target) Backup(_ context.Context, o *upgrade.Observed) (string, bool, error) {
+	rel := o.Source.(*release.Release)
+	return fmt.Sprintf("helm revision %d", rel.Version), false, nil
+}
+
+// ReadBackup is the revision to go back to: the one the newest revision's
+// record says its apply started from, or, for fromVersion, the newest
+// earlier revision at that chart version.
+func (t *Target) ReadBackup(_ context.Context, fromVersion string) (*upgrade.Backup, error) {
+	hist, err := t.c.releases.History(t.namespace, t.name, "secret")
+	if err != nil {
+		return nil, err
+	}
+	if len(hist) == 0 {
+		return nil, fmt.Errorf("helm release %s/%s not found", t.namespace, t.name)
+	}
+	newest := hist[len(hist)-1]
+	var target *release.Release
+	if fromVersion == "" {
+		from := fromRevision(newest.Labels)
+		for _, r := range hist {
+			if r.Version == from {
+				target = r
+			}
+		}
+		if target == nil {
+			return nil, fmt.Errorf("helm release %s/%s revision %d records no revision an upgrade by chart-upgrader started from", t.namespace, t.name, newest.Version)
+		}
+	} else {
+		for _, r := range hist[:len(hist)-1] {
+			if strings.TrimPrefix(chartVersion(r), "v") == strings.TrimPrefix(fromVersion, "v") {
+				target = r
+			}
+		}
+		if target == nil {
+			return nil, fmt.Errorf("helm release %s/%s has no earlier revision of chart version %s", t.namespace, t.name, fromVersion)
+		}
+	}
+	o, err := observe(target)
+	if err != nil {
+		return nil, err
+	}
+	return &upgrade.Backup{Name: fmt.Sprintf("helm revision %d", target.Version), Version: o.Version, ValuesHash: o.ValuesHash,
+		Data: target.Version}, nil
+}
+
+// Backups lists the release's revisions, newest first.
+func (t *Target) Backups(_ context.Context) ([]string, error) {
+	hist, err := t.c.releases.History(t.namespace, t.name, "secret")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := len(hist) - 1; i >= 0; i-- {
+		r := hist[i]
+		out = append(out, fmt.Sprintf("helm revision %d (chart %s, %s)", r.Version, chartVersion(r), status(r)))
+	}
+	return out, nil
+}
+
+// Look judges readiness from one read of the release and its objects.
+func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Want) (upgrade.Readiness, error) {
+	rel := o.Source.(*release.Release)
+	res, err := t.c.releases.Look(ctx, rel)
+	if err != nil {
+		return upgrade.Readiness{}, err
+	}
+	return Judge(want, rel, res), nil
+}
+
+// Watch watches the release's storage and the objects of its newest
+// revision.
+func (t *Target) Watch(ctx context.Context) (upgrade.Watch, error) {
+	w := &watcher{changed: make(chan struct{}, 1)}
+	var err error
+	if w.rel, err = t.c.releases.Watch(ctx, t.namespace, t.name, "secret", w.signal); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// RevertFailed rolls the release back to the revision the apply of want
+// started from, when RollbackOnFailure is set and the newest revision is
+// still that apply.
+func (t *Target) RevertFailed(ctx context.Context, want upgrade.Want) (string, error) {
+	if !t.opts.RollbackOnFailure {
+		return "", nil
+	}
+	now, err := t.newest()
+	if err != nil || now == nil {
+		return "", err
+	}
+	if w, ok := recordOf(now.Labels).Want(); !ok || w != want {
+		return "", nil
+	}
+	from := fromRevision(now.Labels)
+	if from == 0 || from == now.Version {
+		return "", nil
+	}
+	cfg, err := t.configuration()
+	if err != nil {
+		return "", err
+	}
+	if err := t.rollback(ctx, cfg, from); err != nil {
+		return "", err
+	}
+	back, err := t.newest()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("rolled back helm release %s/%s from revision %d (chart %s) to revision %d (chart %s) as revision %d (release.rollbackOnFailure)",
+		t.namespace, t.name, now.Version, chartVersion(now), from, chartVersion(back), back.Version), nil
+}
+
+// DeployedChart is the chart the newest revision deployed, as Helm stores
+// it: the old defaults never need a repository.
+func (t *Target) DeployedChart(_ context.Context) (*chart.Chart, error) {
+	rel, err := t.newest()
+	if err != nil || rel == nil {
+		return nil, err
+	}
+	return rel.Chart, nil
+}
+
+// OwnSource is nil: a release names no chart source; the spec gives it.
+func (t *Target) OwnSource(context.Context) (chartpkg.Source, error) { return nil, nil }
+
+// revisionName is how messages name a revision.
+func revisionName(rel *release.Release) string {
+	return "revision " + strconv.Itoa(rel.Version)
+}
