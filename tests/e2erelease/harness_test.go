@@ -1,0 +1,187 @@
+// Package e2erelease runs chart-upgrader on plain Helm 3 releases, on a
+// control plane whose workloads really roll out (tests/testenv's workloads
+// mode: kube-controller-manager, kube-scheduler, KWOK nodes): a Deployment
+// makes a ReplicaSet, its pods are scheduled and become Ready, or are held
+// not ready so that a rollout stalls.
+package e2erelease
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/release"
+	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cli"
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{Workloads: true, AuditLog: true})
+}
+
+var releaseSeq atomic.Int64
+
+// releaseName is unique in the test binary: the example chart's
+// StorageClass is cluster-scoped and named after the release.
+func releaseName() string { return fmt.Sprintf("rel%d", releaseSeq.Add(1)) }
+
+type fixture struct {
+	t      *testing.T
+	env    *testenv.Env
+	ns     string
+	charts string // demo-app 1.0.0 and 2.0.0, each with a Deployment
+	root   string
+	rc     *helmrelease.Client
+	helm   *cluster.HelmGetter
+}
+
+// newFixture copies the example charts and adds a Deployment to both
+// versions (testchart.DeploymentTemplate), so that every release has a
+// workload that really rolls out; hold2, when set, holds 2.0.0's pods in
+// that state.
+func newFixture(t *testing.T, hold2 string) *fixture {
+	t.Helper()
+	env := testenv.ForTest(t)
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	f := &fixture{t: t, env: env, ns: env.Namespace(t), charts: t.TempDir(), root: root,
+		rc: &helmrelease.Client{Kube: env.Kube(), Dynamic: env.Dynamic()}, helm: cluster.NewHelmGetter(env.Config())}
+	require.NoError(t, example.CopyDir(filepath.Join(root, "package", "examples", "charts"), f.charts))
+	for _, v := range []string{"1.0.0", "2.0.0"} {
+		dir := filepath.Join(f.charts, "demo-app-"+v)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "templates", "deployment.yaml"), []byte(testchart.DeploymentTemplate), 0o644))
+	}
+	if hold2 != "" {
+		f.addValues("2.0.0", map[string]any{"hold": hold2})
+	}
+	return f
+}
+
+// addValues appends default values to the example chart at version.
+func (f *fixture) addValues(version string, v map[string]any) {
+	f.t.Helper()
+	path := filepath.Join(f.charts, "demo-app-"+version, "values.yaml")
+	data, err := os.ReadFile(path)
+	require.NoError(f.t, err)
+	extra, err := yaml.Marshal(v)
+	require.NoError(f.t, err)
+	require.NoError(f.t, os.WriteFile(path, append(append(data, '\n'), extra...), 0o644))
+}
+
+// installerValues is package/examples/values.yaml.
+func (f *fixture) installerValues() map[string]any {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.root, "package", "examples", "values.yaml"))
+	require.NoError(f.t, err)
+	var v map[string]any
+	require.NoError(f.t, yaml.Unmarshal(data, &v))
+	return v
+}
+
+// install installs the example chart 1.0.0 as release name with the
+// installer's values, the way `helm install` does (the same SDK action,
+// Secrets storage, its labels).
+func (f *fixture) install(name string) *release.Release {
+	f.t.Helper()
+	cfg := &action.Configuration{}
+	require.NoError(f.t, cfg.Init(f.helm.For(f.ns), f.ns, "secret", func(string, ...any) {}))
+	ch, err := loader.Load(filepath.Join(f.charts, "demo-app-1.0.0"))
+	require.NoError(f.t, err)
+	in := action.NewInstall(cfg)
+	in.ReleaseName, in.Namespace, in.Wait, in.Timeout = name, f.ns, true, 60e9
+	rel, err := in.RunWithContext(f.t.Context(), ch, f.installerValues())
+	require.NoError(f.t, err)
+	return rel
+}
+
+// history reads the release's revisions, oldest first.
+func (f *fixture) history(name string) []*release.Release {
+	f.t.Helper()
+	h, err := f.rc.History(f.ns, name, "secret")
+	require.NoError(f.t, err)
+	return h
+}
+
+func (f *fixture) target(name string) string { return "release/" + f.ns + "/" + name }
+
+// policy is the example policy with its sources moved to the fixture's
+// namespace and the release's StorageClass.
+func (f *fixture) policy(name string) string {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.root, "package", "examples", "policy.yaml"))
+	require.NoError(f.t, err)
+	p := strings.NewReplacer("namespace: demo-system", "namespace: "+f.ns, "name: demo-app-longhorn", "name: "+name+"-longhorn").Replace(string(data))
+	path := filepath.Join(f.t.TempDir(), "policy.yaml")
+	require.NoError(f.t, os.WriteFile(path, []byte(p), 0o600))
+	return path
+}
+
+type node struct{ name, stateDir, lockFile, termLog string }
+
+func newNode(t *testing.T, name string) node {
+	dir := t.TempDir()
+	return node{name: name, stateDir: filepath.Join(dir, "state"), lockFile: filepath.Join(dir, "run", "upgrade.lock"),
+		termLog: filepath.Join(dir, "termination-log")}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs chart-upgrader in-process as node n (the node's flags first, so
+// that a flag given again in args wins).
+func (f *fixture) cli(n node, command string, args ...string) result {
+	f.t.Helper()
+	full := []string{"chart-upgrader", command, "--kubeconfig", f.env.KubeconfigPath(), "--state-dir", n.stateDir,
+		"--lock-file", n.lockFile, "--termination-log", n.termLog, "--log-format", "json"}
+	if command == "upgrade" || command == "preflight" || command == "rollback" {
+		full = append(full, "--node-name", n.name)
+	}
+	full = append(full, args...)
+	var out, errb bytes.Buffer
+	code := cli.Run(f.t.Context(), full, &out, &errb)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+func (f *fixture) upgradeArgs(name, version string, extra ...string) []string {
+	return append([]string{"--target", f.target(name), "--chart-source", f.charts, "--version", version,
+		"--policy", f.policy(name), "--timeout", "60s"}, extra...)
+}
+
+// writesBy lists the requests chart-upgrader made that change something
+// in the fixture's namespace, by the audit log.
+func (f *fixture) writesBy() []string {
+	f.t.Helper()
+	events, err := testenv.ReadAuditLog(f.env.AuditLogPath())
+	require.NoError(f.t, err)
+	var out []string
+	for _, e := range events {
+		if !strings.HasPrefix(e.UserAgent, "chart-upgrader") || e.ObjectRef == nil || e.ObjectRef.Namespace != f.ns {
+			continue
+		}
+		switch e.Verb {
+		case "create", "update", "patch", "delete", "deletecollection":
+			out = append(out, e.Verb+" "+e.ObjectRef.Resource+"/"+e.ObjectRef.Name)
+		}
+	}
+	return out
+}
+
+// writeTemplate adds a template to the example chart at version.
+func writeTemplate(charts, version, name, body string) error {
+	return os.WriteFile(filepath.Join(charts, "demo-app-"+version, "templates", name), []byte(body), 0o644)
+}
