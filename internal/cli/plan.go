@@ -22,7 +22,7 @@ func planCommand() *ucli.Command {
 			"system; a prepare container (root, CAP_CHOWN only) makes its directories under /host that\n" +
 			"user's. See plans/ and docs/security-context.md.",
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "kind", Value: "managedchart", Usage: "the `KIND` of the spec's targets: managedchart (plans/) or helmchart (plans/k3s/); it sets the defaults of --name, --node-selector, --spec-secret and --service-account"},
+			&ucli.StringFlag{Name: "kind", Value: "managedchart", Usage: "the `KIND` of the spec's targets: managedchart (plans/), helmchart (plans/k3s/) or release (plans/release/); it sets the defaults of --name, --node-selector, --spec-secret and --service-account"},
 			&ucli.StringFlag{Name: "name", Usage: "the Plan's `NAME` (default: the kind's)"},
 			&ucli.StringFlag{Name: "namespace", Value: suc.DefaultNamespace, Usage: "the `NAMESPACE` of the controller, the Plan, its ServiceAccount and Secret"},
 			&ucli.StringFlag{Name: "image", Usage: "image `REPOSITORY` without a tag: the controller tags it with the resolved version"},

@@ -24,6 +24,9 @@ var kindDefaults = map[string]KindDefaults{
 	// and RKE2 label them node-role.kubernetes.io/control-plane=true)
 	"helmchart": {Name: "chart-upgrader-helmchart", NodeSelector: "node-role.kubernetes.io/control-plane=true",
 		SpecSecret: "chart-upgrader-helmchart-spec", ServiceAccount: "chart-upgrader-helmchart"},
+	// plans/release/: plain Helm releases, nodes opted in by a label
+	"release": {Name: "chart-upgrader-release", NodeSelector: DefaultNodeSelector,
+		SpecSecret: "chart-upgrader-release-spec", ServiceAccount: "chart-upgrader-release"},
 }
 
 // DefaultsFor returns the plan defaults of kind; an unknown kind is bad

@@ -2,30 +2,17 @@ package e2ehelmchart
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -50,8 +37,8 @@ func TestK3sPlanRBACIsSufficientAndTight(t *testing.T) {
 		"name: chart-upgrader-helmchart\n", "name: chart-upgrader-helmchart-"+name+"\n",
 	).Replace(string(data))
 	sa := "system:serviceaccount:" + sucNS + ":chart-upgrader-helmchart-" + name
-	objs := decodeAll(t, text)
-	createAll(t, f, objs)
+	objs := rbaccheck.Decode(t, text)
+	rbaccheck.Create(t, f.env, objs)
 
 	// the HelmChart releasing into relNS; the example policy reading there
 	spec := map[string]any{"chart": "demo-app", "version": "1.0.0", "chartContent": f.chartContent(f.exampleChart("1.0.0")),
@@ -63,8 +50,11 @@ func TestK3sPlanRBACIsSufficientAndTight(t *testing.T) {
 	policy := f.writeFile("policy.yaml", strings.NewReplacer("namespace: demo-system", "namespace: "+relNS,
 		"name: demo-app-longhorn", "name: "+name+"-longhorn").Replace(string(policyText)))
 
-	kubeconfig := impersonating(t, f, sa, sucNS)
-	waitAuthorized(t, kubeconfig, hcNS, name)
+	kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
+	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.BatchV1().Jobs(hcNS).Get(ctx, "helm-install-"+name, metav1.GetOptions{})
+		return err
+	})
 	n := newNode(t, "node-1")
 	as := func(command string, args ...string) result {
 		return f.cliAs(kubeconfig, n, command, args...)
@@ -78,150 +68,19 @@ func TestK3sPlanRBACIsSufficientAndTight(t *testing.T) {
 	rb := as("rollback", "--target", f.target(name), "--timeout", "90s")
 	require.Equal(t, 0, rb.code, "rollback as %s: %s", sa, rb.stderr)
 
-	used, denied := saRequests(t, f, sa)
+	used, denied := rbaccheck.Requests(t, f.env, sa)
 	assert.Empty(t, denied, "requests of %s the RBAC refused", sa)
 	var unused []string
-	for _, p := range granted(objs) {
+	for _, p := range rbaccheck.Granted(objs) {
 		if !used[p] {
 			unused = append(unused, p)
 		}
 	}
-	assert.Empty(t, unused, "granted and never used (used: %v)", keys(used))
+	assert.Empty(t, unused, "granted and never used (used: %v)", rbaccheck.Keys(used))
 }
 
 // cliAs runs chart-upgrader with another kubeconfig.
 func (f *fixture) cliAs(kubeconfig string, n node, command string, args ...string) result {
 	f.t.Helper()
 	return f.cli(n, command, append(args, "--kubeconfig", kubeconfig)...)
-}
-
-func decodeAll(t *testing.T, text string) []*unstructured.Unstructured {
-	t.Helper()
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(text), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
-	require.NotEmpty(t, out)
-	return out
-}
-
-func createAll(t *testing.T, f *fixture, objs []*unstructured.Unstructured) {
-	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(f.env.Config())
-	require.NoError(t, err)
-	m := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		mapping, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
-		require.NoError(t, err)
-		res := f.env.Dynamic().Resource(mapping.Resource)
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			_, err = res.Namespace(o.GetNamespace()).Create(t.Context(), o, metav1.CreateOptions{})
-		} else {
-			_, err = res.Create(t.Context(), o, metav1.CreateOptions{})
-		}
-		require.NoError(t, err, "creating %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
-	}
-}
-
-// impersonating writes a kubeconfig acting as the ServiceAccount.
-func impersonating(t *testing.T, f *fixture, sa, saNS string) string {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(f.env.KubeconfigPath())
-	require.NoError(t, err)
-	for _, user := range cfg.AuthInfos {
-		user.Impersonate = sa
-		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + saNS, "system:authenticated"}
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig-sa")
-	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
-	return path
-}
-
-// waitAuthorized returns once the authorizer knows the Role binding.
-func waitAuthorized(t *testing.T, kubeconfig, ns, name string) {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	require.NoError(t, err)
-	kube, err := kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	err = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := kube.BatchV1().Jobs(ns).Get(ctx, "helm-install-"+name, metav1.GetOptions{})
-		return err == nil || apierrors.IsNotFound(err), nil
-	})
-	require.NoError(t, err)
-}
-
-// permission names one permission: scope (a namespace, or "cluster"),
-// group, resource, verb.
-func permission(scope, group, resource, verb string) string {
-	return fmt.Sprintf("%s %s/%s %s", scope, group, resource, verb)
-}
-
-// granted lists the permissions of the Roles and ClusterRoles.
-func granted(objs []*unstructured.Unstructured) []string {
-	var out []string
-	for _, o := range objs {
-		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
-			continue
-		}
-		var role rbacv1.ClusterRole
-		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role)
-		scope := o.GetNamespace()
-		if o.GetKind() == "ClusterRole" {
-			scope = "cluster"
-		}
-		for _, r := range role.Rules {
-			for _, g := range r.APIGroups {
-				for _, res := range r.Resources {
-					for _, v := range r.Verbs {
-						out = append(out, permission(scope, g, res, v))
-					}
-				}
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// saRequests reads what the ServiceAccount did, by the audit log: the
-// permissions used, and the requests refused (403).
-func saRequests(t *testing.T, f *fixture, sa string) (used map[string]bool, denied []string) {
-	t.Helper()
-	events, err := testenv.ReadAuditLog(f.env.AuditLogPath())
-	require.NoError(t, err)
-	used = map[string]bool{}
-	for _, e := range events {
-		if e.ImpersonatedUser == nil || e.ImpersonatedUser.Username != sa || e.ObjectRef == nil {
-			continue
-		}
-		scope := e.ObjectRef.Namespace
-		if scope == "" {
-			scope = "cluster"
-		}
-		p := permission(scope, e.ObjectRef.APIGroup, e.ObjectRef.Resource, e.Verb)
-		if e.ResponseStatus != nil && e.ResponseStatus.Code == 403 {
-			denied = append(denied, p+" "+e.RequestURI)
-			continue
-		}
-		used[p] = true
-	}
-	return used, denied
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -7,10 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
@@ -135,15 +132,13 @@ func TestK3sManifestsAcceptedByTheAPIServer(t *testing.T) {
 	env := testenv.ForTest(t)
 	ctx := t.Context()
 	m := mapper(t, env)
-	for _, ns := range []string{"system-upgrade", "demo-system"} {
-		_, err := env.Kube().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err)
-		}
-	}
+	// fresh namespaces stand for SUC's and the release's (the manifests of
+	// plans/ use the same names)
+	moved := strings.NewReplacer("namespace: system-upgrade", "namespace: "+env.Namespace(t),
+		"namespace: demo-system", "namespace: "+env.Namespace(t))
 	plans := 0
 	for _, file := range []string{"k3s/10-rbac.yaml", "k3s/20-spec-secret.yaml", "k3s/30-plan-pinned.yaml", "k3s/40-plan-channel.yaml"} {
-		for _, obj := range objects(t, file, planFile(t, file)) {
+		for _, obj := range objects(t, file, moved.Replace(planFile(t, file))) {
 			gvk := obj.GroupVersionKind()
 			mapping, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
 			require.NoError(t, err, "%s: %s", file, gvk)
@@ -160,4 +155,46 @@ func TestK3sManifestsAcceptedByTheAPIServer(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, plans)
+}
+
+// plans/release/: the Plan is what `plan --kind release` prints, every
+// file is accepted by the API server, the spec parses and names a Release.
+func TestReleasePlanFiles(t *testing.T) {
+	text := planFile(t, "release/30-plan-pinned.yaml")
+	args := planCommand(t, "release/30-plan-pinned.yaml", text)
+	code, stdout, stderr := runCLI(t, append([]string{"plan"}, args...)...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, stdout, body(text), "regenerate plans/release/30-plan-pinned.yaml with the command in its header")
+	code, stdout, stderr = runCLI(t, "plan", "--kind", "release", "--image", "ghcr.io/chart-upgrader/chart-upgrader", "--version", "2.0.0", "--wait-timeout", "15m")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, body(text), stdout, "the kind's defaults are the names of plans/release/")
+
+	objs := objects(t, "release/20-spec-secret.yaml", planFile(t, "release/20-spec-secret.yaml"))
+	require.Len(t, objs, 1)
+	specText, _, err := unstructured.NestedString(objs[0].Object, "stringData", suc.SpecKey)
+	require.NoError(t, err)
+	sp, err := spec.ParseSpec(suc.SpecKey, []byte(specText))
+	require.NoError(t, err)
+	require.Len(t, sp.Charts, 1)
+	assert.Equal(t, spec.KindRelease, sp.Charts[0].Target.Kind)
+	assert.Equal(t, spec.ReleaseOptions{RollbackOnFailure: true, HistoryMax: 10}, sp.Charts[0].Release)
+
+	env := testenv.ForTest(t)
+	m := mapper(t, env)
+	moved := strings.NewReplacer("namespace: system-upgrade", "namespace: "+env.Namespace(t),
+		"namespace: demo-system", "namespace: "+env.Namespace(t))
+	for _, file := range []string{"release/10-rbac.yaml", "release/20-spec-secret.yaml", "release/30-plan-pinned.yaml"} {
+		for _, obj := range objects(t, file, moved.Replace(planFile(t, file))) {
+			gvk := obj.GroupVersionKind()
+			mapping, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
+			require.NoError(t, err, "%s: %s", file, gvk)
+			res := env.Dynamic().Resource(mapping.Resource)
+			if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+				_, err = res.Namespace(obj.GetNamespace()).Create(t.Context(), obj, dryRun)
+			} else {
+				_, err = res.Create(t.Context(), obj, dryRun)
+			}
+			require.NoError(t, err, "%s: %s %s", file, obj.GetKind(), obj.GetName())
+		}
+	}
 }

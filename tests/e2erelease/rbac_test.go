@@ -1,0 +1,76 @@
+package e2erelease
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
+)
+
+// The ServiceAccount and RBAC of plans/release/10-rbac.yaml run a whole
+// upgrade of the bundled example as a release (the Helm upgrade, the
+// wait, status, a rollback), are refused nothing, and use every
+// permission they grant.
+func TestReleasePlanRBACIsSufficientAndTight(t *testing.T) {
+	f := newFixture(t, "")
+	// the example charts as they are: the objects the RBAC example names
+	f.charts = t.TempDir()
+	require.NoError(t, example.CopyDir(filepath.Join(f.root, "package", "examples", "charts"), f.charts))
+	name := releaseName()
+	sucNS := f.env.Namespace(t)
+	data, err := os.ReadFile(filepath.Join(f.root, "plans", "release", "10-rbac.yaml"))
+	require.NoError(t, err)
+	text := strings.NewReplacer(
+		"namespace: demo-system", "namespace: "+f.ns,
+		"namespace: system-upgrade", "namespace: "+sucNS,
+		"resourceNames: [demo-app-longhorn]", "resourceNames: ["+name+"-longhorn]",
+		"name: chart-upgrader-release\n", "name: chart-upgrader-release-"+name+"\n",
+	).Replace(string(data))
+	objs := rbaccheck.Decode(t, text)
+	rbaccheck.Create(t, f.env, objs)
+	sa := "system:serviceaccount:" + sucNS + ":chart-upgrader-release-" + name
+	f.install(name)
+
+	kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
+	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.CoreV1().Secrets(f.ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
+	n := newNode(t, "node-1")
+	r := f.cli(n, "upgrade", append(f.upgradeArgs(name, "2.0.0"), "--require-nodes-ready", "--kubeconfig", kubeconfig)...)
+	require.Equal(t, 0, r.code, "upgrade as %s: %s", sa, r.stderr)
+	st := f.cli(n, "status", "--target", f.target(name), "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, st.code, st.stderr)
+	rb := f.cli(n, "rollback", "--target", f.target(name), "--timeout", "60s", "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, rb.code, "rollback as %s: %s", sa, rb.stderr)
+
+	used, denied := rbaccheck.Requests(t, f.env, sa)
+	assert.Empty(t, denied, "requests of %s the RBAC refused", sa)
+	// Helm's write verbs on the chart's own kinds are what any upgrade of
+	// the chart may need (an object added, changed or removed); every
+	// other permission must have been used.
+	helmWrites := func(p string) bool {
+		for _, kind := range []string{"/configmaps ", "storage.k8s.io/storageclasses ", "/secrets delete"} {
+			if strings.Contains(p, kind) && !strings.HasSuffix(p, " get") && !strings.HasSuffix(p, " list") && !strings.HasSuffix(p, " watch") {
+				return true
+			}
+		}
+		return false
+	}
+	var unused []string
+	for _, p := range rbaccheck.Granted(objs) {
+		if !used[p] && !helmWrites(p) {
+			unused = append(unused, p)
+		}
+	}
+	assert.Empty(t, unused, "granted and never used (used: %v)", rbaccheck.Keys(used))
+}
