@@ -44,7 +44,7 @@ const (
 
 type upgradeFlags struct {
 	chartUpgrader, baseline, kubectl, yq, out string
-	runs, helmChartRuns                       int
+	runs, helmChartRuns, releaseRuns          int
 	delay                                     time.Duration
 	longDelays                                []time.Duration
 	poll                                      int
@@ -60,6 +60,7 @@ func upgradeCommand(ctx context.Context, args []string, out, log io.Writer) erro
 	fs.StringVar(&f.yq, "yq", "yq", "the yq binary the baseline runs")
 	fs.IntVar(&f.runs, "runs", 20, "upgrades per tool")
 	fs.IntVar(&f.helmChartRuns, "helmchart-runs", 10, "then upgrades of a k3s HelmChart through the real helm-controller (0: none)")
+	fs.IntVar(&f.releaseRuns, "release-runs", 10, "then upgrades of a Helm release per tool, beside helm upgrade --reset-then-reuse-values --wait (0: none)")
 	fs.DurationVar(&f.delay, "delay", 3*time.Second, "the simulator's readiness delay after each Helm upgrade")
 	fs.IntVar(&f.poll, "poll", 5, "the baseline's seconds between two looks")
 	var long string
@@ -213,6 +214,14 @@ func benchUpgrade(ctx context.Context, f upgradeFlags, log io.Writer) (*report, 
 			return nil, err
 		}
 		helmChartReport(r, f, samples, hc)
+	}
+	if f.releaseRuns > 0 {
+		f.runs = f.releaseRuns
+		rel, err := benchRelease(ctx, f, log)
+		if err != nil {
+			return nil, err
+		}
+		releaseReport(r, f, rel)
 	}
 	return r, nil
 }

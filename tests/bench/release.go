@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
+)
+
+// The release of the release part: demo-app (with a Deployment) in
+// demo-system.
+const (
+	relNamespace = "demo-system"
+	relName      = "demo-app"
+	toolHelm     = "helm"
+	agentHelm    = "helm-sdk-bench"
+)
+
+// relSample is one measured release upgrade.
+type relSample struct {
+	tool, to string
+	proc     proc
+	req      requests
+	ready    time.Time // the Deployment controller's last status write
+}
+
+func (s relSample) settle() time.Duration   { return s.ready.Sub(s.req.Applied) }
+func (s relSample) overhead() time.Duration { return s.proc.Wall - s.settle() }
+
+// benchRelease upgrades a plain Helm release runs times per tool,
+// alternating 1.0.0 ⇄ 2.0.0 and the tools: chart-upgrader, and `helm
+// upgrade --reset-then-reuse-values --wait` through the SDK (tests/bench/
+// helmupgrade), on a control plane with workloads (the chart's Deployment
+// rolls out for real).
+func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSample, error) {
+	logf(log, "starting a control plane with workloads for the release part")
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	examples := filepath.Join(root, "package", "examples")
+	dir, err := os.MkdirTemp("", "chart-upgrader-bench-rel-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	charts := filepath.Join(dir, "charts")
+	if err := fixture.CopyDir(filepath.Join(examples, "charts"), charts); err != nil {
+		return nil, err
+	}
+	for _, v := range []string{"1.0.0", "2.0.0"} {
+		if err := os.WriteFile(filepath.Join(charts, "demo-app-"+v, "templates", "deployment.yaml"), []byte(testchart.DeploymentTemplate), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	env, err := testenv.Start(ctx, testenv.Options{AuditLog: true, Workloads: true})
+	if err != nil {
+		return nil, err
+	}
+	defer env.Stop()
+	ac := &action.Configuration{}
+	if err := ac.Init(cluster.NewHelmGetter(env.Config()).For(relNamespace), relNamespace, "secret", func(string, ...any) {}); err != nil {
+		return nil, err
+	}
+	ch, err := loader.Load(filepath.Join(charts, "demo-app-1.0.0"))
+	if err != nil {
+		return nil, err
+	}
+	user, err := chartutil.ReadValuesFile(filepath.Join(examples, "values.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	in := action.NewInstall(ac)
+	in.ReleaseName, in.Namespace, in.CreateNamespace, in.Wait, in.Timeout = relName, relNamespace, true, true, 2*time.Minute
+	if _, err := in.RunWithContext(ctx, ch, user); err != nil {
+		return nil, fmt.Errorf("installing the release: %w", err)
+	}
+	patch := `{"metadata":{"annotations":{"storageclass.kubernetes.io/is-default-class":"false"}}}`
+	if _, err := env.Kube().StorageV1().StorageClasses().Patch(ctx, relName+"-longhorn", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return nil, err
+	}
+	patches := map[string]string{}
+	for v, p := range map[string]string{"2.0.0": patchTo2, "1.0.0": patchTo1} {
+		patches[v] = filepath.Join(dir, "patch-"+v+".yaml")
+		if err := os.WriteFile(patches[v], []byte(p), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	helmBin := filepath.Join(filepath.Dir(self), "helmupgrade")
+	round := []step{{toolCU, "2.0.0"}, {toolHelm, "1.0.0"}, {toolHelm, "2.0.0"}, {toolCU, "1.0.0"}}
+	var samples []relSample
+	for i := 0; len(samples) < 2*f.runs; i++ {
+		st := round[i%len(round)]
+		var p proc
+		switch st.tool {
+		case toolCU:
+			args := []string{"upgrade", "--target", "release/" + relNamespace + "/" + relName, "--chart-source", charts,
+				"--version", st.to, "--policy", filepath.Join(examples, "policy.yaml"), "--timeout", "10m",
+				"--kubeconfig", env.KubeconfigPath(), "--state-dir", filepath.Join(dir, "state"), "--lock-file",
+				filepath.Join(dir, "upgrade.lock"), "--termination-log", filepath.Join(dir, "termination-log"), "--node-name", "bench"}
+			if st.to == "1.0.0" {
+				args = append(args, "--allow-downgrade")
+			}
+			p, err = runProc(ctx, nil, f.chartUpgrader, args...)
+		default:
+			p, err = runProc(ctx, nil, helmBin, env.KubeconfigPath(), relNamespace, relName, filepath.Join(charts, "demo-app-"+st.to), patches[st.to])
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := p.ok(st.tool + " → " + st.to); err != nil {
+			return nil, err
+		}
+		samples = append(samples, relSample{tool: st.tool, to: st.to, proc: p})
+		logf(log, "%2d/%d release %-14s → %s  %s", len(samples), 2*f.runs, st.tool, st.to, secs(p.Wall))
+	}
+	events, err := testenv.ReadAuditLog(env.AuditLogPath())
+	if err != nil {
+		return nil, err
+	}
+	for i := range samples {
+		s := &samples[i]
+		agent := agentChartUpgrader
+		if s.tool == toolHelm {
+			agent = agentHelm
+		}
+		s.req = attribute(events, agent, s.proc.Start, s.proc.End)
+		for _, ev := range events {
+			ref := ev.ObjectRef
+			if ref == nil || ev.Verb != "create" || ref.Resource != "secrets" || !strings.HasPrefix(ref.Name, "sh.helm.release.v1.") ||
+				!strings.HasPrefix(ev.UserAgent, agent) {
+				continue
+			}
+			if t := ev.StageTimestamp; !t.Before(s.proc.Start) && !t.After(s.proc.End) && t.After(s.req.Applied) {
+				s.req.Applied = t
+			}
+		}
+		for _, ev := range events {
+			ref := ev.ObjectRef
+			if ref == nil || ref.Resource != "deployments" || ref.Subresource != "status" || ref.Name != relName+"-web" ||
+				!strings.HasPrefix(ev.UserAgent, "kube-controller-manager") {
+				continue
+			}
+			if t := ev.StageTimestamp; t.After(s.req.Applied) && t.Before(s.proc.End) && t.After(s.ready) {
+				s.ready = t
+			}
+		}
+		if s.req.Applied.IsZero() || s.ready.IsZero() {
+			return nil, fmt.Errorf("release %s → %s: no revision written, or no Deployment status write after it, in the audit log", s.tool, s.to)
+		}
+	}
+	return samples, nil
+}
+
+// releaseReport adds the release figures, chart-upgrader beside Helm.
+func releaseReport(r *report, f upgradeFlags, samples []relSample) {
+	type col struct {
+		wall, overhead, settle, exit, cpu []time.Duration
+		rss                               []int64
+		reqs                              []int
+	}
+	cols := map[string]*col{toolCU: {}, toolHelm: {}}
+	for _, s := range samples {
+		c := cols[s.tool]
+		c.wall, c.overhead, c.settle = append(c.wall, s.proc.Wall), append(c.overhead, s.overhead()), append(c.settle, s.settle())
+		c.exit, c.cpu = append(c.exit, s.proc.End.Sub(s.ready)), append(c.cpu, s.proc.CPU)
+		c.rss, c.reqs = append(c.rss, s.proc.MaxRSS), append(c.reqs, s.req.Total)
+	}
+	cu, hm := cols[toolCU], cols[toolHelm]
+	r.line("")
+	r.line("### A plain Helm release, beside `helm upgrade --reset-then-reuse-values --wait`")
+	r.line("")
+	r.line("The example with a Deployment added, installed as the release demo-system/demo-app, upgraded %d times by each "+
+		"tool, alternating 1.0.0 ⇄ 2.0.0 and interleaving the tools, on a control plane with workloads (the Deployment "+
+		"rolls out for real: controller-manager, scheduler, KWOK). Helm is the SDK's upgrade action with "+
+		"`ResetThenReuseValues` and `Wait` (`tests/bench/helmupgrade`), given the same values patch as the script "+
+		"baseline above. \"Controllers\" is the tool's write of the new revision → the Deployment controller's last "+
+		"status write; \"ready write → exit\" is how long each tool takes to notice it.", f.runs)
+	r.line("")
+	row := func(name, a, b, c string) []string { return []string{name, a, b, c} }
+	r.table([]string{"per upgrade", "chart-upgrader", "helm --reset-then-reuse-values --wait", "helm ÷ chart-upgrader"}, [][]string{
+		row("wall time, median", secs(median(cu.wall)), secs(median(hm.wall)), ratio(median(hm.wall).Seconds(), median(cu.wall).Seconds())),
+		row("of which the controllers (write → ready), median", secs(median(cu.settle)), secs(median(hm.settle)), ""),
+		row("**overhead** (wall − controllers), median", secs(median(cu.overhead)), secs(median(hm.overhead)), ratio(median(hm.overhead).Seconds(), median(cu.overhead).Seconds())),
+		row("**ready write → exit**, median", millis(median(cu.exit)), millis(median(hm.exit)), ratio(median(hm.exit).Seconds(), median(cu.exit).Seconds())),
+		row("ready write → exit, p90", millis(percentile(cu.exit, 90)), millis(percentile(hm.exit, 90)), ""),
+		row("CPU time (user+sys), median", millis(median(cu.cpu)), millis(median(hm.cpu)), ratio(median(hm.cpu).Seconds(), median(cu.cpu).Seconds())),
+		row("peak RSS, median", mb(median(cu.rss)), mb(median(hm.rss)), ""),
+		row("**API requests**, median (p90)", fmt.Sprintf("%d (%d)", median(cu.reqs), percentile(cu.reqs, 90)),
+			fmt.Sprintf("%d (%d)", median(hm.reqs), percentile(hm.reqs, 90)), ratio(float64(median(hm.reqs)), float64(median(cu.reqs)))),
+	})
+	r.line("")
+	r.line("chart-upgrader decides every value (the report), waits by watch, and rolls back on a failed wait; Helm's " +
+		"`--reset-then-reuse-values` keeps the stale webhook pin and the old CPU limit (docs/release.md), and its " +
+		"`--wait` looks again every 2 s.")
+}
