@@ -60,7 +60,8 @@ type SourceOptions struct {
 }
 
 // NewSource returns the source at ref: an http:// or https:// Helm
-// repository URL, or a local path — a directory of chart directories and
+// repository URL, an oci:// registry path (charts as Helm pushes them), or
+// a local path — a directory of chart directories and
 // .tgz archives, or a single chart directory or archive. Charts are matched
 // on the name and version of their Chart.yaml (a repository: of its index),
 // never on file names. Nothing is read until the first call; a local path
@@ -82,8 +83,10 @@ func NewSource(ref string, opts SourceOptions) (Source, error) {
 		switch strings.ToLower(scheme) {
 		case "http", "https":
 			return newRepoSource(ref, opts)
+		case "oci":
+			return newOCISource(ref, opts)
 		default:
-			return nil, outcome.BadInput(fmt.Errorf("chart source %q: unsupported scheme %q (want a directory or an http(s) repository URL)", ref, scheme))
+			return nil, outcome.BadInput(fmt.Errorf("chart source %q: unsupported scheme %q (want a directory, an http(s) repository URL or an oci:// registry)", ref, scheme))
 		}
 	}
 	if _, err := os.Stat(ref); err != nil {

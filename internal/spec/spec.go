@@ -300,9 +300,9 @@ func (w walker) chartRef(n *yaml.Node, field string, own bool) (ChartRef, error)
 		if err != nil {
 			return ChartRef{}, w.Fail(sn, f.Path("source"), fmt.Errorf("bad repository URL: %w", err))
 		}
-		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "oci") || u.Host == "" {
 			return ChartRef{}, w.Failf(sn, f.Path("source"),
-				"unsupported source %q (want a directory or an http(s) Helm repository URL)", c.Source)
+				"unsupported source %q (want a directory, an http(s) Helm repository URL or an oci:// registry)", c.Source)
 		}
 	}
 	return c, nil
