@@ -305,6 +305,16 @@ func TestBadInput(t *testing.T) {
 			`spec.yaml:4: charts[1]: `, `missing required field "target"`},
 		{"unsupported target kind", true, doc(specHead, `- target: {kind: FleetBundle, namespace: kube-system, name: x}`, chart1),
 			`spec.yaml:4: charts[1].target.kind: `, `unsupported kind "FleetBundle" (want ManagedChart or HelmChart or Release)`},
+		{"release options on a ManagedChart", true, doc(specHead, target1, chart1, `  release: {rollbackOnFailure: false}`),
+			`spec.yaml:6: charts[1].release: `, `only a target of kind Release takes release options (this one is a ManagedChart)`},
+		{"release historyMax negative", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {historyMax: -1}`),
+			`spec.yaml:6: charts[1].release.historyMax: `, `want a whole number ≥ 0`},
+		{"release rollbackOnFailure a string", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {rollbackOnFailure: "yes"}`),
+			`spec.yaml:6: charts[1].release.rollbackOnFailure: `, `want true or false`},
+		{"release unknown option", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {wait: true}`),
+			`spec.yaml:6: charts[1].release.wait: `, `unknown field (want one of rollbackOnFailure, historyMax)`},
+		{"release without a chart source", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, `  chart: {name: app}`),
+			`spec.yaml:5: charts[1].chart: `, `missing required field "source"`},
 		{"managedchart without chart", true, doc(specHead, target1),
 			`spec.yaml:4: charts[1]: `, `missing required field "chart"`},
 		{"helmchart chart source not a string", true, doc(specHead, `- target: {kind: HelmChart, namespace: kube-system, name: x}`, `  chart: {source: [a]}`),
@@ -436,4 +446,20 @@ charts:
 	assert.Equal(t, ChartRef{Source: "/charts"}, sp.Charts[1].Chart)
 	assert.True(t, NamesOwnSource("helmchart"))
 	assert.False(t, NamesOwnSource(KindManagedChart))
+}
+
+func TestReleaseOptions(t *testing.T) {
+	sp, err := ParseSpec("spec.yaml", []byte(`apiVersion: chart-upgrader.io/v1alpha1
+kind: UpgradeSpec
+charts:
+- target: {kind: Release, namespace: demo, name: app}
+  chart: {name: app, source: "oci://registry.example.com/charts"}
+  release: {rollbackOnFailure: false, historyMax: 0}
+- target: {kind: Release, namespace: demo, name: other}
+  chart: {name: app, source: /charts}
+`))
+	require.NoError(t, err)
+	assert.Equal(t, ReleaseOptions{RollbackOnFailure: false, HistoryMax: 0}, sp.Charts[0].Release)
+	assert.Equal(t, DefaultReleaseOptions, sp.Charts[1].Release)
+	assert.Equal(t, "oci://registry.example.com/charts", sp.Charts[0].Chart.Source)
 }

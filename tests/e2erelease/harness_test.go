@@ -96,13 +96,24 @@ func (f *fixture) installerValues() map[string]any {
 // Secrets storage, its labels).
 func (f *fixture) install(name string) *release.Release {
 	f.t.Helper()
+	return f.installWith(name, nil, true)
+}
+
+// installWith installs with extra values over the installer's; wait
+// waits for the objects to be ready, as helm install --wait.
+func (f *fixture) installWith(name string, extra map[string]any, wait bool) *release.Release {
+	f.t.Helper()
 	cfg := &action.Configuration{}
 	require.NoError(f.t, cfg.Init(f.helm.For(f.ns), f.ns, "secret", func(string, ...any) {}))
 	ch, err := loader.Load(filepath.Join(f.charts, "demo-app-1.0.0"))
 	require.NoError(f.t, err)
 	in := action.NewInstall(cfg)
-	in.ReleaseName, in.Namespace, in.Wait, in.Timeout = name, f.ns, true, 60e9
-	rel, err := in.RunWithContext(f.t.Context(), ch, f.installerValues())
+	in.ReleaseName, in.Namespace, in.Wait, in.Timeout = name, f.ns, wait, 60e9
+	vals := f.installerValues()
+	for k, v := range extra {
+		vals[k] = v
+	}
+	rel, err := in.RunWithContext(f.t.Context(), ch, vals)
 	require.NoError(f.t, err)
 	return rel
 }

@@ -165,3 +165,18 @@ func TestMergeTargetOnARelease(t *testing.T) {
 	assert.Equal(t, before, len(f.writesBy()))
 	assert.Len(t, f.history(name), 1)
 }
+
+// Preflight refuses a release whose objects are not ready now, naming
+// them, and writes nothing.
+func TestPreflightRefusesAReleaseNotReady(t *testing.T) {
+	f := newFixture(t, "")
+	name := releaseName()
+	f.installWith(name, map[string]any{"hold": "not-ready"}, false)
+	before := len(f.writesBy())
+	r := f.cli(newNode(t, "node-1"), "preflight", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0",
+		"--policy", f.policy(name))
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "not ready: Deployment "+f.ns+"/"+name+"-web")
+	assert.Equal(t, before, len(f.writesBy()))
+	assert.Len(t, f.history(name), 1)
+}
