@@ -17,8 +17,8 @@ func mergeCommand() *ucli.Command {
 		Name:  "merge",
 		Usage: "decide the new user values of a chart upgrade and report every decision",
 		Description: "Offline: U from --values, the defaults from --chart (and --old-chart).\n" +
-			"Cluster mode (--target): U from the ManagedChart, the old defaults from --chart-source at the\n" +
-			"deployed version, live objects from the cluster; reads only.\n" +
+			"Cluster mode (--target): U from the target (a ManagedChart, a HelmChart, a Helm release), the old\n" +
+			"defaults from --chart-source (or the release) at the deployed version, live objects from the\ncluster; reads only.\n" +
 			"-o yaml prints the new values on stdout and the report on stderr;\n" +
 			"-o json prints one JSON object; -o table prints the report.",
 		Flags: append([]ucli.Flag{
@@ -35,7 +35,7 @@ func mergeCommand() *ucli.Command {
 			// cluster mode
 			&ucli.StringFlag{Name: "target", Usage: "cluster mode: `KIND/NAMESPACE/NAME` instead of --values and --chart"},
 			&ucli.StringFlag{Name: "chart-source", Usage: "cluster mode: a `DIR` of charts or a Helm repository URL"},
-			&ucli.StringFlag{Name: "chart-name", Usage: "cluster mode: the chart `NAME` in the source (default: the ManagedChart's spec.chart)"},
+			&ucli.StringFlag{Name: "chart-name", Usage: "cluster mode: the chart `NAME` in the source (default: the chart the target deploys)"},
 			&ucli.StringFlag{Name: "version", Usage: "cluster mode: the `VERSION` to merge for (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 			&ucli.StringFlag{Name: "ca-file", Usage: "cluster mode: extra CA certificates `FILE` for Helm repository URLs"},
 		}, localFlags()...),
