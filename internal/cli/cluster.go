@@ -56,7 +56,7 @@ func targetFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "spec", Usage: "upgrade spec `FILE` (charts in order, with their sources, rules and migrations)"},
 		&ucli.StringFlag{Name: "target", Usage: "one target, `KIND/NAMESPACE/NAME`: managedchart, helmchart or release (instead of --spec)"},
-		&ucli.StringFlag{Name: "chart-source", Usage: "with --target: a `DIR` of charts (.tgz or directories) , a Helm repository URL or an oci:// registry (a HelmChart may name its own)"},
+		&ucli.StringFlag{Name: "chart-source", Usage: "with --target: a `DIR` of charts (.tgz or directories), a Helm repository URL or an oci:// registry (a HelmChart may name its own)"},
 		&ucli.StringFlag{Name: "chart-name", Usage: "with --target: the chart `NAME` in the source (default: the chart the target deploys)"},
 		&ucli.StringFlag{Name: "policy", Usage: "with --target: policy `FILE` (rules: and migrations:)"},
 		&ucli.StringSliceFlag{Name: "set", Usage: "with --target: explicit value `PATH=VALUE` after the rules; repeatable"},

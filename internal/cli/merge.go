@@ -34,7 +34,7 @@ func mergeCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "`FORMAT`: yaml, json or table"},
 			// cluster mode
 			&ucli.StringFlag{Name: "target", Usage: "cluster mode: `KIND/NAMESPACE/NAME` instead of --values and --chart"},
-			&ucli.StringFlag{Name: "chart-source", Usage: "cluster mode: a `DIR` of charts or a Helm repository URL"},
+			&ucli.StringFlag{Name: "chart-source", Usage: "cluster mode: a `DIR` of charts, a Helm repository URL or an oci:// registry"},
 			&ucli.StringFlag{Name: "chart-name", Usage: "cluster mode: the chart `NAME` in the source (default: the chart the target deploys)"},
 			&ucli.StringFlag{Name: "version", Usage: "cluster mode: the `VERSION` to merge for (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 			&ucli.StringFlag{Name: "ca-file", Usage: "cluster mode: extra CA certificates `FILE` for Helm repository URLs"},
