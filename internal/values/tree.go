@@ -159,6 +159,9 @@ func equal(a, b any) bool {
 	}
 }
 
+// Lookup returns the value at keys of a value tree and whether it is set.
+func Lookup(m map[string]any, keys []string) (any, bool) { return lookup(m, keys) }
+
 // lookup returns the value at keys and whether it is set.
 func lookup(m map[string]any, keys []string) (any, bool) {
 	var cur any = m

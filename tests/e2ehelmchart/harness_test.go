@@ -29,10 +29,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
-	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/helmexec"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -191,17 +191,12 @@ func (f *fixture) configMap(name string) *corev1.ConfigMap {
 	return cm
 }
 
-// node is the local side of one chart-upgrader process.
-type node struct {
-	name, stateDir, lockFile, termLog string
-}
+// node is one chart-upgrader process's local side.
+type node = noderun.Node
 
-func newNode(t *testing.T, name string) node {
-	dir := t.TempDir()
-	return node{name: name, stateDir: filepath.Join(dir, "state"), lockFile: filepath.Join(dir, "run", "upgrade.lock"),
-		termLog: filepath.Join(dir, "termination-log")}
-}
+func newNode(t *testing.T, name string) node { return noderun.New(t, name) }
 
+// result is what one run printed and returned.
 type result struct {
 	code           int
 	stdout, stderr string
@@ -210,17 +205,8 @@ type result struct {
 // cli runs chart-upgrader in-process as node n.
 func (f *fixture) cli(n node, command string, args ...string) result {
 	f.t.Helper()
-	var out, errb bytes.Buffer
-	// the node's flags first: a flag the test gives again (--kubeconfig)
-	// comes later and wins
-	full := []string{"chart-upgrader", command, "--kubeconfig", f.env.KubeconfigPath(), "--state-dir", n.stateDir,
-		"--lock-file", n.lockFile, "--termination-log", n.termLog, "--log-format", "json"}
-	if command == "upgrade" || command == "preflight" || command == "rollback" {
-		full = append(full, "--node-name", n.name)
-	}
-	full = append(full, args...)
-	code := cli.Run(f.t.Context(), full, &out, &errb)
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
+	r := n.Run(f.t.Context(), f.env, command, args...)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
 // writeFile writes a file in a temporary directory and returns its path.

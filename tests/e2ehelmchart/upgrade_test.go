@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -72,24 +72,8 @@ func (f *fixture) upgradeArgs(name, version, policy string, extra ...string) []s
 	return append(args, extra...)
 }
 
-// writesBy counts the requests chart-upgrader (its user agent) made that
-// change something, by the API server's audit log.
-func (f *fixture) writesBy() []string {
-	f.t.Helper()
-	events, err := testenv.ReadAuditLog(f.env.AuditLogPath())
-	require.NoError(f.t, err)
-	var out []string
-	for _, e := range events {
-		if !strings.HasPrefix(e.UserAgent, "chart-upgrader") || e.ObjectRef == nil || e.ObjectRef.Namespace != f.ns {
-			continue
-		}
-		switch e.Verb {
-		case "create", "update", "patch", "delete", "deletecollection":
-			out = append(out, e.Verb+" "+e.ObjectRef.Resource+"/"+e.ObjectRef.Name)
-		}
-	}
-	return out
-}
+// writesBy lists what chart-upgrader wrote in the fixture's namespace.
+func (f *fixture) writesBy() []string { return noderun.Writes(f.t, f.env, f.ns) }
 
 // The demo upgrade on a HelmChart, end to end through the real
 // helm-controller: every decision of the demo policy reaches the release

@@ -6,7 +6,6 @@
 package e2erelease
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,10 +19,10 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"sigs.k8s.io/yaml"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -140,32 +139,22 @@ func (f *fixture) policy(name string) string {
 	return path
 }
 
-type node struct{ name, stateDir, lockFile, termLog string }
+// node is one chart-upgrader process's local side.
+type node = noderun.Node
 
-func newNode(t *testing.T, name string) node {
-	dir := t.TempDir()
-	return node{name: name, stateDir: filepath.Join(dir, "state"), lockFile: filepath.Join(dir, "run", "upgrade.lock"),
-		termLog: filepath.Join(dir, "termination-log")}
-}
+func newNode(t *testing.T, name string) node { return noderun.New(t, name) }
 
+// result is what one run printed and returned.
 type result struct {
 	code           int
 	stdout, stderr string
 }
 
-// cli runs chart-upgrader in-process as node n (the node's flags first, so
-// that a flag given again in args wins).
+// cli runs chart-upgrader in-process as node n.
 func (f *fixture) cli(n node, command string, args ...string) result {
 	f.t.Helper()
-	full := []string{"chart-upgrader", command, "--kubeconfig", f.env.KubeconfigPath(), "--state-dir", n.stateDir,
-		"--lock-file", n.lockFile, "--termination-log", n.termLog, "--log-format", "json"}
-	if command == "upgrade" || command == "preflight" || command == "rollback" {
-		full = append(full, "--node-name", n.name)
-	}
-	full = append(full, args...)
-	var out, errb bytes.Buffer
-	code := cli.Run(f.t.Context(), full, &out, &errb)
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
+	r := n.Run(f.t.Context(), f.env, command, args...)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
 func (f *fixture) upgradeArgs(name, version string, extra ...string) []string {
@@ -173,24 +162,8 @@ func (f *fixture) upgradeArgs(name, version string, extra ...string) []string {
 		"--policy", f.policy(name), "--timeout", "60s"}, extra...)
 }
 
-// writesBy lists the requests chart-upgrader made that change something
-// in the fixture's namespace, by the audit log.
-func (f *fixture) writesBy() []string {
-	f.t.Helper()
-	events, err := testenv.ReadAuditLog(f.env.AuditLogPath())
-	require.NoError(f.t, err)
-	var out []string
-	for _, e := range events {
-		if !strings.HasPrefix(e.UserAgent, "chart-upgrader") || e.ObjectRef == nil || e.ObjectRef.Namespace != f.ns {
-			continue
-		}
-		switch e.Verb {
-		case "create", "update", "patch", "delete", "deletecollection":
-			out = append(out, e.Verb+" "+e.ObjectRef.Resource+"/"+e.ObjectRef.Name)
-		}
-	}
-	return out
-}
+// writesBy lists what chart-upgrader wrote in the fixture's namespace.
+func (f *fixture) writesBy() []string { return noderun.Writes(f.t, f.env, f.ns) }
 
 // writeTemplate adds a template to the example chart at version.
 func writeTemplate(charts, version, name, body string) error {

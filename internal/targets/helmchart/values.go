@@ -135,7 +135,7 @@ func WriteBack(u map[string]any, set []SetEntry) (Written, error) {
 			w.Notes = append(w.Notes, SetNote{Key: e.Key, Fate: SetFolded, Why: "its key reaches into a list or sets more than one value"})
 			continue
 		}
-		v, found := lookup(u, keys)
+		v, found := values.Lookup(u, keys)
 		if !found {
 			w.Notes = append(w.Notes, SetNote{Key: e.Key, Fate: SetDropped, Why: "the merge removed the value"})
 			continue
@@ -212,20 +212,6 @@ func setValue(v any) (any, bool) {
 		return x, true
 	}
 	return nil, false
-}
-
-func lookup(m map[string]any, keys []string) (any, bool) {
-	var cur any = m
-	for _, k := range keys {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = mm[k]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 // remove deletes the value at keys, and the maps it leaves empty.

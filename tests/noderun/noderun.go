@@ -1,0 +1,70 @@
+// Package noderun runs chart-upgrader in-process as one "node" of the
+// end-to-end tests (its own state directory, lock file and termination
+// log), and reads from the API server's audit log what chart-upgrader
+// wrote.
+package noderun
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cli"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
+)
+
+// Node is the local side of one chart-upgrader process.
+type Node struct {
+	Name, StateDir, LockFile, TermLog string
+}
+
+// New is a node with fresh local files.
+func New(t *testing.T, name string) Node {
+	dir := t.TempDir()
+	return Node{Name: name, StateDir: filepath.Join(dir, "state"), LockFile: filepath.Join(dir, "run", "upgrade.lock"),
+		TermLog: filepath.Join(dir, "termination-log")}
+}
+
+// Result is what one run printed and returned.
+type Result struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+// Run runs chart-upgrader command with args as node n against env: the
+// node's flags come first, so a flag given again in args (--kubeconfig)
+// wins.
+func (n Node) Run(ctx context.Context, env *testenv.Env, command string, args ...string) Result {
+	full := []string{"chart-upgrader", command, "--kubeconfig", env.KubeconfigPath(), "--state-dir", n.StateDir,
+		"--lock-file", n.LockFile, "--termination-log", n.TermLog, "--log-format", "json"}
+	if command == "upgrade" || command == "preflight" || command == "rollback" {
+		full = append(full, "--node-name", n.Name)
+	}
+	full = append(full, args...)
+	var out, errb bytes.Buffer
+	code := cli.Run(ctx, full, &out, &errb)
+	return Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+}
+
+// Writes lists the requests chart-upgrader (its user agent) made that
+// change something in namespace, by the audit log: "update helmcharts/x".
+func Writes(t *testing.T, env *testenv.Env, namespace string) []string {
+	t.Helper()
+	events, err := testenv.ReadAuditLog(env.AuditLogPath())
+	require.NoError(t, err)
+	var out []string
+	for _, e := range events {
+		if !strings.HasPrefix(e.UserAgent, "chart-upgrader") || e.ObjectRef == nil || e.ObjectRef.Namespace != namespace {
+			continue
+		}
+		switch e.Verb {
+		case "create", "update", "patch", "delete", "deletecollection":
+			out = append(out, e.Verb+" "+e.ObjectRef.Resource+"/"+e.ObjectRef.Name)
+		}
+	}
+	return out
+}
