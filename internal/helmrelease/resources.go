@@ -29,6 +29,16 @@ type Resources struct {
 	Total    int
 	NotReady []string // one line per object, naming it and why
 	Failed   []string // objects their controllers report failed
+	// Objects are the objects that are not ready, as kstatus judged them
+	// (NotReady's lines, structured).
+	Objects []ObjectStatus
+}
+
+// ObjectStatus is kstatus's judgement of one object that is not ready.
+type ObjectStatus struct {
+	APIVersion, Kind, Namespace, Name string
+	Status                            string // InProgress, Failed, NotFound, …
+	Message                           string
 }
 
 // manifestObject is one object of a release's manifest.
@@ -107,6 +117,8 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 		live, err := c.Dynamic.Resource(mapping.Resource).Namespace(ns).Get(ctx, m.u.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			res.NotReady = append(res.NotReady, fmt.Sprintf("%s: not found", m))
+			res.Objects = append(res.Objects, ObjectStatus{APIVersion: m.u.GetAPIVersion(), Kind: m.u.GetKind(), Namespace: ns,
+				Name: m.u.GetName(), Status: "NotFound", Message: "not found"})
 			continue
 		}
 		if err != nil {
@@ -121,15 +133,21 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 func judgeObject(res *Resources, live *unstructured.Unstructured) {
 	name := manifestObject{u: live}.String()
 	st, err := status.Compute(live)
+	obj := ObjectStatus{APIVersion: live.GetAPIVersion(), Kind: live.GetKind(), Namespace: live.GetNamespace(), Name: live.GetName()}
 	switch {
 	case err != nil:
 		res.NotReady = append(res.NotReady, fmt.Sprintf("%s: %v", name, err))
+		obj.Status, obj.Message = "Unknown", err.Error()
 	case st.Status == status.CurrentStatus:
 		res.Ready++
+		return
 	case st.Status == status.FailedStatus:
 		res.Failed = append(res.Failed, fmt.Sprintf("%s: %s", name, st.Message))
 		res.NotReady = append(res.NotReady, fmt.Sprintf("%s: Failed: %s", name, st.Message))
+		obj.Status, obj.Message = st.Status.String(), st.Message
 	default:
 		res.NotReady = append(res.NotReady, fmt.Sprintf("%s: %s: %s", name, st.Status, st.Message))
+		obj.Status, obj.Message = st.Status.String(), st.Message
 	}
+	res.Objects = append(res.Objects, obj)
 }

@@ -121,10 +121,25 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.writeAgentStatus(ctx, bd, appliedStatus(a, ready, modified)); err != nil {
+	var live []nonReadyStatus
+	if s.opts.LiveReadiness && cluster == LocalCluster && ready {
+		if live, err = s.liveNotReady(ctx, a); err != nil {
+			return err
+		}
+		ready = len(live) == 0
+	}
+	st := appliedStatus(a, ready, modified)
+	if len(live) > 0 {
+		st.NonReadyStatus = live
+		st.Conditions[2].Message = "not ready: " + objName(live[0].Namespace, live[0].Name)
+	}
+	if err := s.writeAgentStatus(ctx, bd, st); err != nil {
 		return err
 	}
-	if !ready && !f.NeverReady {
+	switch {
+	case len(live) > 0:
+		s.agentQueue.AddAfter(k, s.opts.LiveReadinessEvery) // Fleet's agent looks at the objects again
+	case !ready && !f.NeverReady:
 		s.agentQueue.AddAfter(k, readyAt.Sub(now))
 	}
 	return nil
@@ -484,4 +499,27 @@ func manifestResources(manifest, namespace string) []resourceKey {
 		out = append(out, resourceKey{APIVersion: head.APIVersion, Kind: head.Kind, Namespace: ns, Name: head.Metadata.Name})
 	}
 	return out
+}
+
+// liveNotReady judges the live objects of deployment a's Helm release by
+// kstatus (LiveReadiness): the ones not ready, as Fleet's nonReadyStatus.
+func (s *Sim) liveNotReady(ctx context.Context, a applied) ([]nonReadyStatus, error) {
+	if a.ref.name == "" {
+		return nil, nil
+	}
+	rel, err := s.live.Newest(a.ref.namespace, a.ref.name, "secret")
+	if err != nil || rel == nil {
+		return nil, err
+	}
+	res, err := s.live.Look(ctx, rel)
+	if err != nil {
+		return nil, err
+	}
+	var out []nonReadyStatus
+	for _, o := range res.Objects {
+		out = append(out, nonReadyStatus{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
+			Summary: resourceSummary{State: strings.ToLower(o.Status), Transitioning: o.Status == "InProgress", Error: o.Status == "Failed",
+				Message: []string{o.Message}}})
+	}
+	return out, nil
 }

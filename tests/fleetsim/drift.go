@@ -120,7 +120,23 @@ func (s *Sim) driftOf(ctx context.Context, a applied, comparePatches []any) ([]R
 
 // mergePatch is the JSON merge patch that sets every field desired sets
 // to its value in live, and whether there is any.
+//
+// A field the API server defaulted in the live object (a container's
+// imagePullPolicy) is no drift: only what desired sets is compared, in
+// maps and in the maps of a list of the same length, as Fleet compares
+// the desired objects with the live ones. A list that differs is patched
+// whole, as a merge patch replaces lists.
 func mergePatch(desired, live any) (any, bool) {
+	if dl, ok := desired.([]any); ok {
+		if ll, ok := live.([]any); ok && len(dl) == len(ll) {
+			for i := range dl {
+				if _, differs := mergePatch(dl[i], ll[i]); differs {
+					return desired, true
+				}
+			}
+			return nil, false
+		}
+	}
 	dm, ok := desired.(map[string]any)
 	lm, lok := live.(map[string]any)
 	if !ok || !lok {

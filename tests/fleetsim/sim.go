@@ -1,6 +1,8 @@
 package fleetsim
 
 import (
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
+
 	"context"
 	"errors"
 	"fmt"
@@ -57,6 +59,15 @@ type Options struct {
 	// DriftDelay is how long after a change of a deployed object the agent
 	// checks it for drift (default 5s, the sleep of Fleet's drift trigger).
 	DriftDelay time.Duration
+	// LiveReadiness makes the local cluster's agent judge a deployment
+	// ready from the live objects of its Helm release, by kstatus (as
+	// Fleet's agent judges them from their status), looking again every
+	// LiveReadinessEvery (default 250ms) until they are; the objects not
+	// ready are its nonReadyStatus. For a control plane whose workloads
+	// run (tests/testenv's workloads mode). Off, readiness follows
+	// Fault.Delay alone.
+	LiveReadiness      bool
+	LiveReadinessEvery time.Duration
 }
 
 // maxRetryBackoff caps the agent's back-off between retries.
@@ -70,6 +81,8 @@ type Sim struct {
 	kube   kubernetes.Interface
 	helm   *helmRunner
 	log    *slog.Logger
+	// live judges the live objects of a release (LiveReadiness)
+	live *helmrelease.Client
 
 	factories []dynamicinformer.DynamicSharedInformerFactory
 	mcs       cache.SharedIndexInformer
@@ -137,6 +150,10 @@ func New(opts Options) (*Sim, error) {
 	}
 	if s.helm, err = newHelmRunner(cfg, s.log); err != nil {
 		return nil, err
+	}
+	s.live = &helmrelease.Client{Kube: s.kube, Dynamic: s.client, Log: s.log}
+	if s.opts.LiveReadinessEvery <= 0 {
+		s.opts.LiveReadinessEvery = 250 * time.Millisecond
 	}
 	limiter := func() workqueue.TypedRateLimiter[string] {
 		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, time.Second)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -117,4 +118,22 @@ func TestSpread(t *testing.T) {
 	require.Equal(t, time.Duration(0), spread(0, 3, 10))
 	require.Equal(t, time.Second, spread(10*time.Second, 0, 10))
 	require.Equal(t, 10*time.Second, spread(10*time.Second, 9, 10))
+}
+
+// A field the API server defaulted inside a list item (a container's
+// imagePullPolicy) is no drift; a changed item is, and the list is patched
+// whole.
+func TestMergePatchOfListsOfMaps(t *testing.T) {
+	desired := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "a:1"}}}}
+	live := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "a:1",
+		"imagePullPolicy": "IfNotPresent"}}}}
+	_, differs := mergePatch(desired, live)
+	assert.False(t, differs)
+	live["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"] = "a:2"
+	patch, differs := mergePatch(desired, live)
+	assert.True(t, differs)
+	assert.Equal(t, map[string]any{"spec": map[string]any{"containers": desired["spec"].(map[string]any)["containers"]}}, patch)
+	live["spec"].(map[string]any)["containers"] = []any{}
+	_, differs = mergePatch(desired, live)
+	assert.True(t, differs, "a list of another length differs")
 }

@@ -75,7 +75,7 @@ func ConfigMapChart(name, version string, defaults map[string]any) Chart {
 }
 
 // DeploymentTemplate renders a Deployment named after the release with
-// .Values.replicas (default 1) pods of image .Values.image; when
+// .Values.replicas (default 1) pods of image .Values.webImage; when
 // .Values.hold is set, its pod template carries the test environment's
 // hold annotation with that value (tests/testenv: "not-ready" keeps the
 // pods from becoming Ready, so the rollout never completes).
@@ -98,5 +98,5 @@ spec:
     spec:
       containers:
       - name: web
-        image: {{ .Values.image | default "registry.example/web:1" | quote }}
+        image: {{ .Values.webImage | default "registry.example/web:1" | quote }}
 `
