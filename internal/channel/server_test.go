@@ -311,7 +311,7 @@ func TestNewServerErrors(t *testing.T) {
 		want string
 	}{
 		{"missing directory", func(c *Config) { c.Source = c.Source + "/missing" }, "no such file"},
-		{"unsupported scheme", func(c *Config) { c.Source = "oci://registry/charts" }, "unsupported scheme"},
+		{"unsupported scheme", func(c *Config) { c.Source = "s3://bucket/charts" }, "unsupported scheme"},
 		{"unreadable CA file", func(c *Config) { c.Source, c.CAFile = "https://charts.example.com", "/nonexistent/ca.pem" }, "reading CA file"},
 		{"no channels", func(c *Config) { c.Channels = nil }, "at least one channel"},
 		{"no chart", func(c *Config) { c.Chart = "" }, "a chart and at least one channel"},

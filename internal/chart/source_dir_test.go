@@ -105,7 +105,7 @@ func TestDirSourceArchiveLimit(t *testing.T) {
 }
 
 func TestNewSourceBadInput(t *testing.T) {
-	for _, ref := range []string{"", filepath.Join(t.TempDir(), "missing"), "oci://registry/charts", "https://"} {
+	for _, ref := range []string{"", filepath.Join(t.TempDir(), "missing"), "s3://bucket/charts", "oci://", "https://"} {
 		_, err := NewSource(ref, SourceOptions{})
 		require.ErrorIs(t, err, outcome.ErrBadInput, "ref %q", ref)
 	}
