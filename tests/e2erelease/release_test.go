@@ -1,6 +1,8 @@
 package e2erelease
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -200,4 +202,43 @@ func TestAdmissionRefusalRollsBack(t *testing.T) {
 	assert.Equal(t, "deployed", h[2].Info.Status.String())
 	assert.Equal(t, "1.0.0", h[2].Chart.Metadata.Version)
 	assert.Equal(t, installed.Config, h[2].Config)
+}
+
+// release.historyMax in the spec bounds the revisions Helm keeps, as
+// helm upgrade --history-max.
+func TestHistoryMaxFromTheSpec(t *testing.T) {
+	f := newFixture(t, "")
+	name := releaseName()
+	f.install(name)
+	policy, err := os.ReadFile(f.policy(name))
+	require.NoError(t, err)
+	spec := "apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts:\n" +
+		"- target: {kind: Release, namespace: " + f.ns + ", name: " + name + "}\n" +
+		"  chart: {name: demo-app, source: " + f.charts + "}\n" +
+		"  release: {historyMax: 2}\n" + indentPolicy(string(policy))
+	path := filepath.Join(t.TempDir(), "spec.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(spec), 0o600))
+	n := newNode(t, "node-1")
+	r := f.cli(n, "upgrade", "--spec", path, "--version", "2.0.0")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = f.cli(n, "upgrade", "--spec", path, "--version", "1.0.0", "--allow-downgrade")
+	require.Equal(t, 0, r.code, r.stderr)
+	var revisions []int
+	for _, rel := range f.history(name) {
+		revisions = append(revisions, rel.Version)
+	}
+	assert.Equal(t, []int{2, 3}, revisions, "Helm kept the 2 newest revisions")
+}
+
+// indentPolicy turns a policy file into the rules and migrations of a
+// spec entry.
+func indentPolicy(p string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(p, "\n") {
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
 }
