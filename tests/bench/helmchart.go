@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
@@ -10,14 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
-	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
+	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/helmexec"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -66,37 +62,8 @@ func benchHelmChart(ctx context.Context, f upgradeFlags, log io.Writer) ([]hcSam
 		return nil, err
 	}
 	defer runner.Stop()
-	c, err := loader.Load(filepath.Join(examples, "charts", "demo-app-1.0.0"))
-	if err != nil {
+	if err := fixture.InstallHelmChart(ctx, env, hcNamespace, hcName, hcRelease, 2*time.Minute); err != nil {
 		return nil, err
-	}
-	tgz, err := chartpkg.Archive(c)
-	if err != nil {
-		return nil, err
-	}
-	user, err := os.ReadFile(filepath.Join(examples, "values.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	hc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "helm.cattle.io/v1", "kind": "HelmChart",
-		"metadata": map[string]any{"name": hcName, "namespace": hcNamespace},
-		"spec": map[string]any{"chart": "demo-app", "version": "1.0.0", "targetNamespace": hcRelease, "createNamespace": true,
-			"chartContent": base64.StdEncoding.EncodeToString(tgz), "valuesContent": string(user)},
-	}}
-	if _, err := env.Dynamic().Resource(helmchart.HelmChartGVR).Namespace(hcNamespace).Create(ctx, hc, metav1.CreateOptions{}); err != nil {
-		return nil, err
-	}
-	client := &helmchart.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		h, err := client.Get(ctx, hcNamespace, hcName)
-		if err != nil || h == nil {
-			return false, err
-		}
-		r, err := client.NewestRelease(ctx, h)
-		return err == nil && r != nil && helmchart.ReleaseOf(r).Status == "deployed", err
-	}); err != nil {
-		return nil, fmt.Errorf("installing the HelmChart: %w", err)
 	}
 	patch := `{"metadata":{"annotations":{"storageclass.kubernetes.io/is-default-class":"false"}}}`
 	if _, err := env.Kube().StorageV1().StorageClasses().Patch(ctx, hcName+"-longhorn", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {

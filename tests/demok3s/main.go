@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -21,15 +20,12 @@ import (
 	"syscall"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
-	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/helmexec"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -76,31 +72,10 @@ func run(ctx context.Context) error {
 	fmt.Printf("   ready in %s (API server %s)\n", time.Since(start).Round(time.Millisecond), env.Host())
 
 	step("installing demo-app 1.0.0 as HelmChart kube-system/demo-app (chart in spec.chartContent) with the installer's values (package/examples/values.yaml)")
-	user, err := os.ReadFile(filepath.Join(ex, "values.yaml"))
-	if err != nil {
+	if err := fixture.InstallHelmChart(ctx, env, namespace, name, release, 2*time.Minute); err != nil {
 		return err
-	}
-	c, err := loader.Load(filepath.Join(ex, "charts", "demo-app-1.0.0"))
-	if err != nil {
-		return err
-	}
-	tgz, err := chartpkg.Archive(c)
-	if err != nil {
-		return err
-	}
-	hc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "helm.cattle.io/v1", "kind": "HelmChart",
-		"metadata": map[string]any{"name": name, "namespace": namespace},
-		"spec": map[string]any{"chart": "demo-app", "version": "1.0.0", "targetNamespace": release, "createNamespace": true,
-			"chartContent": base64.StdEncoding.EncodeToString(tgz), "valuesContent": string(user)},
-	}}
-	if _, err := env.Dynamic().Resource(helmchart.HelmChartGVR).Namespace(namespace).Create(ctx, hc, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the HelmChart: %w", err)
 	}
 	client := &helmchart.Client{Dynamic: env.Dynamic(), Kube: env.Kube()}
-	if err := waitDeployed(ctx, client, "1.0.0"); err != nil {
-		return err
-	}
 	cert, err := env.Kube().CoreV1().Secrets(release).Get(ctx, "demo-app-webhook-certs", metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -171,22 +146,6 @@ func run(ctx context.Context) error {
 		return errors.New("the webhook certificate changed")
 	}
 	return nil
-}
-
-// waitDeployed waits until the release is deployed at version.
-func waitDeployed(ctx context.Context, c *helmchart.Client, version string) error {
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		h, err := c.Get(ctx, namespace, name)
-		if err != nil || h == nil {
-			return false, err
-		}
-		r, err := c.NewestRelease(ctx, h)
-		if err != nil || r == nil {
-			return false, err
-		}
-		rel := helmchart.ReleaseOf(r)
-		return rel.Status == "deployed" && rel.ChartVersion == version, nil
-	})
 }
 
 // printValues prints every leaf of v as path = value, a value under a
