@@ -46,7 +46,7 @@ func MergeTarget(ctx context.Context, o MergeTargetOptions) (*values.Result, err
 	if err != nil {
 		return nil, err
 	}
-	s := &session{clients: clients, cluster: &cluster.Cluster{Clients: clients, APIVersions: targets.APIVersions()}}
+	s := &session{clients: clients, cluster: &cluster.Cluster{Clients: clients, Kinds: targets.Kinds()}}
 	job, err := s.job(ctx, charts[0], o.CAFile, o.Set, o.Files, 0)
 	if err != nil {
 		return nil, err

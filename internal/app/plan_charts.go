@@ -3,11 +3,12 @@ package app
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 )
 
 // planCharts returns the charts to upgrade: those of --spec, or the one
@@ -22,21 +23,32 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 		if opts.PolicyFile != "" || len(opts.Set) > 0 || len(opts.Files) > 0 || opts.ChartSource != "" {
 			return nil, "", outcome.BadInput(errors.New("--policy, --set, -f and --chart-source go with --target; with --spec, put rules in the spec"))
 		}
-		sp, err := spec.LoadSpec(opts.SpecFile)
+		sp, err := spec.LoadSpec(opts.SpecFile, targets.Kinds())
 		if err != nil {
 			return nil, "", fmt.Errorf("--spec: %w", err)
 		}
 		return sp.Charts, opts.SpecFile, nil
 	case opts.Target != "":
-		t, err := spec.ParseTarget(opts.Target)
+		kinds := targets.Kinds()
+		t, err := spec.ParseTarget(opts.Target, kinds)
 		if err != nil {
 			return nil, "", outcome.BadInput(fmt.Errorf("--target: %w", err))
 		}
-		if opts.ChartSource == "" && !spec.NamesOwnSource(t.Kind) {
-			return nil, "", outcome.BadInput(fmt.Errorf("--chart-source is required with --target %s (only a %s may name its own)", opts.Target, strings.Join(spec.OwnSourceKinds, " or ")))
+		k, _ := kinds.Lookup(t.Kind)
+		if opts.ChartSource == "" && !k.OwnSource {
+			var own []string
+			for _, d := range kinds {
+				if d.OwnSource {
+					own = append(own, d.Spelling)
+				}
+			}
+			return nil, "", outcome.BadInput(fmt.Errorf("--chart-source is required with --target %s (only a %s may name its own)", opts.Target, kind.Or(own)))
 		}
 		c := spec.Chart{Target: t, Chart: spec.ChartRef{Name: opts.ChartName, Source: opts.ChartSource},
-			Wait: spec.Wait{Timeout: spec.DefaultWaitTimeout, FailureGrace: spec.DefaultFailureGrace}, Release: spec.DefaultReleaseOptions}
+			Wait: spec.Wait{Timeout: spec.DefaultWaitTimeout, FailureGrace: spec.DefaultFailureGrace}}
+		if k.Options != nil {
+			c.Options = k.Options.Default()
+		}
 		if opts.PolicyFile != "" {
 			p, err := spec.LoadPolicy(opts.PolicyFile)
 			if err != nil {

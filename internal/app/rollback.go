@@ -9,6 +9,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -36,7 +37,7 @@ func Rollback(ctx context.Context, o RollbackOptions) (err error) {
 	if o.Target == "" {
 		return outcome.BadInput(errors.New("rollback needs --target KIND/NAMESPACE/NAME"))
 	}
-	t, err := spec.ParseTarget(o.Target)
+	t, err := spec.ParseTarget(o.Target, targets.Kinds())
 	if err != nil {
 		return outcome.BadInput(fmt.Errorf("--target: %w", err))
 	}
@@ -51,13 +52,14 @@ func Rollback(ctx context.Context, o RollbackOptions) (err error) {
 		return err
 	}
 	defer sess.close()
-	target, err := openTarget(ctx, sess.clients, t)
+	target, lease, err := openTarget(ctx, sess.clients, t, nil)
 	if err != nil {
 		return err
 	}
+	target = wrapTarget(ctx, target)
 	runner := sess.runner(ctx, upgrade.Settings{Version: o.Version, LeaseDuration: o.LeaseDuration, Heartbeat: o.Heartbeat,
 		Node: o.NodeName, JobName: o.SUC.String(), LeaseAnnotations: leaseAnnotations(o.NodeName, o.SUC), Log: o.Log, Out: o.Out})
-	res, err := runner.Run(ctx, upgrade.Job{Target: target, Timeout: o.Timeout, FailureGrace: spec.DefaultFailureGrace}, upgrade.GoalRollback)
+	res, err := runner.Run(ctx, upgrade.Job{Target: target, Lease: lease, Timeout: o.Timeout, FailureGrace: spec.DefaultFailureGrace}, upgrade.GoalRollback)
 	if err == nil {
 		fmt.Fprintf(o.Out, "rolled back %s %s → %s\n", t, res.From, res.To)
 	}

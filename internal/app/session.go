@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
@@ -57,7 +56,7 @@ func openSession(ctx context.Context, l Local, node string, leaseDuration time.D
 		return nil, err
 	}
 	s.cluster = &cluster.Cluster{Clients: s.clients, Identity: identity, LeaseDuration: leaseDuration,
-		APIVersions: targets.APIVersions()}
+		Kinds: targets.Kinds()}
 	return s, nil
 }
 
@@ -84,8 +83,7 @@ func (s *session) runner(ctx context.Context, set upgrade.Settings) *upgrade.Run
 // registry, its chart source and rules, the overrides, the wait timeout
 // (timeout overrides the spec's when > 0).
 func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, files []string, timeout time.Duration) (upgrade.Job, error) {
-	tg, err := targets.Open(s.clients, upgrade.Ref{Kind: strings.ToLower(c.Target.Kind), Namespace: c.Target.Namespace, Name: c.Target.Name},
-		targets.Options{RollbackOnFailure: c.Release.RollbackOnFailure, HistoryMax: c.Release.HistoryMax})
+	tg, lease, err := openTarget(ctx, s.clients, c.Target, c.Options)
 	if err != nil {
 		return upgrade.Job{}, err
 	}
@@ -93,7 +91,7 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, fil
 	if rv, ok := tg.(upgrade.Reverter); ok {
 		revert = rv
 	}
-	j := upgrade.Job{Target: wrapTarget(ctx, tg), Revert: revert, ChartName: c.Chart.Name, Rules: c.Rules, Migrations: c.Migrations, Timeout: c.Wait.Timeout,
+	j := upgrade.Job{Target: wrapTarget(ctx, tg), Lease: lease, Revert: revert, ChartName: c.Chart.Name, Rules: c.Rules, Migrations: c.Migrations, Timeout: c.Wait.Timeout,
 		FailureGrace: c.Wait.FailureGrace}
 	if timeout > 0 {
 		j.Timeout = timeout
@@ -113,13 +111,18 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, fil
 	return j, nil
 }
 
-// openTarget opens the target port of a spec target.
-func openTarget(ctx context.Context, c *cluster.Clients, t spec.Target) (upgrade.Target, error) {
-	d := spec.DefaultReleaseOptions
-	tg, err := targets.Open(c, upgrade.Ref{Kind: strings.ToLower(t.Kind), Namespace: t.Namespace, Name: t.Name},
-		targets.Options{RollbackOnFailure: d.RollbackOnFailure, HistoryMax: d.HistoryMax})
+// openTarget opens the target port of a spec target, with its kind's
+// options (nil: the kind's defaults), and names its Lease. The port is the
+// adapter itself, whose optional interfaces the caller may ask for; a job
+// runs it through wrapTarget.
+func openTarget(_ context.Context, c *cluster.Clients, t spec.Target, opts any) (upgrade.Target, string, error) {
+	k, err := targets.Lookup("target "+t.String(), t.Kind)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return wrapTarget(ctx, tg), nil
+	tg, err := targets.Open(c, upgrade.Ref{Kind: k.Name, Namespace: t.Namespace, Name: t.Name}, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	return tg, k.LeaseName(t.Name), nil
 }

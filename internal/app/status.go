@@ -11,6 +11,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -48,7 +49,7 @@ type StatusOptions struct {
 // no writes and takes no lock.
 func Status(ctx context.Context, o StatusOptions) error {
 	o.Log, o.Out = logAndOut(o.Log, o.Out)
-	t, err := spec.ParseTarget(o.Target)
+	t, err := spec.ParseTarget(o.Target, targets.Kinds())
 	if err != nil {
 		return outcome.BadInput(fmt.Errorf("--target: %w", err))
 	}
@@ -57,10 +58,11 @@ func Status(ctx context.Context, o StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	target, err := openTarget(ctx, clients, t)
+	target, _, err := openTarget(ctx, clients, t, nil)
 	if err != nil {
 		return err
 	}
+	target = wrapTarget(ctx, target)
 	r := StatusReport{Target: t.String()}
 	obs, err := target.Read(ctx)
 	if err != nil {

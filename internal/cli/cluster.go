@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -13,6 +14,8 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 )
 
 // localFlags are accepted by every command that talks to a cluster: how
@@ -55,8 +58,8 @@ func flags(lists ...[]ucli.Flag) []ucli.Flag {
 func targetFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "spec", Usage: "upgrade spec `FILE` (charts in order, with their sources, rules and migrations)"},
-		&ucli.StringFlag{Name: "target", Usage: "one target, `KIND/NAMESPACE/NAME`: managedchart, helmchart or release (instead of --spec)"},
-		&ucli.StringFlag{Name: "chart-source", Usage: "with --target: a `DIR` of charts (.tgz or directories), a Helm repository URL or an oci:// registry (a HelmChart may name its own)"},
+		&ucli.StringFlag{Name: "target", Usage: "one target, `KIND/NAMESPACE/NAME`, KIND one of " + kind.Or(targets.Kinds().Names()) + " (instead of --spec)"},
+		&ucli.StringFlag{Name: "chart-source", Usage: "with --target: a `DIR` of charts (.tgz or directories), a Helm repository URL or an oci:// registry" + ownSourceNote()},
 		&ucli.StringFlag{Name: "chart-name", Usage: "with --target: the chart `NAME` in the source (default: the chart the target deploys)"},
 		&ucli.StringFlag{Name: "policy", Usage: "with --target: policy `FILE` (rules: and migrations:)"},
 		&ucli.StringSliceFlag{Name: "set", Usage: "with --target: explicit value `PATH=VALUE` after the rules; repeatable"},
@@ -108,4 +111,27 @@ func logger(w io.Writer, format string) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, nil))
 	}
 	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// ownSourceNote names the kinds whose object may name its chart source.
+func ownSourceNote() string {
+	var own []string
+	for _, k := range targets.Kinds() {
+		if k.OwnSource {
+			own = append(own, "a "+k.Spelling)
+		}
+	}
+	if len(own) == 0 {
+		return ""
+	}
+	return " (" + kind.Or(own) + " may name its own)"
+}
+
+// kindSummaries says what each kind's target is.
+func kindSummaries() string {
+	var out []string
+	for _, k := range targets.Kinds() {
+		out = append(out, k.Summary)
+	}
+	return strings.Join(out, "; ")
 }

@@ -17,7 +17,7 @@ func mergeCommand() *ucli.Command {
 		Name:  "merge",
 		Usage: "decide the new user values of a chart upgrade and report every decision",
 		Description: "Offline: U from --values, the defaults from --chart (and --old-chart).\n" +
-			"Cluster mode (--target): U from the target (a ManagedChart, a HelmChart, a Helm release), the old\n" +
+			"Cluster mode (--target): U from the target (" + kindSummaries() + "), the old\n" +
 			"defaults from --chart-source (or the release) at the deployed version, live objects from the\ncluster; reads only.\n" +
 			"-o yaml prints the new values on stdout and the report on stderr;\n" +
 			"-o json prints one JSON object; -o table prints the report.",

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 )
 
 func planCommand() *ucli.Command {
@@ -22,13 +25,13 @@ func planCommand() *ucli.Command {
 			"system; a prepare container (root, CAP_CHOWN only) makes its directories under /host that\n" +
 			"user's. See plans/ and docs/security-context.md.",
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "kind", Value: "managedchart", Usage: "the `KIND` of the spec's targets: managedchart (plans/), helmchart (plans/k3s/) or release (plans/release/); it sets the defaults of --name, --node-selector, --spec-secret and --service-account"},
+			&ucli.StringFlag{Name: "kind", Value: targets.Kinds()[0].Name, Usage: "the `KIND` of the spec's targets: " + planKinds() + "; it sets the defaults of --name, --node-selector, --spec-secret and --service-account"},
 			&ucli.StringFlag{Name: "name", Usage: "the Plan's `NAME` (default: the kind's)"},
 			&ucli.StringFlag{Name: "namespace", Value: suc.DefaultNamespace, Usage: "the `NAMESPACE` of the controller, the Plan, its ServiceAccount and Secret"},
 			&ucli.StringFlag{Name: "image", Usage: "image `REPOSITORY` without a tag: the controller tags it with the resolved version"},
 			&ucli.StringFlag{Name: "version", Usage: "pin the chart `VERSION` to upgrade to"},
 			&ucli.StringFlag{Name: "channel", Usage: "follow a system-upgrade-controller channel `URL` instead of --version"},
-			&ucli.StringFlag{Name: "node-selector", Usage: "the node label `KEY=VALUE` that opts a node in (default: " + suc.DefaultNodeSelector + "; helmchart: the server nodes)"},
+			&ucli.StringFlag{Name: "node-selector", Usage: "the node label `KEY=VALUE` that opts a node in (default: the kind's: " + planSelectors() + ")"},
 			&ucli.StringFlag{Name: "spec-secret", Usage: "the Secret `NAME` holding spec.yaml (default: the kind's, as in plans/)"},
 			&ucli.StringFlag{Name: "service-account", Usage: "the ServiceAccount `NAME` that runs the Job (default: the kind's, as in plans/)"},
 			&ucli.IntFlag{Name: "concurrency", Value: suc.DefaultConcurrency, Usage: "how many `NODES` run the Job at once (0: 1)"},
@@ -41,10 +44,11 @@ func planCommand() *ucli.Command {
 			if c.NArg() > 0 {
 				return outcome.BadInput(fmt.Errorf("plan: unexpected argument %q (every input is a flag)", c.Args().First()))
 			}
-			d, err := suc.DefaultsFor(c.String("kind"))
+			k, err := targets.Lookup("--kind", c.String("kind"))
 			if err != nil {
 				return err
 			}
+			d := k.Plan
 			or := func(flag, def string) string {
 				if c.IsSet(flag) {
 					return c.String(flag)
@@ -69,4 +73,22 @@ func planCommand() *ucli.Command {
 			return err
 		},
 	}
+}
+
+// planKinds names each kind with the example manifests of its Plans.
+func planKinds() string {
+	var out []string
+	for _, k := range targets.Kinds() {
+		out = append(out, fmt.Sprintf("%s (%s)", k.Name, k.Plan.Dir))
+	}
+	return kind.Or(out)
+}
+
+// planSelectors names each kind's default node selector.
+func planSelectors() string {
+	var out []string
+	for _, k := range targets.Kinds() {
+		out = append(out, k.Name+" "+k.Plan.NodeSelector)
+	}
+	return strings.Join(out, ", ")
 }

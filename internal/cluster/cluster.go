@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -18,9 +19,9 @@ type Cluster struct {
 	*Clients
 	Identity      string
 	LeaseDuration time.Duration
-	// APIVersions maps a target kind to the apiVersion and Kind of its
-	// object, for the involvedObject of its Events.
-	APIVersions map[string][2]string
+	// Kinds give the apiVersion and kind of a target's object, for the
+	// involvedObject of its Events.
+	Kinds kind.Set
 }
 
 var _ upgrade.Cluster = (*Cluster)(nil)
@@ -56,11 +57,11 @@ func (c *Cluster) NotReadyNodes(ctx context.Context) ([]string, error) {
 // Event records e as a Kubernetes Event on its target. A failure is
 // logged, never returned: an Event is a courtesy, not a step.
 func (c *Cluster) Event(ctx context.Context, e upgrade.Event) {
-	av := c.APIVersions[e.Target.Kind]
+	k, _ := c.Kinds.Lookup(e.Target.Kind)
 	now := metav1.NewTime(time.Now())
 	ev := corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: e.Target.Name + ".chart-upgrader.", Namespace: e.Target.Namespace},
-		InvolvedObject: corev1.ObjectReference{APIVersion: av[0], Kind: av[1],
+		InvolvedObject: corev1.ObjectReference{APIVersion: k.APIVersion, Kind: k.Spelling,
 			Namespace: e.Target.Namespace, Name: e.Target.Name, UID: types.UID(e.UID)},
 		Type:                corev1.EventTypeNormal,
 		Reason:              e.Reason,

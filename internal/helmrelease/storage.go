@@ -3,15 +3,19 @@ package helmrelease
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Storage is Helm's storage driver of the releases of namespace: "secret"
@@ -74,4 +78,24 @@ func Decode(data string) (*release.Release, error) {
 		return nil, err
 	}
 	return &rel, nil
+}
+
+// NewestStatus is the status of the newest revision of release name in
+// namespace ("deployed", "pending-upgrade", …), from the labels Helm's
+// Secrets driver writes on each record (owner, name, version, status):
+// one list, no record decoded. "" when there is no revision.
+func (c *Client) NewestStatus(ctx context.Context, namespace, name string) (status string, revision int, err error) {
+	list, err := c.Kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{"owner": "helm", "name": name}.String()})
+	if err != nil {
+		return "", 0, fmt.Errorf("listing helm release records of %s/%s: %w", namespace, name, err)
+	}
+	for _, s := range list.Items {
+		v, err := strconv.Atoi(s.Labels["version"])
+		if err != nil || v <= revision {
+			continue
+		}
+		revision, status = v, s.Labels["status"]
+	}
+	return status, revision, nil
 }

@@ -31,7 +31,7 @@ func FuzzParseSpec(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ParseSpec("fuzz.yaml", data)
+		s, err := ParseSpec("fuzz.yaml", data, kinds)
 		if err != nil {
 			if !errors.Is(err, outcome.ErrBadInput) {
 				t.Fatalf("error is not bad input: %v", err)
@@ -46,7 +46,7 @@ func FuzzParseSpec(f *testing.F) {
 		}
 		seen := map[Target]bool{}
 		for i, c := range s.Charts {
-			back, err := ParseTarget(c.Target.String())
+			back, err := ParseTarget(c.Target.String(), kinds)
 			if err != nil || back != c.Target {
 				t.Fatalf("charts[%d]: target %+v does not parse back from %q: %v", i+1, c.Target, c.Target.String(), err)
 			}
@@ -61,7 +61,7 @@ func FuzzParseSpec(f *testing.F) {
 				t.Fatalf("charts[%d]: wait timeout %s", i+1, c.Wait.Timeout)
 			}
 		}
-		again, err := ParseSpec("fuzz.yaml", data)
+		again, err := ParseSpec("fuzz.yaml", data, kinds)
 		if err != nil || len(again.Charts) != len(s.Charts) {
 			t.Fatalf("second parse differs: %v", err)
 		}

@@ -19,7 +19,7 @@ type Policy struct {
 // only null or comments, is an error: a policy without rules is written {}.
 // Errors are bad input and follow the package format.
 func ParsePolicy(file string, data []byte) (*Policy, error) {
-	w := walker{yamlfile.File{Name: file}}
+	w := walker{File: yamlfile.File{Name: file}}
 	root, err := w.Parse(data, "empty policy file (want rules, migrations or both; {} is a policy without rules)")
 	if err != nil {
 		return nil, err

@@ -9,13 +9,17 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/internal/yamlfile"
 )
 
 // walker walks the yaml.Node tree of one file with the strict checks of
-// package yamlfile, which locate its errors.
-type walker struct{ yamlfile.File }
+// package yamlfile, which locate its errors, knowing the target kinds.
+type walker struct {
+	yamlfile.File
+	kinds kind.Set
+}
 
 // The apiVersion and kind an upgrade spec must declare.
 const (
@@ -45,23 +49,11 @@ type Chart struct {
 	Rules      []values.Rule
 	Migrations []values.Migration
 	Wait       Wait
-	// Release holds the options of a Helm release target (kind Release).
-	Release ReleaseOptions
+	// Options are the target kind's own options (kind.Options), as its
+	// adapter reads them; the kind's defaults when the entry gives none,
+	// nil for a kind that takes none.
+	Options any
 }
-
-// ReleaseOptions are the options of a chart entry of kind Release.
-type ReleaseOptions struct {
-	// RollbackOnFailure makes a Helm rollback to the revision the upgrade
-	// started from when the upgrade fails or its wait times out (default
-	// true).
-	RollbackOnFailure bool
-	// HistoryMax bounds the revisions Helm keeps, as helm upgrade
-	// --history-max (default 10, Helm's; 0: no limit).
-	HistoryMax int
-}
-
-// DefaultReleaseOptions are the options of a Release entry that gives none.
-var DefaultReleaseOptions = ReleaseOptions{RollbackOnFailure: true, HistoryMax: 10}
 
 // ChartRef says where the new chart comes from.
 type ChartRef struct {
@@ -78,12 +70,12 @@ type Wait struct {
 	FailureGrace time.Duration
 }
 
-// ParseSpec parses an upgrade spec; file names the input in errors and is
-// kept in Spec.File. The spec must declare APIVersion and Kind and list at
-// least one chart; no target may appear twice. Errors are bad input and
-// follow the package format.
-func ParseSpec(file string, data []byte) (*Spec, error) {
-	w := walker{yamlfile.File{Name: file}}
+// ParseSpec parses an upgrade spec whose targets are of kinds; file names
+// the input in errors and is kept in Spec.File. The spec must declare
+// APIVersion and Kind and list at least one chart; no target may appear
+// twice. Errors are bad input and follow the package format.
+func ParseSpec(file string, data []byte, kinds kind.Set) (*Spec, error) {
+	w := walker{yamlfile.File{Name: file}, kinds}
 	root, err := w.Parse(data, fmt.Sprintf("empty upgrade spec (want apiVersion: %s, kind: %s and charts)", APIVersion, Kind))
 	if err != nil {
 		return nil, err
@@ -129,12 +121,12 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 //
 // A chart source that is a relative directory is taken relative to the
 // spec file's directory, so a spec and its charts can travel together.
-func LoadSpec(path string) (*Spec, error) {
+func LoadSpec(path string, kinds kind.Set) (*Spec, error) {
 	data, err := yamlfile.Read(path, "upgrade spec")
 	if err != nil {
 		return nil, err
 	}
-	sp, err := ParseSpec(path, data)
+	sp, err := ParseSpec(path, data, kinds)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +163,8 @@ func (w walker) header(root *yaml.Node) error {
 }
 
 func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
-	f, err := w.Fields(n, field, "target", "chart", "rules", "migrations", "wait", "release")
+	allowed := append([]string{"target", "chart", "rules", "migrations", "wait"}, w.kinds.OptionFields()...)
+	f, err := w.Fields(n, field, allowed...)
 	if err != nil {
 		return Chart{}, err
 	}
@@ -180,18 +173,18 @@ func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
 	if err != nil {
 		return Chart{}, err
 	}
-	if c.Target, err = w.target(tn, f.Path("target")); err != nil {
+	var k kind.Descriptor
+	if c.Target, k, err = w.target(tn, f.Path("target")); err != nil {
 		return Chart{}, err
 	}
-	own := NamesOwnSource(c.Target.Kind)
 	cn := f.Get("chart")
-	if cn == nil && !own {
+	if cn == nil && !k.OwnSource {
 		if _, err := w.Required(f, "chart"); err != nil {
 			return Chart{}, err
 		}
 	}
 	if cn != nil {
-		if c.Chart, err = w.chartRef(cn, f.Path("chart"), own); err != nil {
+		if c.Chart, err = w.chartRef(cn, f.Path("chart"), k.OwnSource); err != nil {
 			return Chart{}, err
 		}
 	}
@@ -204,68 +197,60 @@ func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
 	if c.Wait, err = w.wait(f.Get("wait"), f.Path("wait")); err != nil {
 		return Chart{}, err
 	}
-	if c.Release, err = w.release(f.Get("release"), f.Path("release"), c.Target.Kind); err != nil {
+	if c.Options, err = w.options(f, k); err != nil {
 		return Chart{}, err
 	}
 	return c, nil
 }
 
-// release reads release: {rollbackOnFailure, historyMax}, which only a
-// target of kind Release takes.
-func (w walker) release(n *yaml.Node, field, kind string) (ReleaseOptions, error) {
-	out := DefaultReleaseOptions
-	if n == nil {
-		return out, nil
-	}
-	if kind != KindRelease {
-		return out, w.Failf(n, field, "only a target of kind %s takes release options (this one is a %s)", KindRelease, kind)
-	}
-	f, err := w.Fields(n, field, "rollbackOnFailure", "historyMax")
-	if err != nil {
-		return out, err
-	}
-	if b := f.Get("rollbackOnFailure"); b != nil {
-		if out.RollbackOnFailure, err = w.Bool(b, f.Path("rollbackOnFailure")); err != nil {
-			return out, err
+// options reads the kind's own options (its field, parsed by the kind), or
+// gives its defaults; another kind's options field is refused.
+func (w walker) options(f *yamlfile.Fields, k kind.Descriptor) (any, error) {
+	for _, name := range w.kinds.OptionFields() {
+		n := f.Get(name)
+		if n == nil || (k.Options != nil && name == k.Options.Field) {
+			continue
 		}
+		owner, _ := w.kinds.OwnerOf(name)
+		return nil, w.Failf(n, f.Path(name), "only a target of kind %s takes %s options (this one is a %s)", owner.Spelling, name, k.Spelling)
 	}
-	if h := f.Get("historyMax"); h != nil {
-		var v int
-		if h.Kind != yaml.ScalarNode || h.Tag != "!!int" || h.Decode(&v) != nil || v < 0 {
-			return out, w.Failf(h, f.Path("historyMax"), "want a whole number ≥ 0, not %s", yamlfile.Describe(h))
-		}
-		out.HistoryMax = v
+	if k.Options == nil {
+		return nil, nil
 	}
-	return out, nil
+	if n := f.Get(k.Options.Field); n != nil {
+		return k.Options.Parse(w.File, n, f.Path(k.Options.Field))
+	}
+	return k.Options.Default(), nil
 }
 
-func (w walker) target(n *yaml.Node, field string) (Target, error) {
+func (w walker) target(n *yaml.Node, field string) (Target, kind.Descriptor, error) {
+	var t Target
 	f, err := w.Fields(n, field, "kind", "namespace", "name")
 	if err != nil {
-		return Target{}, err
+		return t, kind.Descriptor{}, err
 	}
-	var t Target
-	kind, kn, err := w.ReqString(f, "kind")
+	name, kn, err := w.ReqString(f, "kind")
 	if err != nil {
-		return Target{}, err
+		return t, kind.Descriptor{}, err
 	}
-	if t.Kind, err = targetKind(kind); err != nil {
-		return Target{}, w.Fail(kn, f.Path("kind"), err)
+	if t.Kind, err = targetKind(name, w.kinds); err != nil {
+		return t, kind.Descriptor{}, w.Fail(kn, f.Path("kind"), err)
 	}
+	k, _ := w.kinds.Lookup(t.Kind)
 	var vn *yaml.Node
 	if t.Namespace, vn, err = w.ReqString(f, "namespace"); err != nil {
-		return Target{}, err
+		return t, k, err
 	}
 	if err := checkNamespace(t.Namespace); err != nil {
-		return Target{}, w.Fail(vn, f.Path("namespace"), err)
+		return t, k, w.Fail(vn, f.Path("namespace"), err)
 	}
 	if t.Name, vn, err = w.ReqString(f, "name"); err != nil {
-		return Target{}, err
+		return t, k, err
 	}
 	if err := checkName(t.Name); err != nil {
-		return Target{}, w.Fail(vn, f.Path("name"), err)
+		return t, k, w.Fail(vn, f.Path("name"), err)
 	}
-	return t, nil
+	return t, k, nil
 }
 
 // chartRef reads chart: {name, source}. With own (a kind whose object

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/release"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -42,13 +43,13 @@ var designSpec = doc(
 )
 
 func TestParseSpec(t *testing.T) {
-	s, err := ParseSpec("spec.yaml", designSpec)
+	s, err := ParseSpec("spec.yaml", designSpec, kinds)
 	require.NoError(t, err)
 	assert.Equal(t, "spec.yaml", s.File)
 	require.Len(t, s.Charts, 2)
 
 	crd := s.Charts[0]
-	assert.Equal(t, Target{Kind: KindManagedChart, Namespace: "fleet-local", Name: "harvester-crd"}, crd.Target)
+	assert.Equal(t, Target{Kind: "managedchart", Namespace: "fleet-local", Name: "harvester-crd"}, crd.Target)
 	assert.Equal(t, ChartRef{Name: "harvester-crd", Source: "/charts"}, crd.Chart)
 	assert.Empty(t, crd.Rules)
 	assert.Empty(t, crd.Migrations)
@@ -56,7 +57,7 @@ func TestParseSpec(t *testing.T) {
 
 	h := s.Charts[1]
 	assert.Equal(t, "managedchart/fleet-local/harvester", h.Target.String())
-	assert.Equal(t, KindManagedChart, h.Target.Kind, "kind is case-insensitive and canonicalised")
+	assert.Equal(t, "managedchart", h.Target.Kind, "kind is case-insensitive and canonicalised")
 	assert.Equal(t, ChartRef{Name: "harvester", Source: "https://charts.example.com"}, h.Chart)
 	require.Len(t, h.Rules, 4)
 	var patterns []string
@@ -93,7 +94,7 @@ func TestParseSpecWaitDefaults(t *testing.T) {
 			`- target: {kind: ManagedChart, namespace: fleet-local, name: harvester}`,
 			`  chart: {name: harvester, source: /charts}`,
 			wait,
-		))
+		), kinds)
 		require.NoError(t, err, wait)
 		assert.Equal(t, 20*time.Minute, s.Charts[0].Wait.Timeout, wait)
 		assert.Equal(t, time.Minute, s.Charts[0].Wait.FailureGrace, wait)
@@ -108,7 +109,7 @@ func TestParseSpecErrAppliedGrace(t *testing.T) {
 		`- target: {kind: ManagedChart, namespace: fleet-local, name: harvester}`,
 		`  chart: {name: harvester, source: /charts}`,
 		`  wait: {timeout: 30m, errAppliedGrace: 2m30s}`,
-	))
+	), kinds)
 	require.NoError(t, err)
 	assert.Equal(t, 30*time.Minute, s.Charts[0].Wait.Timeout)
 	assert.Equal(t, 150*time.Second, s.Charts[0].Wait.FailureGrace)
@@ -304,7 +305,7 @@ func TestBadInput(t *testing.T) {
 		{"missing target", true, doc(specHead, `- chart: {name: harvester, source: /charts}`),
 			`spec.yaml:4: charts[1]: `, `missing required field "target"`},
 		{"unsupported target kind", true, doc(specHead, `- target: {kind: FleetBundle, namespace: kube-system, name: x}`, chart1),
-			`spec.yaml:4: charts[1].target.kind: `, `unsupported kind "FleetBundle" (want ManagedChart or HelmChart or Release)`},
+			`spec.yaml:4: charts[1].target.kind: `, `unsupported kind "FleetBundle" (want ManagedChart, HelmChart or Release)`},
 		{"release options on a ManagedChart", true, doc(specHead, target1, chart1, `  release: {rollbackOnFailure: false}`),
 			`spec.yaml:6: charts[1].release: `, `only a target of kind Release takes release options (this one is a ManagedChart)`},
 		{"release historyMax negative", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {historyMax: -1}`),
@@ -359,7 +360,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var err error
 			if tt.spec {
-				_, err = ParseSpec("spec.yaml", tt.in)
+				_, err = ParseSpec("spec.yaml", tt.in, kinds)
 			} else {
 				_, err = ParsePolicy("policy.yaml", tt.in)
 			}
@@ -378,7 +379,7 @@ func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	specPath := filepath.Join(dir, "spec.yaml")
 	require.NoError(t, os.WriteFile(specPath, designSpec, 0o600))
-	s, err := LoadSpec(specPath)
+	s, err := LoadSpec(specPath, kinds)
 	require.NoError(t, err)
 	assert.Equal(t, specPath, s.File)
 	assert.Len(t, s.Charts, 2)
@@ -390,7 +391,7 @@ func TestLoad(t *testing.T) {
 	assert.True(t, strings.HasPrefix(err.Error(), policyPath+":2: rules[1].policy: "), err.Error())
 
 	missing := filepath.Join(dir, "missing.yaml")
-	_, err = LoadSpec(missing)
+	_, err = LoadSpec(missing, kinds)
 	require.ErrorIs(t, err, outcome.ErrBadInput)
 	require.ErrorIs(t, err, os.ErrNotExist)
 	assert.Contains(t, err.Error(), missing)
@@ -401,12 +402,12 @@ func TestLoad(t *testing.T) {
 
 func TestParseTarget(t *testing.T) {
 	good := map[string]Target{
-		"managedchart/fleet-local/harvester":              {KindManagedChart, "fleet-local", "harvester"},
-		"ManagedChart/fleet-local/rancher-monitoring-crd": {KindManagedChart, "fleet-local", "rancher-monitoring-crd"},
-		"MANAGEDCHART/a/b.c":                              {KindManagedChart, "a", "b.c"},
+		"managedchart/fleet-local/harvester":              {"managedchart", "fleet-local", "harvester"},
+		"ManagedChart/fleet-local/rancher-monitoring-crd": {"managedchart", "fleet-local", "rancher-monitoring-crd"},
+		"MANAGEDCHART/a/b.c":                              {"managedchart", "a", "b.c"},
 	}
 	for in, want := range good {
-		got, err := ParseTarget(in)
+		got, err := ParseTarget(in, kinds)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 		assert.Equal(t, strings.ToLower(in), got.String())
@@ -416,14 +417,14 @@ func TestParseTarget(t *testing.T) {
 		"harvester":                   `want KIND/NAMESPACE/NAME`,
 		"fleet-local/harvester":       `want KIND/NAMESPACE/NAME`,
 		"managedchart/a/b/c":          `want KIND/NAMESPACE/NAME`,
-		"fleetbundle/kube-system/x":   `unsupported kind "fleetbundle" (want ManagedChart or HelmChart or Release)`,
+		"fleetbundle/kube-system/x":   `unsupported kind "fleetbundle" (want ManagedChart, HelmChart or Release)`,
 		"managedchart//harvester":     `namespace "" is not a valid namespace`,
 		"managedchart/Fleet/x":        `namespace "Fleet" is not a valid namespace`,
 		"managedchart/fleet-local/":   `name "" is not a valid object name`,
 		"managedchart/fleet-local/X_": `name "X_" is not a valid object name`,
 	}
 	for in, frag := range bad {
-		_, err := ParseTarget(in)
+		_, err := ParseTarget(in, kinds)
 		require.ErrorIs(t, err, outcome.ErrBadInput, in)
 		assert.Contains(t, err.Error(), `target "`+in+`": `+frag)
 	}
@@ -438,14 +439,12 @@ charts:
 - target: {kind: HelmChart, namespace: kube-system, name: traefik}
 - target: {kind: helmchart, namespace: kube-system, name: app}
   chart: {source: /charts}
-`))
+`), kinds)
 	require.NoError(t, err)
 	require.Len(t, sp.Charts, 2)
-	assert.Equal(t, KindHelmChart, sp.Charts[0].Target.Kind)
+	assert.Equal(t, "helmchart", sp.Charts[0].Target.Kind)
 	assert.Equal(t, ChartRef{}, sp.Charts[0].Chart)
 	assert.Equal(t, ChartRef{Source: "/charts"}, sp.Charts[1].Chart)
-	assert.True(t, NamesOwnSource("helmchart"))
-	assert.False(t, NamesOwnSource(KindManagedChart))
 }
 
 func TestReleaseOptions(t *testing.T) {
@@ -457,9 +456,9 @@ charts:
   release: {rollbackOnFailure: false, historyMax: 0}
 - target: {kind: Release, namespace: demo, name: other}
   chart: {name: app, source: /charts}
-`))
+`), kinds)
 	require.NoError(t, err)
-	assert.Equal(t, ReleaseOptions{RollbackOnFailure: false, HistoryMax: 0}, sp.Charts[0].Release)
-	assert.Equal(t, DefaultReleaseOptions, sp.Charts[1].Release)
+	assert.Equal(t, release.Options{RollbackOnFailure: false, HistoryMax: 0}, sp.Charts[0].Options)
+	assert.Equal(t, release.DefaultOptions, sp.Charts[1].Options)
 	assert.Equal(t, "oci://registry.example.com/charts", sp.Charts[0].Chart.Source)
 }

@@ -6,61 +6,36 @@ import (
 	"strings"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 )
-
-// KindManagedChart is a Rancher ManagedChart (management.cattle.io/v3).
-const KindManagedChart = "ManagedChart"
-
-// KindHelmChart is a k3s/RKE2 HelmChart (helm.cattle.io/v1).
-const KindHelmChart = "HelmChart"
-
-// KindRelease is a Helm 3 release.
-const KindRelease = "Release"
-
-// Kinds are the canonical spellings of the target kinds, one per adapter
-// in the kind registry (internal/targets; a test there keeps the two
-// equal), so that a spec names a kind no adapter serves by file and line.
-var Kinds = []string{KindManagedChart, KindHelmChart, KindRelease}
-
-// OwnSourceKinds are the kinds whose object can name its chart source
-// itself (a HelmChart's spec.repo): for them chart.source may be left
-// out.
-var OwnSourceKinds = []string{KindHelmChart}
-
-// NamesOwnSource reports whether a target of kind may leave its chart
-// source out.
-func NamesOwnSource(kind string) bool {
-	for _, k := range OwnSourceKinds {
-		if strings.EqualFold(k, kind) {
-			return true
-		}
-	}
-	return false
-}
 
 // Target names the object an upgrade changes.
 type Target struct {
-	Kind      string // canonical spelling, e.g. KindManagedChart
+	Kind      string // the kind's Name (lower case), as kind.Descriptor.Name
 	Namespace string
 	Name      string
 }
 
-// String returns the target in the form ParseTarget reads, with the kind in
-// lower case: managedchart/fleet-local/harvester.
+// String returns the target in the form ParseTarget reads:
+// KIND/NAMESPACE/NAME with the kind's Name.
 func (t Target) String() string {
-	return strings.ToLower(t.Kind) + "/" + t.Namespace + "/" + t.Name
+	return t.Kind + "/" + t.Namespace + "/" + t.Name
 }
 
-// ParseTarget reads the flag form KIND/NAMESPACE/NAME, as in
-// managedchart/fleet-local/harvester. The kind is case-insensitive and must
-// be one of Kinds; the namespace must be a DNS-1123 label and the name a
-// DNS-1123 subdomain. Errors are bad input quoting s.
-func ParseTarget(s string) (Target, error) {
+// ParseTarget reads the flag form KIND/NAMESPACE/NAME. The kind is one of
+// kinds, by name or spelling, case-insensitively; the namespace must be a
+// DNS-1123 label and the name a DNS-1123 subdomain. Errors are bad input
+// quoting s.
+func ParseTarget(s string, kinds kind.Set) (Target, error) {
 	parts := strings.Split(s, "/")
 	if len(parts) != 3 {
-		return Target{}, outcome.BadInput(fmt.Errorf("target %q: want KIND/NAMESPACE/NAME, as in managedchart/fleet-local/harvester", s))
+		ex := ""
+		if len(kinds) > 0 {
+			ex = ", as in " + kinds[0].Example
+		}
+		return Target{}, outcome.BadInput(fmt.Errorf("target %q: want KIND/NAMESPACE/NAME%s", s, ex))
 	}
-	kind, err := targetKind(parts[0])
+	k, err := targetKind(parts[0], kinds)
 	if err == nil {
 		err = checkNamespace(parts[1])
 	}
@@ -70,17 +45,16 @@ func ParseTarget(s string) (Target, error) {
 	if err != nil {
 		return Target{}, outcome.BadInput(fmt.Errorf("target %q: %w", s, err))
 	}
-	return Target{Kind: kind, Namespace: parts[1], Name: parts[2]}, nil
+	return Target{Kind: k, Namespace: parts[1], Name: parts[2]}, nil
 }
 
-// targetKind returns the canonical spelling of a supported kind.
-func targetKind(s string) (string, error) {
-	for _, k := range Kinds {
-		if strings.EqualFold(s, k) {
-			return k, nil
-		}
+// targetKind returns the Name of a registered kind, given by its name or
+// spelling.
+func targetKind(s string, kinds kind.Set) (string, error) {
+	if d, ok := kinds.Lookup(s); ok {
+		return d.Name, nil
 	}
-	return "", fmt.Errorf("unsupported kind %q (want %s)", s, strings.Join(Kinds, " or "))
+	return "", fmt.Errorf("unsupported kind %q (want %s)", s, kind.Or(kinds.Spellings()))
 }
 
 var (

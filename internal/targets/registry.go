@@ -1,72 +1,68 @@
-// Package targets is the registry of target kinds: each kind is one
-// adapter package behind the upgrade.Target port, and one line here.
+// Package targets is the registry of target kinds. Each kind is one
+// adapter package behind the upgrade.Target port, which exports its
+// kind.Descriptor and an Open function: one line here each. Everything
+// outside the adapters that depends on the kind (the spec parser,
+// `plan --kind`, the CLI's help, Events, Leases, backups, the docs' kind
+// table) reads it from here.
 package targets
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/release"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
-// kind is one registered target kind.
-type kind struct {
-	// apiVersion and objectKind of the target object, for Events.
-	apiVersion, objectKind string
-	open                   func(c *cluster.Clients, namespace, name string, o Options) upgrade.Target
+// Opener opens the target port of one target of a kind; opts are the
+// kind's options from the spec (kind.Options), nil for its defaults.
+type Opener func(c *cluster.Clients, namespace, name string, opts any) upgrade.Target
+
+// entry is one registered kind.
+type entry struct {
+	kind.Descriptor
+	open Opener
 }
 
-// Options are the options of one target (the spec's): a kind reads those
-// that concern it.
-type Options struct {
-	// RollbackOnFailure and HistoryMax: a Helm release target's.
-	RollbackOnFailure bool
-	HistoryMax        int
+// registry lists the kinds, in the order help texts and docs name them.
+var registry = []entry{
+	{managedchart.Descriptor, managedchart.Open},
+	{helmchart.Descriptor, helmchart.Open},
+	{release.Descriptor, release.Open},
 }
 
-// kinds is the registry, by the lower-case name of --target.
-var kinds = map[string]kind{
-	managedchart.Kind: {"management.cattle.io/v3", "ManagedChart", func(c *cluster.Clients, ns, name string, _ Options) upgrade.Target {
-		return managedchart.New(&managedchart.Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, ns, name)
-	}},
-	helmchart.Kind: {"helm.cattle.io/v1", "HelmChart", func(c *cluster.Clients, ns, name string, _ Options) upgrade.Target {
-		return helmchart.New(&helmchart.Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, ns, name)
-	}},
-	release.Kind: {"helm.sh/v3", "Release", func(c *cluster.Clients, ns, name string, o Options) upgrade.Target {
-		return release.New(release.NewClient(c), ns, name, release.Options{RollbackOnFailure: o.RollbackOnFailure, HistoryMax: o.HistoryMax})
-	}},
-}
-
-// Open returns the target port of ref. An unknown kind is bad input.
-func Open(c *cluster.Clients, ref upgrade.Ref, o Options) (upgrade.Target, error) {
-	k, ok := kinds[strings.ToLower(ref.Kind)]
-	if !ok {
-		return nil, outcome.BadInput(fmt.Errorf("target %s: unknown kind %q (known: %s)", ref, ref.Kind, strings.Join(Kinds(), ", ")))
-	}
-	return k.open(c, ref.Namespace, ref.Name, o), nil
-}
-
-// Kinds lists the registered kinds, sorted.
-func Kinds() []string {
-	out := make([]string, 0, len(kinds))
-	for k := range kinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// APIVersions maps each kind to the apiVersion and Kind of its object.
-func APIVersions() map[string][2]string {
-	out := map[string][2]string{}
-	for name, k := range kinds {
-		out[name] = [2]string{k.apiVersion, k.objectKind}
+// Kinds are the registered kinds' descriptors.
+func Kinds() kind.Set {
+	out := make(kind.Set, len(registry))
+	for i, e := range registry {
+		out[i] = e.Descriptor
 	}
 	return out
+}
+
+// Lookup finds a kind by its name or spelling; an unknown one is bad input
+// naming the known ones (what names the input: "--kind", a target).
+func Lookup(what, name string) (kind.Descriptor, error) {
+	ks := Kinds()
+	if d, ok := ks.Lookup(name); ok {
+		return d, nil
+	}
+	return kind.Descriptor{}, outcome.BadInput(fmt.Errorf("%s: unknown kind %q (want %s)", what, name, kind.Or(ks.Names())))
+}
+
+// Open returns the target port of ref, with its kind's options (nil: the
+// kind's defaults). An unknown kind is bad input.
+func Open(c *cluster.Clients, ref upgrade.Ref, opts any) (upgrade.Target, error) {
+	for _, e := range registry {
+		if strings.EqualFold(e.Name, ref.Kind) {
+			return e.open(c, ref.Namespace, ref.Name, opts), nil
+		}
+	}
+	_, err := Lookup("target "+ref.String(), ref.Kind)
+	return nil, err
 }

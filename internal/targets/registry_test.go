@@ -1,27 +1,71 @@
 package targets
 
 import (
-	"sort"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
-// TestSpecKnowsEveryKind: the spec parser accepts exactly the kinds the
-// registry has an adapter for, so adding a kind is one adapter package,
-// one registry line and its spelling in spec.Kinds — and this test fails
-// until both are there.
-func TestSpecKnowsEveryKind(t *testing.T) {
-	var spelled []string
-	for _, k := range spec.Kinds {
-		spelled = append(spelled, strings.ToLower(k))
+// Every registered kind is complete and its own: a name, a spelling that is
+// the name in other case, an apiVersion, an example the spec parser reads
+// back as the kind, Plan defaults naming a directory of example manifests
+// that exists, Lease and backup names that differ from every other kind's.
+func TestRegistryKindsAreComplete(t *testing.T) {
+	ks := Kinds()
+	require.NotEmpty(t, ks)
+	leases, backups := map[string]string{}, map[string]string{}
+	for _, k := range ks {
+		t.Run(k.Name, func(t *testing.T) {
+			assert.Equal(t, strings.ToLower(k.Name), k.Name, "a name is lower case")
+			assert.True(t, strings.EqualFold(k.Spelling, k.Name), "the spelling %s is the name %s", k.Spelling, k.Name)
+			assert.NotEmpty(t, k.APIVersion)
+			assert.NotEmpty(t, k.Summary)
+			tg, err := spec.ParseTarget(k.Example, ks)
+			require.NoError(t, err)
+			assert.Equal(t, k.Name, tg.Kind)
+			for _, v := range []string{k.Plan.Name, k.Plan.NodeSelector, k.Plan.SpecSecret, k.Plan.ServiceAccount} {
+				assert.NotEmpty(t, v)
+			}
+			info, err := os.Stat(filepath.Join("..", "..", k.Plan.Dir))
+			require.NoError(t, err, "plans of %s", k.Name)
+			assert.True(t, info.IsDir())
+			if k.Options != nil {
+				assert.NotNil(t, k.Options.Default(), "options have defaults")
+				assert.NotNil(t, k.Options.Parse)
+			}
+			lease, backup := k.LeaseName("x"), k.BackupName("x", "1.0.0")
+			assert.NotContains(t, leases, lease, "the Lease of %s is another kind's", k.Name)
+			assert.NotContains(t, backups, backup, "the backups of %s are another kind's", k.Name)
+			leases[lease], backups[backup] = k.Name, k.Name
+		})
 	}
-	sort.Strings(spelled)
-	assert.Equal(t, Kinds(), spelled)
-	for name, k := range APIVersions() {
-		assert.True(t, strings.EqualFold(k[1], name), "the object kind of %s is %s", name, k[1])
+}
+
+// Open gives each kind's adapter, whose Ref carries the kind's name; an
+// unknown kind is bad input naming the known ones.
+func TestOpen(t *testing.T) {
+	c := &cluster.Clients{Config: &rest.Config{Host: "https://127.0.0.1:1"}}
+	for _, k := range Kinds() {
+		tg, err := Open(c, upgrade.Ref{Kind: strings.ToUpper(k.Name), Namespace: "ns", Name: "n"}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, upgrade.Ref{Kind: k.Name, Namespace: "ns", Name: "n"}, tg.Ref())
 	}
+	_, err := Open(c, upgrade.Ref{Kind: "fleetbundle", Namespace: "ns", Name: "n"}, nil)
+	require.ErrorIs(t, err, outcome.ErrBadInput)
+	assert.EqualError(t, err, `target fleetbundle/ns/n: unknown kind "fleetbundle" (want managedchart, helmchart or release)`)
+	_, err = Lookup("--kind", "nope")
+	assert.EqualError(t, err, `--kind: unknown kind "nope" (want managedchart, helmchart or release)`)
+	d, err := Lookup("--kind", "HelmChart")
+	require.NoError(t, err)
+	assert.Equal(t, "helmchart", d.Name)
 }

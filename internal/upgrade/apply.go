@@ -11,140 +11,154 @@ import (
 // Lease when Settings.LeaseDuration is not > 0.
 const DefaultLeaseDuration = 30 * time.Second
 
-// maxConflicts bounds the re-read, re-merge, retry loop of an apply.
+// maxConflicts bounds the attempts of an apply: each write that loses to a
+// concurrent change is followed by a new read, a new intent and a new
+// attempt.
 const maxConflicts = 10
 
-// Applied is the output of apply: what was written (or found written by
-// another process) and the target as it stands after.
+// Applied is the output of apply: the target as it stands after it, and
+// whether this process wrote it.
 type Applied struct {
 	Obs  *Observed
-	Want Want
-	// Situation is applied when the target now carries an apply of ours
-	// for the version; "" when there was nothing to write.
+	Want Want // what was written (zero when nothing was)
+	// Wrote: this process wrote the intent; the target carries its record.
+	Wrote bool
+	// Stale: nothing was written, because the target read under the Lease
+	// (or after a lost write) is not the one the intent was made on:
+	// another process applied it, or someone changed it. Situation says
+	// where it stands now; next merges again, applies again or waits.
+	Stale     bool
 	Situation Situation
 }
 
 // apply makes exactly one process in the cluster write the target: it
-// takes the Lease (or waits while another process applies), backs the
-// target up once, then makes one write with the revision it read. On a
-// conflict it re-reads, merges again and retries, so a concurrent change
-// is never lost. Nothing to change, or applied meanwhile → no write.
+// takes the Lease (or, while another live process holds it, watches the
+// target until that process has applied it), reads the target again,
+// backs it up once when the intent says so, and makes one write with the
+// revision it read. It writes the intent exactly as next handed it over;
+// when the target is no longer what the intent was made on, or the write
+// loses to a concurrent change, it writes nothing and says so (Stale).
 //
 // It gives the Lease up as soon as the target carries the record of the
-// apply: from then on that record tells every other process what was
+// write: from then on that record tells every other process what was
 // done, so holding the Lease through the wait would only cost renewals.
-func (j *jobRun) apply(ctx context.Context, r Resolved, p *Plan) (*Applied, error) {
-	if p != nil && p.NoChange {
-		j.Log.Info(fmt.Sprintf("nothing to change: the %s already has this version and these values", j.ref.Kind))
-		return &Applied{Obs: r.Obs, Want: p.Want}, nil
+// After a Stale apply it keeps the Lease for the next attempt; the runner
+// gives it up if no attempt follows.
+//
+// fresh is the target as read under the Lease by the previous attempt,
+// when the intent was made again on it (nil: read it now).
+func (j *jobRun) apply(ctx context.Context, r Resolved, in *Intent, fresh *Observed, attempt int) (*Applied, error) {
+	if attempt > maxConflicts {
+		return nil, j.giveUp(ctx, fmt.Errorf("the %s kept changing: %d attempts to write it lost: %w", j.ref.Kind, maxConflicts, ErrConflict))
 	}
-	a, err := j.takeLease(ctx, r, p)
-	if err != nil || a != nil {
-		return a, err
-	}
-	if a, err = j.write(ctx, r, p); err != nil {
-		// give the Lease up: another node need not wait for it to expire
-		if rerr := j.releaseLease(context.WithoutCancel(ctx)); rerr != nil {
-			j.Log.Warn("could not give the lease up after a failed apply", "error", rerr.Error())
+	if !j.holdsLease() {
+		a, err := j.takeLease(ctx, r)
+		if err != nil || a != nil {
+			return a, err
 		}
-		return nil, err
 	}
-	return a, j.releaseLease(ctx)
+	a, err := j.write(ctx, r, in, fresh)
+	if err != nil {
+		return nil, j.giveUp(ctx, err)
+	}
+	if a.Wrote {
+		return a, j.releaseLease(ctx)
+	}
+	return a, nil
 }
 
-// write is the apply proper, once this process holds the Lease: the
-// target is re-read first (the previous holder may have applied it).
-func (j *jobRun) write(ctx context.Context, r Resolved, p *Plan) (*Applied, error) {
-	o, p, done, err := j.reread(ctx, r, p)
-	if err != nil || done != nil {
-		return done, err
+// giveUp gives the Lease up after a failed apply, so that another node
+// need not wait for it to expire, and returns err.
+func (j *jobRun) giveUp(ctx context.Context, err error) error {
+	if rerr := j.releaseLease(context.WithoutCancel(ctx)); rerr != nil {
+		return fmt.Errorf("%w (and giving the lease %s up failed: %v)", err, j.job.Lease, rerr)
 	}
-	if r.Restore == nil {
+	return err
+}
+
+// write is the apply proper, once this process holds the Lease.
+func (j *jobRun) write(ctx context.Context, r Resolved, in *Intent, fresh *Observed) (*Applied, error) {
+	o := fresh
+	if o == nil {
+		var err error
+		if o, err = j.reread(ctx); err != nil {
+			return nil, err
+		}
+		// the previous holder may have applied it, or someone changed it
+		if stale := j.stale(o, r, in); stale != nil {
+			return stale, nil
+		}
+	}
+	if in.BackupFirst {
 		name, created, err := j.job.Target.Backup(ctx, o)
 		if err != nil {
 			return nil, err
 		}
 		if created {
-			j.Log.Info("backup written", "secret", name)
+			j.note("backup written", "secret", name)
 		}
 	}
-	for attempt := 1; ; attempt++ {
-		select {
-		case <-j.leaseLost:
-			return nil, fmt.Errorf("lost the lease %s to another process before writing", LeaseName(j.ref))
-		default:
-		}
-		want := r.Want
-		c := Change{Version: r.To, Restore: r.Restore}
-		if r.Restore == nil {
-			want = p.Want
-			c.Values, c.Chart = p.Merge.Values, r.New
-		}
-		c.Record = Record{Version: r.To, ValuesHash: want.ValuesHash, AppliedAt: time.Now().UTC().Format(time.RFC3339), PreviousVersion: r.From}
-		now, err := j.job.Target.Apply(ctx, o, c)
-		if err == nil {
-			j.wrote = true
-			j.Log.Info("applied", "version", r.To, "values_sha256", want.ValuesHash, "attempts", attempt)
-			return &Applied{Obs: now, Want: want, Situation: SituationApplied}, nil
-		}
-		if !errors.Is(err, ErrConflict) || attempt == maxConflicts {
-			return nil, err
-		}
-		j.Log.Info(fmt.Sprintf("the %s changed since it was read: re-reading and merging again", j.ref.Kind), "attempt", attempt)
-		if o, p, done, err = j.reread(ctx, r, p); err != nil || done != nil {
-			return done, err
-		}
+	select {
+	case <-j.leaseLost:
+		return nil, fmt.Errorf("lost the lease %s to another process before writing", j.job.Lease)
+	default:
 	}
+	now, err := j.job.Target.Apply(ctx, o, in.stamped())
+	if err == nil {
+		j.wrote = true
+		return &Applied{Obs: now, Want: in.Want, Wrote: true, Situation: SituationApplied}, nil
+	}
+	if !errors.Is(err, ErrConflict) {
+		return nil, err
+	}
+	j.note(fmt.Sprintf("the %s changed since it was read", j.ref.Kind))
+	if o, err = j.reread(ctx); err != nil {
+		return nil, err
+	}
+	return &Applied{Obs: o, Stale: true, Situation: Assess(o, r.To, false)}, nil
 }
 
-// reread reads the target again. When it now carries our apply of the
-// version (another process's, or ours before a crash), or has nothing to
-// change, the apply is done. Otherwise it merges again on what the target
-// holds now, unless that is what the merge read (a rollback restores the
-// backup as it is).
-func (j *jobRun) reread(ctx context.Context, r Resolved, p *Plan) (*Observed, *Plan, *Applied, error) {
+// stale is the Stale output for o when it is not the target the intent
+// was made on (nil when it is): it carries an apply of ours of the
+// version, or (for an intent made from the target's values) it changed.
+func (j *jobRun) stale(o *Observed, r Resolved, in *Intent) *Applied {
+	sit := Assess(o, r.To, false)
+	if sit.ours() || (in.Remerge && mergeKey(o) != in.key) {
+		return &Applied{Obs: o, Stale: true, Situation: sit}
+	}
+	return nil
+}
+
+// reread reads the target, which must still exist.
+func (j *jobRun) reread(ctx context.Context) (*Observed, error) {
 	o, err := j.job.Target.Read(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if o == nil {
-		return nil, nil, nil, fmt.Errorf("%s disappeared", j.ref)
+		return nil, fmt.Errorf("%s disappeared", j.ref)
 	}
-	if o.AppliedHere(r.To) {
-		w, _ := o.Applied.Want()
-		return o, p, &Applied{Obs: o, Want: w, Situation: SituationApplied}, nil
-	}
-	if r.Restore != nil || (p != nil && p.key == mergeKey(o)) {
-		return o, p, nil, nil
-	}
-	np, err := j.plan(ctx, r, o)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if np.NoChange {
-		return o, np, &Applied{Obs: o, Want: np.Want}, nil
-	}
-	return o, np, nil, nil
+	return o, nil
 }
 
 // takeLease returns once this process holds the target's Lease (nil: go
-// on and write; it then renews it until the apply gives it up), or once
-// another process has applied the target (its Applied). While another live
-// process holds it, it watches the target, and tries again when the
-// holder's Lease may have expired.
-func (j *jobRun) takeLease(ctx context.Context, r Resolved, p *Plan) (*Applied, error) {
-	j.lease = j.Cluster.Lease(j.ref.Namespace, LeaseName(j.ref), j.leaseAnnotations(r.To))
+// on and write; it then renews it until it is given up), or once another
+// process has applied the target (a Stale Applied that says so). While
+// another live process holds it, it watches the target, and tries again
+// when the holder's Lease may have expired.
+func (j *jobRun) takeLease(ctx context.Context, r Resolved) (*Applied, error) {
+	j.lease = j.Cluster.Lease(j.ref.Namespace, j.job.Lease, j.leaseAnnotations(r.To))
 	for {
 		held, holder, err := j.lease.TryAcquire(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if held {
-			j.leader = true
+			j.leader, j.leaseFreed = true, false
 			j.stopLease, j.leaseLost = j.lease.Hold(ctx)
 			return nil, nil
 		}
-		j.Log.Info("another process is applying this target; waiting for it", "holder", holder)
+		j.note("another process is applying this target; waiting for it", "holder", holder)
 		a, err := j.waitForOther(ctx, r)
 		if err != nil || a != nil {
 			return a, err
@@ -153,7 +167,8 @@ func (j *jobRun) takeLease(ctx context.Context, r Resolved, p *Plan) (*Applied, 
 }
 
 // waitForOther watches the target until another process has applied it
-// (its Applied) or the Lease may have expired (nil: try to take it).
+// (a Stale Applied with its situation) or the Lease may have expired
+// (nil: try to take it).
 func (j *jobRun) waitForOther(ctx context.Context, r Resolved) (*Applied, error) {
 	w, err := j.observe(ctx)
 	if err != nil {
@@ -167,9 +182,7 @@ func (j *jobRun) waitForOther(ctx context.Context, r Resolved) (*Applied, error)
 	defer retry.Stop()
 	for {
 		if o := w.Current(); o != nil && o.AppliedHere(r.To) {
-			want, _ := o.Applied.Want()
-			j.Log.Info("another process applied the target", "version", want.Version)
-			return &Applied{Obs: o, Want: want, Situation: SituationApplied}, nil
+			return &Applied{Obs: o, Stale: true, Situation: SituationApplied}, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -193,8 +206,11 @@ func (j *jobRun) leaseAnnotations(to string) map[string]string {
 	return ann
 }
 
-// releaseLease stops renewing the Lease and gives it up, once per run.
-// Releasing a Lease this node does not hold writes nothing.
+// holdsLease reports whether this run holds the Lease and renews it.
+func (j *jobRun) holdsLease() bool { return j.stopLease != nil }
+
+// releaseLease stops renewing the Lease and gives it up, once per taking.
+// Releasing a Lease this process does not hold writes nothing.
 func (j *jobRun) releaseLease(ctx context.Context) error {
 	if j.stopLease != nil {
 		j.stopLease()
@@ -208,17 +224,4 @@ func (j *jobRun) releaseLease(ctx context.Context) error {
 	}
 	j.leaseFreed = true
 	return nil
-}
-
-// LeaseName is the coordination Lease of a target, in its namespace, cut
-// to a valid name.
-func LeaseName(r Ref) string {
-	name := "chart-upgrader-" + r.Name
-	if r.Kind != "managedchart" {
-		name = "chart-upgrader-" + r.Kind + "-" + r.Name
-	}
-	if len(name) > 253 {
-		name = name[:253]
-	}
-	return name
 }

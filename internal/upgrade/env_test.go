@@ -75,14 +75,14 @@ type env struct {
 }
 
 // leaseKey is the key of the target's Lease in the store.
-func (e *env) leaseKey() string { return e.target.ref.Namespace + "/" + LeaseName(e.target.ref) }
+func (e *env) leaseKey() string { return e.target.ref.Namespace + "/" + e.job.Lease }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	target := newFakeTarget("app", fakeObj{Chart: "app", Version: "1.0.0", Values: vals(t, startValues)})
 	source := newFakeSource(appChart("1.0.0"), appChart("2.0.0"), appChart("3.0.0"))
 	e := &env{t: t, target: target, source: source, leases: newLeaseStore()}
-	e.job = Job{Target: target, Source: source, Rules: []values.Rule{rule(t, "follow", "image.tag")}, Timeout: testBound}
+	e.job = Job{Target: target, Lease: "chart-upgrader-fake-app", Source: source, Rules: []values.Rule{rule(t, "follow", "image.tag")}, Timeout: testBound}
 	e.setup("node-a")
 	return e
 }

@@ -30,8 +30,9 @@ const (
 type progress struct {
 	resolved *Resolved // resolve or restore
 	checked  *Checked  // preflight
-	plan     *Plan     // merge
-	applied  *Applied  // apply
+	intent   *Intent   // merge, or restore
+	applied  *Applied  // apply (the newest attempt)
+	attempts int       // of apply
 	ready    *Readiness
 	verified bool
 }
@@ -55,6 +56,13 @@ func (p progress) situation() Situation {
 // next picks the step that brings the run closer to goal, from what the
 // steps returned so far; "" when the goal is reached. It is the only place
 // that decides whether a step runs: no step asks itself.
+//
+// An upgrade checks, merges and applies a target that does not carry an
+// apply of ours; a rollback applies what restore found. Nothing to change
+// skips apply. An apply that wrote nothing because the target is no longer
+// what the intent was made on is followed by a new merge on what it read
+// (an upgrade) or a new attempt (a restore), unless the target now carries
+// an apply of ours: then it is waited for like any other.
 func next(goal Goal, p progress) string {
 	if p.resolved == nil {
 		if goal == GoalRollback {
@@ -70,13 +78,13 @@ func next(goal Goal, p progress) string {
 		return StepPreflight
 	}
 	if !sit.ours() {
-		// not applied by us yet: check (an upgrade only), merge, apply
+		stale := p.applied != nil && p.applied.Stale
 		switch {
 		case goal == GoalUpgrade && p.checked == nil:
 			return StepPreflight
-		case goal == GoalUpgrade && p.plan == nil:
+		case p.intent == nil, stale && p.intent.Remerge && p.intent.key != mergeKey(p.applied.Obs):
 			return StepMerge
-		case p.applied == nil:
+		case (p.applied == nil || stale) && !p.intent.NoChange:
 			return StepApply
 		}
 	}
@@ -89,27 +97,41 @@ func next(goal Goal, p progress) string {
 	return ""
 }
 
-// want is what the wait judges readiness against: what this run applied
-// or means to apply, what a rollback restores, else (for a target applied
-// by us) what its record says was applied.
+// fresh is the target as the last apply read it under the Lease, when
+// that apply wrote nothing and the intent was made (again) on that read;
+// nil otherwise.
+func (p progress) fresh() *Observed {
+	if p.applied == nil || !p.applied.Stale || p.intent == nil {
+		return nil
+	}
+	if p.intent.Remerge && p.intent.key != mergeKey(p.applied.Obs) {
+		return nil
+	}
+	return p.applied.Obs
+}
+
+// want is what the wait judges readiness against: what this run wrote or
+// means to write, what a rollback restores, else (for a target another
+// process applied, or an earlier run of ours) what its record says was
+// applied.
 func (p progress) want() Want {
+	othersApply := p.applied != nil && p.applied.Stale && p.applied.Situation.ours()
 	switch {
 	case p.resolved == nil:
 		return Want{}
-	case p.applied != nil:
+	case p.applied != nil && p.applied.Wrote:
 		return p.applied.Want
 	case p.resolved.Restore != nil:
 		return p.resolved.Want
-	case p.plan != nil:
-		return p.plan.Want
-	case p.checked != nil && p.checked.Plan != nil:
-		return p.checked.Plan.Want
+	case p.intent != nil && !othersApply:
+		return p.intent.Want
+	case p.checked != nil && p.checked.Intent != nil:
+		return p.checked.Intent.Want
+	case p.situation().ours():
+		w, _ := p.observed().Applied.Want()
+		return w
 	}
-	if !p.situation().ours() {
-		return Want{}
-	}
-	w, _ := p.observed().Applied.Want()
-	return w
+	return Want{}
 }
 
 // observed is the target as last read by a step.
@@ -123,4 +145,10 @@ func (p progress) observed() *Observed {
 		return p.resolved.Obs
 	}
 	return nil
+}
+
+// quiet: the run found the target done, so it runs no hooks and writes
+// nothing (a re-run after success).
+func (p progress) quiet() bool {
+	return p.resolved != nil && p.resolved.Situation == SituationDone
 }

@@ -245,6 +245,16 @@ type Entry struct {
 	UpdatedAt   time.Time       `json:"updatedAt"`
 }
 
+// ApplyInterrupted reports whether the upgrade of the entry made its
+// intent (merge or restore finished) and never finished its apply: the
+// run was killed or failed in apply, and may have left the Lease held.
+func (e Entry) ApplyInterrupted() bool {
+	_, merged := e.Phases[StepMerge]
+	_, restored := e.Phases[StepRestore]
+	_, applied := e.Phases[StepApply]
+	return (merged || restored) && !applied
+}
+
 // Step is one finished step in the journal.
 type Step struct {
 	FinishedAt time.Time `json:"finishedAt"`

@@ -14,9 +14,12 @@ import (
 // step to reuse), or, when another process applied the target meanwhile,
 // the target as re-read and the situation that says so.
 type Checked struct {
-	Plan      *Plan
+	Intent    *Intent
 	Obs       *Observed // set when re-read
 	Situation Situation // set when re-read: applied
+	// DriftOwned counts the drifted objects a live rule reads (each one a
+	// warning of the merge).
+	DriftOwned int
 }
 
 // liveRuleReading returns the live rule whose source is obj.
@@ -66,7 +69,7 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		}
 	}
 	// the merge must not be refused and the chart must render with it
-	plan, err := j.plan(ctx, r, o)
+	intent, err := j.merged(ctx, r, o)
 	if err != nil {
 		if !errors.Is(err, outcome.ErrRefused) {
 			return nil, err
@@ -78,10 +81,9 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 			r := owned[i]
 			msg := fmt.Sprintf("%s was changed in the cluster (the change: %s); the live rule reads it, so this upgrade writes its live value and the drift ends",
 				d.Object, d.Patch)
-			plan.Merge.Warnings = append(plan.Merge.Warnings, values.Warning{Kind: values.WarnDriftOwned, Path: r.Pattern.String(), Message: msg})
-			j.Log.Info("drift owned by a live rule", "object", d.Object.String(), "path", r.Pattern.String())
+			intent.Merge.Warnings = append(intent.Merge.Warnings, values.Warning{Kind: values.WarnDriftOwned, Path: r.Pattern.String(), Message: msg})
 		}
-		return &Checked{Plan: plan}, nil
+		return &Checked{Intent: intent, DriftOwned: len(owned)}, nil
 	}
 	// another process may have applied the target since resolve read it:
 	// what looks unhealthy (not ready, a release pending) is then its
@@ -91,7 +93,6 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		return nil, err
 	}
 	if now != nil && Assess(now, r.To, false) == SituationApplied {
-		j.Log.Info("another process applied the target since it was read", "version", now.Applied.Version)
 		return &Checked{Obs: now, Situation: SituationApplied}, nil
 	}
 	return nil, outcome.Refused(fmt.Errorf("preflight refused %s %s → %s:\n- %s", j.ref, r.From, r.To, strings.Join(problems, "\n- ")))

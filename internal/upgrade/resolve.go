@@ -11,10 +11,13 @@ import (
 // Resolved is the output of resolve (or, for a rollback, restore): the
 // target as read, the versions, the charts and the situation.
 type Resolved struct {
-	Obs       *Observed
-	From, To  string
-	New, Old  *Chart // Old is nil when the source lacks the deployed version
-	Situation Situation
+	Obs      *Observed
+	From, To string
+	New, Old *Chart // Old is nil when the source lacks the deployed version
+	// OldMissing says why Old is nil, for the report: follow then acts as
+	// user, and keep cannot pin.
+	OldMissing string
+	Situation  Situation
 	// Restore and Want: for a rollback, the backup to put back and what
 	// readiness is judged against.
 	Restore *Backup
@@ -46,9 +49,8 @@ func (j *jobRun) resolve(ctx context.Context) (*Resolved, error) {
 		r.Old = r.New
 	case r.From != "":
 		if r.Old, err = loadVersion(ctx, j.job.Source, name, r.From); err != nil {
-			j.Log.Warn("the deployed chart version is not in the chart source: no old defaults (follow acts as user, keep cannot pin)",
-				"version", r.From, "source", j.job.Source.String(), "error", err.Error())
 			r.Old = nil
+			r.OldMissing = fmt.Sprintf("none: version %s is not in %s (follow acts as user, keep cannot pin): %v", r.From, j.job.Source, err)
 		}
 	}
 	ready := false
@@ -60,7 +62,6 @@ func (j *jobRun) resolve(ctx context.Context) (*Resolved, error) {
 		ready = rd.Ready
 	}
 	r.Situation = Assess(o, r.To, ready)
-	j.Log.Info("resolved", "target", j.ref.String(), "from", r.From, "to", r.To, "situation", string(r.Situation))
 	return r, nil
 }
 

@@ -55,12 +55,14 @@ func TestResumeAfterCrash(t *testing.T) {
 }
 
 // A process killed after its write but before it gave the Lease up (the
-// renewals stopped with it): its next run, finding the target done, gives
-// the Lease up in verify; a run of another node would not touch it.
+// renewals stopped with it, and its journal never recorded the apply):
+// its next run, finding the target done, gives the Lease up; a run of
+// another node would not touch it.
 func TestResumeReleasesALeftLease(t *testing.T) {
 	e := newEnv(t)
 	e.mustRun(GoalUpgrade)
 	e.leases.seed(e.leaseKey(), "node-a", time.Now(), time.Hour)
+	killedInApply(t, e.journal, "fake/ns/app", "2.0.0")
 
 	other := e.peer("node-b")
 	other.mustRun(GoalUpgrade)
@@ -128,4 +130,30 @@ func TestRacingRunners(t *testing.T) {
 		assert.True(t, took >= 0 && took < first, "%s sent an Event before it took the Lease: %v", id, history)
 	}
 	assert.GreaterOrEqual(t, senders, 1)
+}
+
+// killedInApply makes the journal entry of an upgrade what a run killed in
+// apply leaves: merged, not applied.
+func killedInApply(t *testing.T, j *fakeJournal, target, version string) {
+	t.Helper()
+	en, ok, err := j.Load(target, version)
+	require.NoError(t, err)
+	require.True(t, ok)
+	for _, s := range []string{StepApply, StepWait, StepVerify} {
+		delete(en.Phases, s)
+	}
+	en.Completed = false
+	require.NoError(t, j.Save(en))
+	require.True(t, en.ApplyInterrupted())
+}
+
+// A run that finished its apply left no Lease: the next run on the node
+// that finds the target done asks for none.
+func TestResumeAfterSuccessTouchesNoLease(t *testing.T) {
+	e := newEnv(t)
+	e.mustRun(GoalUpgrade)
+	e.leases.seed(e.leaseKey(), "node-a", time.Now(), time.Hour) // not left by us: the journal says the apply finished
+	r := e.again()
+	r.mustRun(GoalUpgrade)
+	assert.Equal(t, "node-a", e.leases.holder(e.leaseKey()), "no Lease read or written")
 }

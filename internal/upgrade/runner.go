@@ -13,6 +13,9 @@ import (
 // Job is one target of a run and how to upgrade it.
 type Job struct {
 	Target Target
+	// Lease names the coordination Lease of the target, in its namespace
+	// (its kind's name for it).
+	Lease string
 	// Source serves the chart versions; ChartName names the chart in it
 	// ("" → the chart the target deploys). Not used by a rollback.
 	Source     ChartSource
@@ -24,7 +27,8 @@ type Job struct {
 	// Revert, when set, undoes an apply whose wait timed out or failed
 	// (the target's Reverter).
 	Revert Reverter
-	// Timeout bounds the wait (> 0).
+	// Timeout bounds the wait (> 0: a job without one is refused when it
+	// comes to wait).
 	Timeout time.Duration
 	// FailureGrace is how long a failure the target reports
 	// (Readiness.Failed) may last before the wait gives up on it with
@@ -91,6 +95,13 @@ func (r *Runner) Run(ctx context.Context, job Job, goal Goal) (*Result, error) {
 	var p progress
 	for {
 		step := next(goal, p)
+		if step != StepApply && j.holdsLease() {
+			// an apply that wrote nothing is not followed by another: the
+			// Lease it kept for that is given up
+			if err := j.releaseLease(ctx); err != nil {
+				return j.result(p), fmt.Errorf("%s: giving the lease %s up: %w", j.ref, j.job.Lease, err)
+			}
+		}
 		if step == "" {
 			break
 		}
@@ -105,9 +116,6 @@ func (r *Runner) Run(ctx context.Context, job Job, goal Goal) (*Result, error) {
 		if err == nil {
 			p = np
 		}
-		if (step == StepResolve || step == StepRestore) && err == nil && p.situation() == SituationDone {
-			j.noop = true // a re-run after success: no hooks from here on
-		}
 		if herr := j.hook(ctx, "post", step, p, err); herr != nil {
 			log.Error("post hook failed", "phase", step, "error", herr.Error())
 			j.hookFailures = append(j.hookFailures, herr.Error())
@@ -117,13 +125,75 @@ func (r *Runner) Run(ctx context.Context, job Job, goal Goal) (*Result, error) {
 			j.event(ctx, p, step, err)
 			return j.result(p), fmt.Errorf("%s: %s: %w", j.ref, step, err)
 		}
-		log.Info("phase done", "phase", step, "duration", d.String(), "situation", string(p.situation()))
+		log.Info("phase done", append([]any{"phase", step, "duration", d.String(), "situation", string(p.situation())}, outputAttrs(step, p)...)...)
 		j.event(ctx, p, step, nil)
 		if err := j.record(p, step, d); err != nil {
 			return j.result(p), fmt.Errorf("%s: journal after %s: %w", j.ref, step, err)
 		}
+		if err := j.freeLeftLease(ctx, step, p); err != nil {
+			return j.result(p), fmt.Errorf("%s: %w", j.ref, err)
+		}
 	}
 	return j.result(p), nil
+}
+
+// outputAttrs are what a person reads of a step's output in its "phase
+// done" line: steps do not log, the runner does (docs/design.md §3.2).
+func outputAttrs(step string, p progress) []any {
+	switch step {
+	case StepResolve, StepRestore:
+		r := p.resolved
+		out := []any{"from", r.From, "to", r.To}
+		if r.Restore != nil {
+			out = append(out, "backup", r.Restore.Name)
+		}
+		if r.OldMissing != "" {
+			out = append(out, "old_defaults", r.OldMissing)
+		}
+		return out
+	case StepPreflight:
+		if p.checked.Intent == nil {
+			return []any{"note", "another process applied the target since it was read"}
+		}
+		return []any{"drift_owned", p.checked.DriftOwned}
+	case StepMerge:
+		m := p.intent.Merge
+		return []any{"decisions", len(m.Decisions), "warnings", len(m.Warnings), "values_sha256", m.SHA256, "no_change", p.intent.NoChange}
+	case StepApply:
+		a := p.applied
+		switch {
+		case a.Wrote:
+			return []any{"wrote", true, "version", a.Want.Version, "values_sha256", a.Want.ValuesHash, "attempt", p.attempts}
+		case a.Situation.ours():
+			return []any{"wrote", false, "note", "another process applied the target", "version", a.Obs.Applied.Version}
+		}
+		return []any{"wrote", false, "note", "the target changed since it was read", "attempt", p.attempts}
+	case StepWait:
+		return []any{"ready", fmt.Sprintf("%d/%d", p.ready.ReadyCount, p.ready.DesiredCount)}
+	}
+	return nil
+}
+
+// note tells a person what a step is doing while it runs (waiting on
+// another process, a lost write, a backup): the one way a step speaks.
+func (j *jobRun) note(msg string, args ...any) {
+	j.Log.Info(msg, append([]any{"target", j.ref.String()}, args...)...)
+}
+
+// freeLeftLease gives up a Lease that an earlier run of this node may have
+// left: the journal says that run began an apply (merged or restored) and
+// never finished it, and this run will not apply (the target carries the
+// apply), so no apply of this run gives it up. Release reads first and
+// writes only when the Lease is ours.
+func (j *jobRun) freeLeftLease(ctx context.Context, step string, p progress) error {
+	if (step != StepResolve && step != StepRestore) || !p.situation().ours() || j.entry == nil || !j.entry.ApplyInterrupted() {
+		return nil
+	}
+	j.lease = j.Cluster.Lease(j.ref.Namespace, j.job.Lease, nil)
+	if err := j.releaseLease(ctx); err != nil {
+		return fmt.Errorf("giving up the lease %s an interrupted run left: %w", j.job.Lease, err)
+	}
+	return nil
 }
 
 // MergeOnly resolves the job and merges for the target as it stands, with
@@ -136,11 +206,11 @@ func (r *Runner) MergeOnly(ctx context.Context, job Job) (*values.Result, error)
 	if err != nil {
 		return nil, err
 	}
-	p, err := j.plan(ctx, *res, res.Obs)
-	if p == nil {
+	in, err := j.merged(ctx, *res, res.Obs)
+	if in == nil {
 		return nil, err
 	}
-	return p.Merge, err
+	return in.Merge, err
 }
 
 // run runs one step with its typed inputs and returns the progress with
@@ -151,17 +221,18 @@ func (j *jobRun) run(ctx context.Context, step string, p progress) (progress, er
 	case StepResolve:
 		p.resolved, err = j.resolve(ctx)
 	case StepRestore:
-		p.resolved, err = j.restore(ctx)
+		p.resolved, p.intent, err = j.restore(ctx)
 	case StepPreflight:
 		p.checked, err = j.preflight(ctx, *p.resolved)
 	case StepMerge:
-		p.plan, err = j.mergeStep(ctx, *p.resolved, p.checked)
+		p.intent, err = j.mergeStep(ctx, *p.resolved, p.checked, p.observed())
 	case StepApply:
-		p.applied, err = j.apply(ctx, *p.resolved, p.plan)
+		p.attempts++
+		p.applied, err = j.apply(ctx, *p.resolved, p.intent, p.fresh(), p.attempts)
 	case StepWait:
 		p.ready, err = j.wait(ctx, p.want())
 	case StepVerify:
-		err = j.verify(ctx)
+		err = j.verify(p)
 		p.verified = err == nil
 	default:
 		err = fmt.Errorf("no step %q", step)
@@ -176,7 +247,6 @@ type jobRun struct {
 	*Runner
 	job          Job
 	ref          Ref
-	noop         bool // resolve found the target done: no hooks, nothing written
 	leader       bool // this process took the Lease: its Events are sent
 	wrote        bool // this process wrote the target
 	events       *eventQueue
@@ -196,10 +266,10 @@ func (j *jobRun) result(p progress) *Result {
 		res.From, res.To = p.resolved.From, p.resolved.To
 	}
 	switch {
-	case p.plan != nil:
-		res.Merge = p.plan.Merge
-	case p.checked != nil && p.checked.Plan != nil:
-		res.Merge = p.checked.Plan.Merge
+	case p.intent != nil && p.intent.Merge != nil:
+		res.Merge = p.intent.Merge
+	case p.checked != nil && p.checked.Intent != nil:
+		res.Merge = p.checked.Intent.Merge
 	}
 	return res
 }
@@ -229,9 +299,10 @@ func (j *jobRun) observe(ctx context.Context) (Watch, error) {
 	return w, nil
 }
 
-// hook runs a pre or post hook of step, unless this run is a no-op.
+// hook runs a pre or post hook of step, unless the run is quiet (it
+// found the target done).
 func (j *jobRun) hook(ctx context.Context, kind, step string, p progress, stepErr error) error {
-	if j.Hooks == nil || j.noop {
+	if j.Hooks == nil || p.quiet() {
 		return nil
 	}
 	c := HookContext{Target: j.ref, Situation: p.situation(), Node: j.Node, ValuesHash: p.want().ValuesHash}
@@ -266,8 +337,8 @@ func (j *jobRun) record(p progress, step string, d time.Duration) error {
 	// the hash of the values this run applies or waits for
 	if h := p.want().ValuesHash; h != "" {
 		j.entry.ValuesHash = h
-	} else if p.plan != nil {
-		j.entry.ValuesHash = p.plan.Merge.SHA256
+	} else if p.intent != nil && p.intent.Merge != nil {
+		j.entry.ValuesHash = p.intent.Merge.SHA256
 	}
 	if p.verified {
 		j.entry.Completed = true

@@ -163,8 +163,9 @@ func TestRunSameVersionUnchanged(t *testing.T) {
 	assert.Zero(t, e.target.backupCalls)
 	assert.Equal(t, []Want{{Version: "2.0.0"}}, e.target.asked)
 	assert.Empty(t, e.leases.historyCopy(), "no Lease taken, no Event")
-	assert.Len(t, e.log.lines("nothing to change"), 1)
-	assert.Equal(t, hookCalls(allSteps...), e.hooks.callList(), "not a re-run after success: the hooks run")
+	assert.Len(t, e.log.lines("phase=merge", "no_change=true"), 1)
+	assert.Equal(t, hookCalls(StepResolve, StepPreflight, StepMerge, StepWait, StepVerify), e.hooks.callList(),
+		"not a re-run after success: the hooks run; nothing to write: no apply")
 	entry, _ := e.journal.entry("fake/ns/app", "2.0.0")
 	assert.True(t, entry.Completed)
 	assert.Equal(t, hashOf(t, vals(t, mergedValues)), entry.ValuesHash, "the hash merged, though nothing was written")
@@ -382,7 +383,7 @@ func TestRunBadTarget(t *testing.T) {
 		e.target.obj.Version = "0.5.0"
 		res := e.mustRun(GoalUpgrade)
 		assert.Equal(t, "0.5.0", res.From)
-		assert.Len(t, e.log.lines("level=WARN", "the deployed chart version is not in the chart source", "version=0.5.0"), 1)
+		assert.Len(t, e.log.lines("phase=resolve", "old_defaults=", "version 0.5.0 is not in fake-repo"), 1)
 		// with no old chart, the follow rule keeps the user's image tag
 		assert.Equal(t, vals(t, startValues), e.target.current().Values)
 	})
@@ -439,8 +440,10 @@ func TestRunConflictRemerges(t *testing.T) {
 	assert.Equal(t, want, e.target.current().Values)
 	assert.Equal(t, hashOf(t, want), e.target.current().Record.ValuesHash)
 	assert.Equal(t, []Want{{Version: "2.0.0", ValuesHash: hashOf(t, want)}}, e.target.asked)
-	assert.Len(t, e.log.lines("the fake changed since it was read: re-reading and merging again", "attempt=1"), 1)
-	assert.Len(t, e.log.lines("msg=applied", "attempts=2"), 1)
+	assert.Len(t, e.log.lines("the fake changed since it was read"), 1)
+	assert.Len(t, e.log.lines("phase=apply", "wrote=false", "attempt=1"), 1)
+	assert.Len(t, e.log.lines("phase done", "phase=merge"), 2, "merged again on what the target holds now")
+	assert.Len(t, e.log.lines("phase=apply", "wrote=true", "attempt=2"), 1)
 	entry, _ := e.journal.entry("fake/ns/app", "2.0.0")
 	assert.Equal(t, hashOf(t, want), entry.ValuesHash, "the journal has the hash written")
 }
@@ -633,7 +636,7 @@ func TestRunWaitProgress(t *testing.T) {
 	for _, stage := range []string{"bundle mcc-app not rolled out", "cluster c1 not ready", "cluster c2 not ready"} {
 		assert.Len(t, e.log.lines("msg=waiting", `progress="ready 0/1; waiting: `+stage+`; not ready: deployment/app (+1 more)"`, "elapsed="), 1, stage)
 	}
-	assert.Len(t, e.log.lines("msg=ready", "version=2.0.0", "clusters=1/1"), 1)
+	assert.Len(t, e.log.lines("phase=wait", "ready=1/1"), 1)
 }
 
 // The wait follows the watch: the test flips readiness once the runner
@@ -847,7 +850,7 @@ func TestRunUnknownStepAndNoChart(t *testing.T) {
 	j := &jobRun{Runner: e.runner, job: e.job, ref: e.target.ref, events: &eventQueue{}}
 	_, err := j.run(e.ctx(), "bogus", progress{})
 	assert.EqualError(t, err, `no step "bogus"`)
-	_, err = j.plan(e.ctx(), Resolved{}, &Observed{})
+	_, err = j.merged(e.ctx(), Resolved{}, &Observed{})
 	assert.EqualError(t, err, "fake/ns/app: no chart to merge with")
 }
 
@@ -898,7 +901,7 @@ func TestRunConflictThenRefused(t *testing.T) {
 	}
 	_, err := e.run(GoalUpgrade)
 	require.ErrorIs(t, err, outcome.ErrRefused)
-	assert.ErrorContains(t, err, "fake/ns/app: apply: chart app 2.0.0 with the merged values: broken is not a value")
+	assert.ErrorContains(t, err, "fake/ns/app: merge: chart app 2.0.0 with the merged values: broken is not a value")
 	assert.Equal(t, 1, e.target.applyCalls)
 	assert.Empty(t, e.target.writes)
 }
@@ -953,12 +956,13 @@ func TestRunWaitCancelled(t *testing.T) {
 	assert.Equal(t, outcome.ExitFailure, outcome.Code(err))
 }
 
-// A job without a timeout waits 20 minutes: here, not at all.
-func TestRunDefaultTimeout(t *testing.T) {
+// A job without a timeout is refused when it comes to wait: the core
+// has no default of its own (the spec's is the one).
+func TestRunNoTimeout(t *testing.T) {
 	e := newEnv(t)
 	e.job.Timeout = 0
-	res := e.mustRun(GoalUpgrade)
-	assert.Equal(t, SituationDone, res.Situation)
+	_, err := e.run(GoalUpgrade)
+	assert.ErrorContains(t, err, "no wait timeout given for the job")
 }
 
 // mergeStep merges again when given no checked merge, and fails when its
@@ -968,17 +972,17 @@ func TestMergeStep(t *testing.T) {
 	j := &jobRun{Runner: e.runner, job: e.job, ref: e.target.ref, events: &eventQueue{}}
 	r, err := j.resolve(e.ctx())
 	require.NoError(t, err)
-	p, err := j.mergeStep(e.ctx(), *r, nil)
+	p, err := j.mergeStep(e.ctx(), *r, nil, r.Obs)
 	require.NoError(t, err)
 	assert.Equal(t, vals(t, mergedValues), p.Merge.Values)
 	assert.Contains(t, e.out.String(), "image.tag")
 
 	j.Out = failWriter{}
-	_, err = j.mergeStep(e.ctx(), *r, &Checked{Plan: p})
+	_, err = j.mergeStep(e.ctx(), *r, &Checked{Intent: p}, r.Obs)
 	assert.ErrorIs(t, err, errBoom)
 
 	e.cluster.setErr("Live", errBoom)
-	_, err = j.mergeStep(e.ctx(), *r, &Checked{})
+	_, err = j.mergeStep(e.ctx(), *r, &Checked{}, r.Obs)
 	assert.ErrorIs(t, err, errBoom)
 }
 

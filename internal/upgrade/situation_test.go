@@ -3,7 +3,6 @@ package upgrade
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,14 +54,8 @@ func TestRecordWant(t *testing.T) {
 	assert.False(t, ok, "no version: no complete record")
 }
 
-func TestRefAndLeaseName(t *testing.T) {
+func TestRefString(t *testing.T) {
 	assert.Equal(t, "managedchart/fleet-local/harvester", Ref{"managedchart", "fleet-local", "harvester"}.String())
-	assert.Equal(t, "chart-upgrader-harvester", LeaseName(Ref{"managedchart", "fleet-local", "harvester"}),
-		"a managedchart keeps the name of the first releases")
-	assert.Equal(t, "chart-upgrader-helmchart-traefik", LeaseName(Ref{"helmchart", "kube-system", "traefik"}))
-	long := LeaseName(Ref{"release", "ns", strings.Repeat("x", 300)})
-	assert.Len(t, long, 253)
-	assert.True(t, strings.HasPrefix(long, "chart-upgrader-release-xxx"))
 }
 
 func TestReadinessProgress(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 	timeout := j.job.Timeout
 	if timeout <= 0 {
-		timeout = 20 * time.Minute
+		return nil, fmt.Errorf("%s: no wait timeout given for the job", j.ref)
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -31,7 +31,7 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 	start := time.Now()
 	r, err := WaitReady(wctx, w, want, WaitOptions{Heartbeat: j.Heartbeat, FailureGrace: j.job.FailureGrace,
 		Progress: func(r Readiness) {
-			j.Log.Info("waiting", "progress", r.Progress(), "elapsed", time.Since(start).Round(time.Second).String())
+			j.note("waiting", "progress", r.Progress(), "elapsed", time.Since(start).Round(time.Second).String())
 		}})
 	if errors.Is(err, ErrFailed) {
 		return nil, j.revert(ctx, want, fmt.Errorf("%s failed to deploy version %s: %s\n  %s", j.ref, want.Version, r.Failed,
@@ -48,8 +48,6 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 		}
 		return nil, err
 	}
-	j.Log.Info("ready", "version", want.Version, "clusters", fmt.Sprintf("%d/%d", r.ReadyCount, r.DesiredCount),
-		"waited", time.Since(start).Round(time.Millisecond).String())
 	return &r, nil
 }
 
@@ -137,7 +135,6 @@ func (j *jobRun) revert(ctx context.Context, want Want, err error) error {
 	case rerr != nil:
 		return fmt.Errorf("%w\n  and undoing the apply failed: %v", err, rerr)
 	case did != "":
-		j.Log.Warn("apply undone", "target", j.ref.String(), "what", did)
 		return fmt.Errorf("%w\n  %s", err, did)
 	}
 	return err

@@ -12,6 +12,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/channel"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/yamlfile"
 )
 
@@ -28,7 +29,7 @@ type kind struct {
 var kinds = map[string]kind{
 	"spec": {
 		file:  "spec.yaml",
-		parse: func(f string, d []byte) error { _, err := spec.ParseSpec(f, d); return err },
+		parse: func(f string, d []byte) error { _, err := spec.ParseSpec(f, d, targets.Kinds()); return err },
 		good: lines(
 			`apiVersion: chart-upgrader.io/v1alpha1`, // 1
 			`kind: UpgradeSpec`,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 
@@ -86,7 +87,7 @@ func TestUpgradeHappyPath(t *testing.T) {
 	require.Len(t, bk, 1)
 	assert.Equal(t, managedchart.BackupName(name, "1.0.0"), bk[0].Name)
 	var spec map[string]any
-	require.NoError(t, yaml.Unmarshal(bk[0].Data[managedchart.BackupKeySpec], &spec))
+	require.NoError(t, yaml.Unmarshal(bk[0].Data[specobject.BackupKeySpec], &spec))
 	assert.Equal(t, "1.0.0", spec["version"])
 	term, err := os.ReadFile(f.node.termLog)
 	require.NoError(t, err)

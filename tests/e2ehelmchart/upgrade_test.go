@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
@@ -124,7 +125,7 @@ func TestUpgradeAHelmChartWithTheDemoPolicy(t *testing.T) {
 	assert.Equal(t, 1, f.exec.Runs(f.ns, name)-1, "one Helm upgrade after the install")
 
 	// the backup of the spec from before
-	bk, err := f.env.Kube().CoreV1().Secrets(f.ns).Get(t.Context(), specobject.BackupName(name, "1.0.0"), metav1.GetOptions{})
+	bk, err := f.env.Kube().CoreV1().Secrets(f.ns).Get(t.Context(), helmchart.Descriptor.BackupName(name, "1.0.0"), metav1.GetOptions{})
 	require.NoError(t, err)
 	var spec map[string]any
 	require.NoError(t, yaml.Unmarshal(bk.Data[specobject.BackupKeySpec], &spec))

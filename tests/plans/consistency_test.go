@@ -15,6 +15,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/channel"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -99,7 +100,7 @@ func TestSpecSecretAgreesWithPlansAndRBAC(t *testing.T) {
 	text, found, err := unstructured.NestedString(secret.Object, "stringData", suc.SpecKey)
 	require.NoError(t, err)
 	require.True(t, found, "stringData has no %s", suc.SpecKey)
-	sp, err := spec.ParseSpec(suc.SpecKey, []byte(text))
+	sp, err := spec.ParseSpec(suc.SpecKey, []byte(text), targets.Kinds())
 	require.NoError(t, err)
 
 	var targets []string

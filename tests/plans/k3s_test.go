@@ -12,7 +12,9 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/release"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -61,16 +63,15 @@ func TestK3sPlanFiles(t *testing.T) {
 func TestK3sSpecAndRBACAgree(t *testing.T) {
 	objs := objects(t, "k3s/20-spec-secret.yaml", planFile(t, "k3s/20-spec-secret.yaml"))
 	require.Len(t, objs, 1)
-	d, err := suc.DefaultsFor("helmchart")
-	require.NoError(t, err)
+	d := helmchart.Descriptor.Plan
 	assert.Equal(t, d.SpecSecret, objs[0].GetName())
 	text, _, err := unstructured.NestedString(objs[0].Object, "stringData", suc.SpecKey)
 	require.NoError(t, err)
-	sp, err := spec.ParseSpec(suc.SpecKey, []byte(text))
+	sp, err := spec.ParseSpec(suc.SpecKey, []byte(text), targets.Kinds())
 	require.NoError(t, err)
 	var total time.Duration
 	for _, c := range sp.Charts {
-		assert.Equal(t, spec.KindHelmChart, c.Target.Kind)
+		assert.Equal(t, helmchart.Descriptor.Name, c.Target.Kind)
 		total += c.Wait.Timeout
 	}
 	for _, pf := range k3sPlanFiles {
@@ -173,11 +174,11 @@ func TestReleasePlanFiles(t *testing.T) {
 	require.Len(t, objs, 1)
 	specText, _, err := unstructured.NestedString(objs[0].Object, "stringData", suc.SpecKey)
 	require.NoError(t, err)
-	sp, err := spec.ParseSpec(suc.SpecKey, []byte(specText))
+	sp, err := spec.ParseSpec(suc.SpecKey, []byte(specText), targets.Kinds())
 	require.NoError(t, err)
 	require.Len(t, sp.Charts, 1)
-	assert.Equal(t, spec.KindRelease, sp.Charts[0].Target.Kind)
-	assert.Equal(t, spec.ReleaseOptions{RollbackOnFailure: true, HistoryMax: 10}, sp.Charts[0].Release)
+	assert.Equal(t, release.Descriptor.Name, sp.Charts[0].Target.Kind)
+	assert.Equal(t, release.Options{RollbackOnFailure: true, HistoryMax: 10}, sp.Charts[0].Options)
 
 	env := testenv.ForTest(t)
 	m := mapper(t, env)

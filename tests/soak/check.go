@@ -11,6 +11,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -98,7 +99,7 @@ func (s *soak) check(ctx context.Context, c *cycle) {
 	}
 	byVersion := map[string][]string{}
 	for _, b := range bks {
-		v := b.Labels[managedchart.LabelBackupVersion]
+		v := b.Labels[specobject.LabelBackupVersion]
 		byVersion[v] = append(byVersion[v], b.Name)
 		sum := sha256.New()
 		keys := make([]string, 0, len(b.Data))
@@ -202,7 +203,7 @@ func (s *soak) checkValues(ctx context.Context, c *cycle, mc *managedchart.Manag
 		}
 	}
 	if c.plan.op == opRollback {
-		b, err := s.w.tc.ReadBackup(ctx, namespace, name, "")
+		b, err := specobject.ReadBackup(ctx, s.w.tc.Kube, managedchart.Descriptor, namespace, name, "")
 		if err != nil {
 			c.violate("values", "reading the backup: "+err.Error())
 			return

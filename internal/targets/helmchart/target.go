@@ -3,14 +3,12 @@ package helmchart
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -23,11 +21,20 @@ import (
 type Target struct {
 	c               *Client
 	namespace, name string
+	specobject.BackupStore
 }
 
 // New returns the target port of HelmChart namespace/name.
 func New(c *Client, namespace, name string) *Target {
-	return &Target{c: c, namespace: namespace, name: name}
+	backupValues := func(b *specobject.Backup) (map[string]any, error) {
+		h, err := ParseHelmChart(specObject(namespace, name, b.Spec))
+		if err != nil {
+			return nil, err
+		}
+		return UserValues(h)
+	}
+	return &Target{c: c, namespace: namespace, name: name,
+		BackupStore: specobject.BackupStore{Kube: c.Kube, Kind: Descriptor, Namespace: namespace, Name: name, Values: backupValues}}
 }
 
 var _ upgrade.Target = (*Target)(nil)
@@ -203,11 +210,8 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 		}
 	}
 	now, err := t.c.Apply(ctx, h, up, annotate)
-	if apierrors.IsConflict(errors.Unwrap(err)) || apierrors.IsConflict(err) {
-		return nil, fmt.Errorf("%w: %w", upgrade.ErrConflict, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, specobject.Conflict(err)
 	}
 	return observe(now, r.release)
 }
@@ -229,45 +233,11 @@ func sameValues(h *HelmChart, w Written, want string) error {
 	return nil
 }
 
-// Backup writes the whole spec into Secret
-// chart-upgrader-backup-<name>-<version>, once.
+// Backup writes the whole spec into its backup Secret, once.
 func (t *Target) Backup(ctx context.Context, o *upgrade.Observed) (string, bool, error) {
 	h := o.Source.(*read).chart
-	created, err := specobject.EnsureBackup(ctx, t.c.Kube, specobject.Object{Kind: Kind, Namespace: h.Namespace, Name: h.Name,
+	return t.Save(ctx, specobject.Object{Kind: Descriptor, Namespace: h.Namespace, Name: h.Name,
 		Version: o.Version, Spec: unstructuredSpec(h.Object), Annotations: h.Annotations})
-	return specobject.BackupName(h.Name, o.Version), created, err
-}
-
-// ReadBackup reads the backup taken when upgrading from fromVersion (the
-// newest when empty).
-func (t *Target) ReadBackup(ctx context.Context, fromVersion string) (*upgrade.Backup, error) {
-	b, err := specobject.ReadBackup(ctx, t.c.Kube, Kind, t.namespace, t.name, fromVersion)
-	if err != nil {
-		return nil, err
-	}
-	u := t.Ref()
-	h, err := ParseHelmChart(specObject(u.Namespace, u.Name, b.Spec))
-	if err != nil {
-		return nil, fmt.Errorf("backup secret %s/%s: %w", t.namespace, b.Name, err)
-	}
-	vals, err := UserValues(h)
-	if err != nil {
-		return nil, fmt.Errorf("backup secret %s/%s: %w", t.namespace, b.Name, err)
-	}
-	hash, err := values.Hash(vals)
-	if err != nil {
-		return nil, err
-	}
-	version := b.Version
-	if version == "" {
-		version = fromVersion
-	}
-	return &upgrade.Backup{Name: b.Name, Version: version, ValuesHash: hash, Data: b}, nil
-}
-
-// Backups names the backup Secrets of the HelmChart.
-func (t *Target) Backups(ctx context.Context) ([]string, error) {
-	return specobject.Backups(ctx, t.c.Kube, t.namespace, t.name)
 }
 
 // Look judges readiness from one read of the values Secret, the Job, the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -122,55 +121,17 @@ func jsonValues(v any) any {
 // BackupName is the Secret holding a ManagedChart's spec before an upgrade
 // from fromVersion (docs/design.md §4.2).
 func BackupName(managedChart, fromVersion string) string {
-	return specobject.BackupName(managedChart, fromVersion)
+	return Descriptor.BackupName(managedChart, fromVersion)
 }
 
-// Backup keys and labels.
-const (
-	BackupKeySpec       = specobject.BackupKeySpec
-	BackupKeyAnnotation = specobject.BackupKeyAnnotation
-	LabelBackupOf       = specobject.LabelBackupOf
-	LabelBackupVersion  = specobject.LabelBackupVersion
-)
+// LabelBackupOf labels a backup Secret with the name of its target.
+const LabelBackupOf = specobject.LabelBackupOf
 
-// EnsureBackup writes the whole spec of the ManagedChart into its backup
-// Secret, once (specobject.EnsureBackup).
-func (c *Client) EnsureBackup(ctx context.Context, mc *ManagedChart) (created bool, err error) {
+// backupObject is the ManagedChart as its backup keeps it.
+func backupObject(mc *ManagedChart) specobject.Object {
 	spec, _ := mc.Object.Object["spec"].(map[string]any)
-	return specobject.EnsureBackup(ctx, c.Kube, specobject.Object{Kind: Kind, Namespace: mc.Namespace, Name: mc.Name,
-		Version: mc.Version, Spec: spec, Annotations: mc.Annotations})
-}
-
-// Backup is a saved spec.
-type Backup = specobject.Backup
-
-// ReadBackup reads the backup of the ManagedChart from fromVersion; when
-// fromVersion is empty, the newest backup of it.
-func (c *Client) ReadBackup(ctx context.Context, namespace, managedChart, fromVersion string) (*Backup, error) {
-	return specobject.ReadBackup(ctx, c.Kube, Kind, namespace, managedChart, fromVersion)
-}
-
-// PendingRelease returns the status of the newest Helm release record of
-// release in namespace when it is pending-install, pending-upgrade or
-// pending-rollback; "" otherwise.
-func (c *Client) PendingRelease(ctx context.Context, namespace, release string) (string, error) {
-	list, err := c.Kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{"owner": "helm", "name": release}.String()})
-	if err != nil {
-		return "", fmt.Errorf("listing helm release records of %s/%s: %w", namespace, release, err)
-	}
-	newest, status := -1, ""
-	for _, s := range list.Items {
-		v, err := strconv.Atoi(s.Labels["version"])
-		if err != nil || v <= newest {
-			continue
-		}
-		newest, status = v, s.Labels["status"]
-	}
-	if strings.HasPrefix(status, "pending") {
-		return status, nil
-	}
-	return "", nil
+	return specobject.Object{Kind: Descriptor, Namespace: mc.Namespace, Name: mc.Name,
+		Version: mc.Version, Spec: spec, Annotations: mc.Annotations}
 }
 
 // Look reads the Bundle and BundleDeployments of a ManagedChart once, for a
@@ -209,4 +170,10 @@ func (m *ManagedChart) Observed() *upgrade.Observed {
 		o.UID = string(m.Object.GetUID())
 	}
 	return o
+}
+
+// Releases reads the Helm releases Fleet's agent deploys (on the local
+// cluster, where this process runs).
+func (c *Client) Releases() *helmrelease.Client {
+	return &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log}
 }

@@ -2,11 +2,8 @@ package managedchart
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
@@ -20,11 +17,22 @@ const Kind = "managedchart"
 type Target struct {
 	c               *Client
 	namespace, name string
+	specobject.BackupStore
 }
 
 // New returns the target port of ManagedChart namespace/name.
 func New(c *Client, namespace, name string) *Target {
-	return &Target{c: c, namespace: namespace, name: name}
+	return &Target{c: c, namespace: namespace, name: name,
+		BackupStore: specobject.BackupStore{Kube: c.Kube, Kind: Descriptor, Namespace: namespace, Name: name, Values: backupValues}}
+}
+
+// backupValues are the user values of a backed-up spec: spec.values.
+func backupValues(b *specobject.Backup) (map[string]any, error) {
+	vals, _ := values.Normalize(b.Spec["values"]).(map[string]any)
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	return vals, nil
 }
 
 var _ upgrade.Target = (*Target)(nil)
@@ -62,11 +70,11 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 	if ns == "" {
 		ns = "default"
 	}
-	pending, err := t.c.PendingRelease(ctx, ns, mc.Release())
+	pending, _, err := t.c.Releases().NewestStatus(ctx, ns, mc.Release())
 	if err != nil {
 		return upgrade.Health{}, err
 	}
-	if pending != "" {
+	if strings.HasPrefix(pending, "pending") {
 		problems = append(problems, fmt.Sprintf("helm release %s/%s is %s: another install or upgrade is in progress or was interrupted; resolve it (helm rollback) first", ns, mc.Release(), pending))
 	}
 	return upgrade.Health{Problems: problems, Drift: health.Drift}, nil
@@ -81,7 +89,7 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 	up := Update{Version: c.Version, Values: c.Values, Unpause: true,
 		Annotations: specobject.RecordAnnotations(c.Record)} // we unpause: our pause mark goes
 	if c.Restore != nil {
-		b, ok := c.Restore.Data.(*Backup)
+		b, ok := c.Restore.Data.(*specobject.Backup)
 		if !ok {
 			return nil, fmt.Errorf("restoring %s: not a managedchart backup", t.Ref())
 		}
@@ -93,44 +101,15 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 		}
 	}
 	mc, err := t.c.Apply(ctx, o.Source.(*ManagedChart), up)
-	if apierrors.IsConflict(errors.Unwrap(err)) || apierrors.IsConflict(err) {
-		return nil, fmt.Errorf("%w: %w", upgrade.ErrConflict, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, specobject.Conflict(err)
 	}
 	return mc.Observed(), nil
 }
 
-// Backup writes the whole spec into Secret
-// chart-upgrader-backup-<name>-<version>, once.
+// Backup writes the whole spec into its backup Secret, once.
 func (t *Target) Backup(ctx context.Context, o *upgrade.Observed) (string, bool, error) {
-	mc := o.Source.(*ManagedChart)
-	created, err := t.c.EnsureBackup(ctx, mc)
-	return BackupName(mc.Name, mc.Version), created, err
-}
-
-// ReadBackup reads the backup taken when upgrading from fromVersion (the
-// newest when empty).
-func (t *Target) ReadBackup(ctx context.Context, fromVersion string) (*upgrade.Backup, error) {
-	b, err := t.c.ReadBackup(ctx, t.namespace, t.name, fromVersion)
-	if err != nil {
-		return nil, err
-	}
-	vals, _ := values.Normalize(b.Spec["values"]).(map[string]any)
-	if vals == nil {
-		vals = map[string]any{}
-	}
-	hash, err := values.Hash(vals)
-	if err != nil {
-		return nil, err
-	}
-	return &upgrade.Backup{Name: b.Name, Version: b.Version, ValuesHash: hash, Data: b}, nil
-}
-
-// Backups names the backup Secrets of the ManagedChart.
-func (t *Target) Backups(ctx context.Context) ([]string, error) {
-	return specobject.Backups(ctx, t.c.Kube, t.namespace, t.name)
+	return t.Save(ctx, backupObject(o.Source.(*ManagedChart)))
 }
 
 // Look judges readiness from one read of the Bundle and, unless the Bundle

@@ -1,0 +1,28 @@
+package managedchart
+
+import (
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// Descriptor describes the managedchart kind to the rest of
+// chart-upgrader. It was the first kind: its Lease and its backups
+// written before kinds were part of their names keep those names
+// (Legacy).
+var Descriptor = kind.Descriptor{
+	Name:       Kind,
+	Spelling:   "ManagedChart",
+	APIVersion: "management.cattle.io/v3",
+	Summary:    "a Rancher ManagedChart, deployed by Fleet",
+	Example:    "managedchart/fleet-local/harvester",
+	Plan: kind.PlanDefaults{Dir: "plans/", Name: "chart-upgrader", NodeSelector: "chart-upgrader.io/upgrade=true",
+		SpecSecret: "chart-upgrader-spec", ServiceAccount: "chart-upgrader"},
+	Legacy: true,
+}
+
+// Open is the target port of ManagedChart namespace/name; it takes no
+// options.
+func Open(c *cluster.Clients, namespace, name string, _ any) upgrade.Target {
+	return New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name)
+}

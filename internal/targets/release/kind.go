@@ -1,0 +1,58 @@
+package release
+
+import (
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/internal/yamlfile"
+)
+
+// Descriptor describes the release kind to the rest of chart-upgrader.
+var Descriptor = kind.Descriptor{
+	Name:       Kind,
+	Spelling:   "Release",
+	APIVersion: "helm.sh/v3",
+	Summary:    "a plain Helm release (Helm's Secrets storage)",
+	Example:    "release/demo/app",
+	Options: &kind.Options{Field: "release", Summary: "rollbackOnFailure (default true), historyMax (default 10)",
+		Default: func() any { return DefaultOptions }, Parse: parseOptions},
+	Plan: kind.PlanDefaults{Dir: "plans/release/", Name: "chart-upgrader-release", NodeSelector: "chart-upgrader.io/upgrade=true",
+		SpecSecret: "chart-upgrader-release-spec", ServiceAccount: "chart-upgrader-release"},
+}
+
+// DefaultOptions are the options of a spec entry that gives none.
+var DefaultOptions = Options{RollbackOnFailure: true, HistoryMax: 10}
+
+// Open is the target port of release namespace/name; opts are its
+// Options (nil: DefaultOptions).
+func Open(c *cluster.Clients, namespace, name string, opts any) upgrade.Target {
+	o, ok := opts.(Options)
+	if !ok {
+		o = DefaultOptions
+	}
+	return New(NewClient(c), namespace, name, o)
+}
+
+// parseOptions reads release: {rollbackOnFailure, historyMax}.
+func parseOptions(file yamlfile.File, n *yaml.Node, field string) (any, error) {
+	out := DefaultOptions
+	f, err := file.Fields(n, field, "rollbackOnFailure", "historyMax")
+	if err != nil {
+		return nil, err
+	}
+	if b := f.Get("rollbackOnFailure"); b != nil {
+		if out.RollbackOnFailure, err = file.Bool(b, f.Path("rollbackOnFailure")); err != nil {
+			return nil, err
+		}
+	}
+	if h := f.Get("historyMax"); h != nil {
+		var v int
+		if h.Kind != yaml.ScalarNode || h.Tag != "!!int" || h.Decode(&v) != nil || v < 0 {
+			return nil, file.Failf(h, f.Path("historyMax"), "want a whole number ≥ 0, not %s", yamlfile.Describe(h))
+		}
+		out.HistoryMax = v
+	}
+	return out, nil
+}
