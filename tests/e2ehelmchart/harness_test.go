@@ -219,15 +219,7 @@ func (f *fixture) writeFile(name, content string) string {
 
 // policy is the bundled example policy with its namespaced sources moved
 // to the fixture's namespace and its StorageClass to the release's.
-func (f *fixture) policy(release string) string {
-	root, err := testenv.RepoRoot()
-	require.NoError(f.t, err)
-	data, err := os.ReadFile(filepath.Join(root, "package", "examples", "policy.yaml"))
-	require.NoError(f.t, err)
-	p := strings.ReplaceAll(string(data), "namespace: demo-system", "namespace: "+f.ns)
-	p = strings.ReplaceAll(p, "name: demo-app-longhorn", "name: "+release+"-longhorn")
-	return f.writeFile("policy.yaml", p)
-}
+func (f *fixture) policy(release string) string { return f.policyIn(f.ns, release) }
 
 func (f *fixture) target(name string) string { return fmt.Sprintf("helmchart/%s/%s", f.ns, name) }
 
