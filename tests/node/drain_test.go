@@ -2,6 +2,9 @@ package nodes
 
 import (
 	"errors"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/node"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -115,9 +119,9 @@ func TestDrainAll(t *testing.T) {
 
 // TestDrainRespectsPodDisruptionBudget: the eviction API refuses (429) to
 // evict a pod whose PodDisruptionBudget allows no disruption; the drain
-// keeps asking until its timeout, then fails with exit 4 naming the pod.
-// The other pods are evicted meanwhile. Once the budget is gone, the drain
-// completes.
+// keeps asking until its timeout, then fails with exit 4 naming the pod,
+// and asks no more. The other pods are evicted meanwhile. Once the budget
+// is gone, the drain completes.
 func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -125,23 +129,33 @@ func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 	api := f.pod(podSpec{name: "api-0", owner: "rs", labels: map[string]string{"app": "api"}})
 	f.pdb("web", map[string]string{"app": "web"})
 	var out buffer
+	ev, kube := f.evictionRecorder()
 
-	start := time.Now()
-	err := node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 2 * time.Second, GracePeriodSeconds: grace(0), Out: &out})
-	elapsed := time.Since(start)
+	err := node.Drain(t.Context(), kube, f.node, node.DrainOptions{Timeout: 2 * time.Second, GracePeriodSeconds: grace(0), Out: &out})
+	ev.drainReturned()
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, outcome.ErrTimeout), "%v", err)
 	assert.Equal(t, outcome.ExitTimeout, outcome.Code(err))
 	assert.Equal(t, `draining node "`+f.node+`": timed out after 2s with 1 pod still there: `+
 		f.ns+`/web-0 (PodDisruptionBudget `+f.ns+`/web allows no disruption)`, err.Error())
-	assert.Less(t, elapsed, 5*time.Second, "the timeout was not honoured")
 	assert.Contains(t, out.String(), "violate the pod's disruption budget")
 	f.requireThere(web)
 	f.requireGone(api)
+	// what the drain asked and was answered: web-0 again and again, each
+	// time refused by its budget, until the timeout ended the drain;
+	// api-0 once, evicted
+	webAnswers, apiAnswers := ev.answers("web-0"), ev.answers("api-0")
+	t.Logf("evictions of web-0: %v, of api-0: %v", webAnswers, apiAnswers)
+	assert.GreaterOrEqual(t, len(webAnswers), 2, "the drain asked again after the budget refused: %v", webAnswers)
+	for _, code := range webAnswers {
+		assert.Equal(t, http.StatusTooManyRequests, code, "every eviction of web-0 refused by its budget: %v", webAnswers)
+	}
+	assert.Equal(t, []int{http.StatusCreated}, apiAnswers, "api-0 evicted at the first request")
 
 	require.NoError(t, f.kube.PolicyV1().PodDisruptionBudgets(f.ns).Delete(t.Context(), "web", metav1.DeleteOptions{}))
 	require.NoError(t, node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second, GracePeriodSeconds: grace(0)}))
 	f.requireGone(web)
+	assert.Empty(t, ev.afterReturn(), "the timed-out drain asked nothing once it had returned, not even after the budget was gone")
 }
 
 // TestDrainWaitsForTermination: without a grace period override, an
@@ -160,4 +174,70 @@ func TestDrainWaitsForTermination(t *testing.T) {
 	there, terminating := f.exists(slow)
 	assert.True(t, there && terminating, "slow is terminating")
 	f.requireGone(quick)
+}
+
+// evictions records the eviction requests made through one client, with
+// the status the API server answered, and any request made after the
+// drain using the client returned.
+type evictions struct {
+	next     http.RoundTripper
+	mu       sync.Mutex
+	byPod    map[string][]int
+	returned bool
+	late     []string
+}
+
+// evictionRecorder is a client of the fixture's API server whose requests
+// go through a new recorder.
+func (f *fixture) evictionRecorder() (*evictions, kubernetes.Interface) {
+	f.t.Helper()
+	ev := &evictions{byPod: map[string][]int{}}
+	cfg := f.env.Config()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { ev.next = rt; return ev })
+	kube, err := kubernetes.NewForConfig(cfg)
+	require.NoError(f.t, err)
+	return ev, kube
+}
+
+func (e *evictions) RoundTrip(r *http.Request) (*http.Response, error) {
+	e.mu.Lock()
+	if e.returned {
+		e.late = append(e.late, r.Method+" "+r.URL.Path)
+	}
+	e.mu.Unlock()
+	resp, err := e.next.RoundTrip(r)
+	// POST /api/v1/namespaces/<ns>/pods/<pod>/eviction
+	parts := strings.Split(r.URL.Path, "/")
+	if r.Method == http.MethodPost && len(parts) >= 3 && parts[len(parts)-1] == "eviction" && parts[len(parts)-3] == "pods" {
+		code := 0 // no answer
+		if err == nil {
+			code = resp.StatusCode
+		}
+		e.mu.Lock()
+		pod := parts[len(parts)-2]
+		e.byPod[pod] = append(e.byPod[pod], code)
+		e.mu.Unlock()
+	}
+	return resp, err
+}
+
+// drainReturned marks the end of the drain: a request after it is late.
+func (e *evictions) drainReturned() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.returned = true
+}
+
+// answers are the statuses of the evictions of pod, in order.
+func (e *evictions) answers(pod string) []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]int(nil), e.byPod[pod]...)
+}
+
+// afterReturn are the requests made after drainReturned.
+func (e *evictions) afterReturn() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.late...)
 }
