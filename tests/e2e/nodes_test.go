@@ -47,7 +47,7 @@ func TestTenNodesApplyOnce(t *testing.T) {
 	for i, p := range procs {
 		exit := p.wait(t)
 		assert.Equal(t, 0, exit.code, "node-%d: %s", i+1, p.output())
-		c := strings.Count(p.stderr.String(), `"msg":"applied"`)
+		c := strings.Count(p.stderr.String(), `"wrote":true`)
 		if c > 0 {
 			t.Logf("node-%d applied", i+1)
 		}
@@ -198,7 +198,7 @@ func TestLateNodeSeesAnotherNodesApplyDuringPreflight(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatal("the late node did not finish")
 	}
-	assert.NotContains(t, logs.String(), `"msg":"applied"`, "the late node applied too")
+	assert.NotContains(t, logs.String(), `"wrote":true`, "the late node applied too")
 	f.assertUpgraded(name, reference, cert)
 	assert.False(t, f.leaseHeld(name))
 }

@@ -211,7 +211,7 @@ func TestRequestsDoNotGrowWithTheWait(t *testing.T) {
 			PolicyFile: f.policy(name), AllowDowngrade: true, LeaseDuration: 3 * time.Second}
 		logs, wc, err := f.upgradeCounting(f.node, opts)
 		require.NoError(t, err, logs)
-		assert.Contains(t, logs, `"msg":"ready"`)
+		assert.Contains(t, logs, `"phase":"wait","duration"`)
 		return wc.requests()
 	}
 	short := run("2.0.0", time.Second)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
@@ -28,7 +29,8 @@ func TestConcurrentWriterIsMergedNotLost(t *testing.T) {
 	})
 	require.NoError(t, err, logs)
 	require.GreaterOrEqual(t, len(attempts), 2, "the first write did not conflict: %v", attempts)
-	assert.Contains(t, logs, "re-reading and merging again")
+	assert.Contains(t, logs, `"msg":"the managedchart changed since it was read"`)
+	assert.GreaterOrEqual(t, strings.Count(logs, `"phase":"merge","duration"`), 2, "merged again on what the target held")
 	t.Logf("attempts %v, writes %v", attempts, wc.seen)
 
 	mc := f.get(name)

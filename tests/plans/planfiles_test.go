@@ -154,7 +154,7 @@ func TestPlanCommandRefusesBadFlags(t *testing.T) {
 		{"bad namespace", append(base, "--version", "1", "--namespace", "System"), `--namespace "System"`},
 		{"bad run-as", append(base, "--version", "1", "--run-as", "1000"), `--run-as "1000": want UID:GID`},
 		{"empty name", []string{"plan", "--name", "", "--image", "x", "--version", "1"}, "--name: required"},
-		{"unknown kind", append(base, "--version", "1", "--kind", "fleetbundle"), `--kind "fleetbundle": unknown (want helmchart or managedchart or release)`},
+		{"unknown kind", append(base, "--version", "1", "--kind", "fleetbundle"), `--kind: unknown kind "fleetbundle" (want managedchart, helmchart or release)`},
 		{"not a duration", append(base, "--version", "1", "--wait-timeout", "soon"), "wait-timeout"},
 		{"unknown flag", append(base, "--version", "1", "--cluster", "x"), "cluster"},
 		{"an argument", append(base, "--version", "1", "extra"), `unexpected argument "extra"`},

@@ -169,7 +169,7 @@ func (p *procRun) killedByFault() bool {
 
 // applied counts the apply log lines of the run: each is one write of the
 // target's spec by this process.
-func (p *procRun) applied() int { return strings.Count(p.out.String(), `"msg":"applied"`) }
+func (p *procRun) applied() int { return strings.Count(p.out.String(), `"wrote":true`) }
 
 // tail is the end of the run's output, for a report.
 func (p *procRun) tail(n int) string {
