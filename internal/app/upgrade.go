@@ -57,6 +57,13 @@ func runCharts(ctx context.Context, opts Options, goal upgrade.Goal, verb string
 		if err != nil {
 			return err
 		}
+		if goal == upgrade.GoalCheck && res.Merge != nil {
+			// what preflight checked: the decisions and warnings an
+			// upgrade now would make
+			if err := res.Merge.WriteTable(opts.Out); err != nil {
+				return err
+			}
+		}
 		for _, h := range res.HookFailures {
 			fmt.Fprintf(opts.Out, "warning: %s\n", h)
 		}

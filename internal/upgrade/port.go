@@ -140,6 +140,11 @@ type Health struct {
 	// each one unless a live rule reads it (then the upgrade writes the
 	// live value and ends the drift).
 	Drift []Drift
+	// Warnings are risks the upgrade goes ahead with, reported with the
+	// merge's warnings; Notes are what a person should know of the
+	// target's settings (logged with preflight's result).
+	Warnings []values.Warning
+	Notes    []string
 }
 
 // Healthy reports whether nothing keeps the target from an upgrade.

@@ -20,6 +20,8 @@ type Checked struct {
 	// DriftOwned counts the drifted objects a live rule reads (each one a
 	// warning of the merge).
 	DriftOwned int
+	// Notes are the target's (Health.Notes).
+	Notes []string
 }
 
 // liveRuleReading returns the live rule whose source is obj.
@@ -83,7 +85,8 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 				d.Object, d.Patch)
 			intent.Merge.Warnings = append(intent.Merge.Warnings, values.Warning{Kind: values.WarnDriftOwned, Path: r.Pattern.String(), Message: msg})
 		}
-		return &Checked{Intent: intent, DriftOwned: len(owned)}, nil
+		intent.Merge.Warnings = append(intent.Merge.Warnings, health.Warnings...)
+		return &Checked{Intent: intent, DriftOwned: len(owned), Notes: health.Notes}, nil
 	}
 	// another process may have applied the target since resolve read it:
 	// what looks unhealthy (not ready, a release pending) is then its

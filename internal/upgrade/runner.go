@@ -155,7 +155,11 @@ func outputAttrs(step string, p progress) []any {
 		if p.checked.Intent == nil {
 			return []any{"note", "another process applied the target since it was read"}
 		}
-		return []any{"drift_owned", p.checked.DriftOwned}
+		out := []any{"drift_owned", p.checked.DriftOwned}
+		if len(p.checked.Notes) > 0 {
+			out = append(out, "notes", p.checked.Notes)
+		}
+		return out
 	case StepMerge:
 		m := p.intent.Merge
 		return []any{"decisions", len(m.Decisions), "warnings", len(m.Warnings), "values_sha256", m.SHA256, "no_change", p.intent.NoChange}

@@ -34,6 +34,10 @@ const (
 	// (Fleet: Modified), and a live rule reads it, so this upgrade writes
 	// the live value and the drift ends.
 	WarnDriftOwned WarningKind = "drift-owned-by-live-rule"
+	// WarnTarget: the target's own settings put the upgrade at a risk the
+	// operator chose to keep (a HelmChart whose failure policy uninstalls
+	// the chart when an upgrade fails); the path names the setting.
+	WarnTarget WarningKind = "target"
 )
 
 // Value is an optional value: Set false means "not set", which differs from

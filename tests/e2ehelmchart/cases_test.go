@@ -47,7 +47,9 @@ func TestHelmChartConfigOverlay(t *testing.T) {
 	f := newFixture(t)
 	name := release()
 	f.installExample(name, nil)
-	cfg := f.helmChart(name, map[string]any{"valuesContent": "resources:\n  requests:\n    memory: 1Gi\n"})
+	// abort: the CRD would default a HelmChartConfig's failure policy to
+	// reinstall, which preflight refuses
+	cfg := f.helmChart(name, map[string]any{"valuesContent": "resources:\n  requests:\n    memory: 1Gi\n", "failurePolicy": "abort"})
 	cfg.SetKind("HelmChartConfig")
 	created, err := f.env.Dynamic().Resource(helmchart.HelmChartConfigGVR).Namespace(f.ns).Create(t.Context(), cfg, metav1.CreateOptions{})
 	require.NoError(t, err)

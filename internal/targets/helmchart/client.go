@@ -82,7 +82,7 @@ func (c *Client) Config(ctx context.Context, namespace, name string) (*HelmChart
 // HelmChartConfig's valuesContent, values and valuesSecrets. from names
 // them; it is empty when there is nothing. Paths a spec.set entry sets are
 // left out: Helm applies the set flags after every values file.
-func (c *Client) Overlay(ctx context.Context, h *HelmChart) (over map[string]any, from string, err error) {
+func (c *Client) Overlay(ctx context.Context, h *HelmChart, cfg *HelmChartConfig) (over map[string]any, from string, err error) {
 	over = map[string]any{}
 	var names []string
 	add := func(m map[string]any, name string) {
@@ -97,10 +97,6 @@ func (c *Client) Overlay(ctx context.Context, h *HelmChart) (over map[string]any
 			return nil, "", err
 		}
 		add(m, "secret "+h.Namespace+"/"+ref.Name)
-	}
-	cfg, err := c.Config(ctx, h.Namespace, h.Name)
-	if err != nil {
-		return nil, "", err
 	}
 	if cfg != nil {
 		m, err := ConfigValues(cfg)
@@ -178,6 +174,8 @@ type Update struct {
 	ValuesContent string
 	Set           []SetEntry
 	ChartContent  string // set only for a HelmChart that carries its chart
+	// FailurePolicy is written in spec.failurePolicy when set.
+	FailurePolicy string
 	Annotations   map[string]string
 	// Spec, when set, replaces the whole spec (rollback).
 	Spec map[string]any
@@ -212,6 +210,9 @@ func (c *Client) Apply(ctx context.Context, h *HelmChart, up Update, annotate fu
 		}
 		if up.ChartContent != "" {
 			spec["chartContent"] = up.ChartContent
+		}
+		if up.FailurePolicy != "" {
+			spec["failurePolicy"] = up.FailurePolicy
 		}
 		u.Object["spec"] = spec
 	}

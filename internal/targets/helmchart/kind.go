@@ -16,11 +16,18 @@ var Descriptor = kind.Descriptor{
 	Summary:    "a k3s/RKE2 HelmChart, deployed by helm-controller",
 	Example:    "helmchart/kube-system/traefik",
 	OwnSource:  true,
+	Options: &kind.Options{Field: "helmchart", Summary: "failurePolicy: abort (default), retry or keep",
+		Default: func() any { return DefaultOptions }, Parse: parseOptions},
 	Plan: kind.PlanDefaults{Dir: "plans/k3s/", Name: "chart-upgrader-helmchart", NodeSelector: "node-role.kubernetes.io/control-plane=true",
 		SpecSecret: "chart-upgrader-helmchart-spec", ServiceAccount: "chart-upgrader-helmchart"},
 }
 
-// Open is the target port of HelmChart namespace/name.
-func Open(c *cluster.Clients, namespace, name string, _ any) upgrade.Target {
-	return New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name)
+// Open is the target port of HelmChart namespace/name; opts are its
+// Options (nil: DefaultOptions).
+func Open(c *cluster.Clients, namespace, name string, opts any) upgrade.Target {
+	o, ok := opts.(Options)
+	if !ok {
+		o = DefaultOptions
+	}
+	return New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name, o)
 }

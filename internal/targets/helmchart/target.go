@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 
@@ -21,11 +22,13 @@ import (
 type Target struct {
 	c               *Client
 	namespace, name string
+	opts            Options
 	specobject.BackupStore
 }
 
-// New returns the target port of HelmChart namespace/name.
-func New(c *Client, namespace, name string) *Target {
+// New returns the target port of HelmChart namespace/name, with the
+// spec's options.
+func New(c *Client, namespace, name string, o Options) *Target {
 	backupValues := func(b *specobject.Backup) (map[string]any, error) {
 		h, err := ParseHelmChart(specObject(namespace, name, b.Spec))
 		if err != nil {
@@ -33,7 +36,7 @@ func New(c *Client, namespace, name string) *Target {
 		}
 		return UserValues(h)
 	}
-	return &Target{c: c, namespace: namespace, name: name,
+	return &Target{c: c, namespace: namespace, name: name, opts: o,
 		BackupStore: specobject.BackupStore{Kube: c.Kube, Kind: Descriptor, Namespace: namespace, Name: name, Values: backupValues}}
 }
 
@@ -44,10 +47,11 @@ func (t *Target) Ref() upgrade.Ref {
 	return upgrade.Ref{Kind: Kind, Namespace: t.namespace, Name: t.name}
 }
 
-// read is one read of a HelmChart and the newest revision of its release:
-// the adapter's Observed.Source.
+// read is one read of a HelmChart, its HelmChartConfig and the newest
+// revision of its release: the adapter's Observed.Source.
 type read struct {
 	chart   *HelmChart
+	config  *HelmChartConfig // nil when there is none
 	release *release.Release // nil when there is none
 }
 
@@ -67,7 +71,12 @@ func (t *Target) Read(ctx context.Context) (*upgrade.Observed, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Overlay, o.OverlayFrom, err = t.c.Overlay(ctx, h); err != nil {
+	cfg, err := t.c.Config(ctx, h.Namespace, h.Name)
+	if err != nil {
+		return nil, err
+	}
+	o.Source.(*read).config = cfg
+	if o.Overlay, o.OverlayFrom, err = t.c.Overlay(ctx, h, cfg); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -116,17 +125,27 @@ func (h *HelmChart) observed(u map[string]any) *upgrade.Observed {
 	return o
 }
 
-// Health is what preflight refuses on (see Health).
+// Health is what preflight refuses on (see Health), and the failure
+// policy the upgrade would run under (CheckFailurePolicy).
 func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Health, error) {
-	v, err := t.view(ctx, o.Source.(*read))
+	r := o.Source.(*read)
+	v, err := t.view(ctx, r)
 	if err != nil {
 		return upgrade.Health{}, err
 	}
-	problems := Health(v)
-	if len(problems) > 0 {
-		return upgrade.Health{Problems: []string{"the helmchart is not healthy; fix it before upgrading:\n  " + joinLines(problems)}}, nil
+	var out upgrade.Health
+	if problems := Health(v); len(problems) > 0 {
+		out.Problems = append(out.Problems, "the helmchart is not healthy; fix it before upgrading:\n  "+joinLines(problems))
 	}
-	return upgrade.Health{}, nil
+	fp := CheckFailurePolicy(r.chart, r.config, t.opts)
+	if fp.Problem != "" {
+		out.Problems = append(out.Problems, fp.Problem)
+	}
+	if fp.Warning != nil {
+		out.Warnings = append(out.Warnings, *fp.Warning)
+	}
+	out.Notes = append(out.Notes, fp.Note)
+	return out, nil
 }
 
 func joinLines(lines []string) string {
@@ -176,6 +195,14 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 	}
 	ann := specobject.RecordAnnotations(c.Record)
 	ann[AnnotationReleaseRevision] = revision
+	policy := toWrite(t.opts, c.Restore != nil)
+	if _, ok := h.Annotations[AnnotationFailurePolicyBefore]; !ok && policy != "" && policy != h.FailurePolicy {
+		before := h.FailurePolicy
+		if before == "" {
+			before = "unset"
+		}
+		ann[AnnotationFailurePolicyBefore] = before
+	}
 	annotate := func(a map[string]string) map[string]string { return specobject.Annotate(a, ann) }
 	var up Update
 	if c.Restore != nil {
@@ -183,7 +210,10 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 		if !ok {
 			return nil, fmt.Errorf("restoring %s: not a helmchart backup", t.Ref())
 		}
-		up.Spec = b.Spec
+		up.Spec = maps.Clone(b.Spec)
+		if policy != "" {
+			up.Spec["failurePolicy"] = policy
+		}
 	} else {
 		w, err := WriteBack(c.Values, h.Set)
 		if err != nil {
@@ -197,7 +227,7 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 				t.c.Log.Info("spec.set entry", "key", n.Key, "fate", string(n.Fate), "why", n.Why)
 			}
 		}
-		up = Update{Version: c.Version, ValuesContent: w.ValuesContent, Set: w.Set}
+		up = Update{Version: c.Version, ValuesContent: w.ValuesContent, Set: w.Set, FailurePolicy: policy}
 		if h.ChartContent != "" {
 			if c.Chart == nil || c.Chart.Archive == nil {
 				return nil, fmt.Errorf("%s carries its chart in spec.chartContent, and chart %s is not at hand to write there", t.Ref(), c.Version)

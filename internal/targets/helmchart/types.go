@@ -54,6 +54,7 @@ type HelmChart struct {
 	ValuesContent   string
 	Values          map[string]any // spec.values
 	Set             []SetEntry     // spec.set, sorted by key
+	FailurePolicy   string         // spec.failurePolicy; "" when not set
 	ValuesSecrets   []SecretRef
 	Annotations     map[string]string
 	Conditions      []Condition
@@ -105,7 +106,8 @@ func ParseHelmChart(u *unstructured.Unstructured) (*HelmChart, error) {
 		field string
 		to    *string
 	}{{"chart", &h.Chart}, {"repo", &h.Repo}, {"version", &h.Version}, {"chartContent", &h.ChartContent},
-		{"targetNamespace", &h.TargetNamespace}, {"driver", &h.Driver}, {"valuesContent", &h.ValuesContent}}
+		{"targetNamespace", &h.TargetNamespace}, {"driver", &h.Driver}, {"valuesContent", &h.ValuesContent},
+		{"failurePolicy", &h.FailurePolicy}}
 	for _, s := range strs {
 		v, ok := spec[s.field]
 		if !ok || v == nil {
@@ -179,6 +181,9 @@ type HelmChartConfig struct {
 	ValuesContent   string
 	Values          map[string]any
 	ValuesSecrets   []SecretRef
+	// FailurePolicy is spec.failurePolicy, which overrides the
+	// HelmChart's; "" when not set.
+	FailurePolicy string
 }
 
 // ParseHelmChartConfig reads a HelmChartConfig object.
@@ -191,6 +196,13 @@ func ParseHelmChartConfig(u *unstructured.Unstructured) (*HelmChartConfig, error
 			return nil, fmt.Errorf("helmchartconfig %s/%s spec.valuesContent: want a string, got %T", c.Namespace, c.Name, v)
 		}
 		c.ValuesContent = s
+	}
+	if v, ok := spec["failurePolicy"]; ok && v != nil {
+		s, isStr := v.(string)
+		if !isStr {
+			return nil, fmt.Errorf("helmchartconfig %s/%s spec.failurePolicy: want a string, got %T", c.Namespace, c.Name, v)
+		}
+		c.FailurePolicy = s
 	}
 	if v, ok := spec["values"]; ok && v != nil {
 		m, isMap := values.Normalize(v).(map[string]any)
