@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
-	"github.com/chart-upgrader/chart-upgrader/internal/targets/release"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/plainrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -458,7 +458,7 @@ charts:
   chart: {name: app, source: /charts}
 `), kinds)
 	require.NoError(t, err)
-	assert.Equal(t, release.Options{RollbackOnFailure: false, HistoryMax: 0}, sp.Charts[0].Options)
-	assert.Equal(t, release.DefaultOptions, sp.Charts[1].Options)
+	assert.Equal(t, plainrelease.Options{RollbackOnFailure: false, HistoryMax: 0}, sp.Charts[0].Options)
+	assert.Equal(t, plainrelease.DefaultOptions, sp.Charts[1].Options)
 	assert.Equal(t, "oci://registry.example.com/charts", sp.Charts[0].Chart.Source)
 }

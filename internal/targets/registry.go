@@ -15,7 +15,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
-	"github.com/chart-upgrader/chart-upgrader/internal/targets/release"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/plainrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -33,7 +33,7 @@ type entry struct {
 var registry = []entry{
 	{managedchart.Descriptor, managedchart.Open},
 	{helmchart.Descriptor, helmchart.Open},
-	{release.Descriptor, release.Open},
+	{plainrelease.Descriptor, plainrelease.Open},
 }
 
 // Kinds are the registered kinds' descriptors.

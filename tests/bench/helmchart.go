@@ -14,7 +14,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
-	"github.com/chart-upgrader/chart-upgrader/tests/helmexec"
+	"github.com/chart-upgrader/chart-upgrader/tests/klipperhelm"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -38,7 +38,7 @@ func (s hcSample) settle() time.Duration   { return s.ready.Sub(s.req.Applied) }
 func (s hcSample) overhead() time.Duration { return s.proc.Wall - s.settle() }
 
 // benchHelmChart upgrades a k3s HelmChart runs times, alternating 1.0.0 ⇄
-// 2.0.0, through the real helm-controller (tests/helmexec runs its Jobs),
+// 2.0.0, through the real helm-controller (tests/klipperhelm runs its Jobs),
 // on a control plane of its own with workloads.
 func benchHelmChart(ctx context.Context, f upgradeFlags, log io.Writer) ([]hcSample, error) {
 	logf(log, "starting a control plane with workloads and the real helm-controller")
@@ -57,7 +57,7 @@ func benchHelmChart(ctx context.Context, f upgradeFlags, log io.Writer) ([]hcSam
 		return nil, err
 	}
 	defer env.Stop()
-	runner, err := helmexec.Start(ctx, env.Config(), helmexec.Options{})
+	runner, err := klipperhelm.Start(ctx, env.Config(), klipperhelm.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func helmChartReport(r *report, f upgradeFlags, mc []sample, hc []hcSample) {
 	r.line("")
 	r.line("The same example as a HelmChart (kube-system/demo-app, its chart in `spec.chartContent`), upgraded %d times "+
 		"by chart-upgrader, alternating 1.0.0 ⇄ 2.0.0, on a control plane with workloads: the real helm-controller makes "+
-		"a Job per change, `tests/helmexec` runs it (Helm SDK), the real Job controller completes it. \"Controllers\" is "+
+		"a Job per change, `tests/klipperhelm` runs it (Helm SDK), the real Job controller completes it. \"Controllers\" is "+
 		"chart-upgrader's write of the HelmChart → the Job controller's write of the Job's Complete status (helm-controller, "+
 		"the Job, Helm); the ManagedChart column repeats chart-upgrader's figures above (Fleet simulator, %s delay).", f.runs, f.delay)
 	r.line("")

@@ -1,6 +1,6 @@
 // Command demok3s runs chart-upgrader's main job on the bundled example as
 // a k3s HelmChart: a local control plane whose workloads run (KWOK nodes)
-// with the real k3s helm-controller, whose Jobs package tests/helmexec
+// with the real k3s helm-controller, whose Jobs package tests/klipperhelm
 // runs as klipper-helm would; demo-app 1.0.0 installed as the HelmChart
 // kube-system/demo-app with an installer's values; `chart-upgrader
 // upgrade` to 2.0.0 with package/examples/spec-helmchart.yaml, a re-run
@@ -26,7 +26,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
-	"github.com/chart-upgrader/chart-upgrader/tests/helmexec"
+	"github.com/chart-upgrader/chart-upgrader/tests/klipperhelm"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -64,7 +64,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer env.Stop()
-	runner, err := helmexec.Start(ctx, env.Config(), helmexec.Options{})
+	runner, err := klipperhelm.Start(ctx, env.Config(), klipperhelm.Options{})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Package e2ehelmchart runs chart-upgrader on k3s HelmCharts against the
 // real helm-controller, on a control plane whose workloads really run
 // (tests/testenv's helm-controller mode: kube-controller-manager,
-// kube-scheduler, KWOK nodes), with package tests/helmexec running the
+// kube-scheduler, KWOK nodes), with package tests/klipperhelm running the
 // Jobs helm-controller makes.
 package e2ehelmchart
 
@@ -31,7 +31,7 @@ import (
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
-	"github.com/chart-upgrader/chart-upgrader/tests/helmexec"
+	"github.com/chart-upgrader/chart-upgrader/tests/klipperhelm"
 	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 // The executor of the package, started with the control plane.
 var executor struct {
 	sync.Mutex
-	e   *helmexec.Executor
+	e   *klipperhelm.Executor
 	log bytes.Buffer
 }
 
@@ -54,7 +54,7 @@ type fixture struct {
 	env    *testenv.Env
 	ns     string
 	charts string
-	exec   *helmexec.Executor
+	exec   *klipperhelm.Executor
 	hc     *helmchart.Client
 }
 
@@ -63,7 +63,7 @@ func newFixture(t *testing.T) *fixture {
 	env := testenv.ForTest(t)
 	executor.Lock()
 	if executor.e == nil {
-		e, err := helmexec.Start(context.Background(), env.Config(), helmexec.Options{
+		e, err := klipperhelm.Start(context.Background(), env.Config(), klipperhelm.Options{
 			Log: slog.New(slog.NewTextHandler(&syncWriter{w: &executor.log}, nil)), RestartBackoff: 500 * time.Millisecond})
 		require.NoError(t, err)
 		executor.e = e

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
-	"github.com/chart-upgrader/chart-upgrader/internal/targets/release"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/plainrelease"
 )
 
 func (f *fixture) demoteStorageClass(name string) {
@@ -53,8 +53,8 @@ func TestUpgradeARelease(t *testing.T) {
 	rel := h[1]
 	assert.Equal(t, "deployed", rel.Info.Status.String())
 	assert.Equal(t, "2.0.0", rel.Chart.Metadata.Version)
-	assert.Equal(t, "2.0.0", rel.Labels[release.LabelVersion])
-	assert.Equal(t, "1", rel.Labels[release.LabelFromRevision])
+	assert.Equal(t, "2.0.0", rel.Labels[plainrelease.LabelVersion])
+	assert.Equal(t, "1", rel.Labels[plainrelease.LabelFromRevision])
 	webhook, _ := rel.Config["webhook"].(map[string]any)
 	assert.NotContains(t, webhook, "image", "the pinned tag was dropped")
 	promote, _ := rel.Config["promote"].(map[string]any)
@@ -88,7 +88,7 @@ func TestUpgradeARelease(t *testing.T) {
 	require.Len(t, h, 3)
 	assert.Equal(t, "1.0.0", h[2].Chart.Metadata.Version)
 	assert.Equal(t, installed.Config, h[2].Config, "the values of revision 1")
-	assert.Equal(t, "1.0.0", h[2].Labels[release.LabelVersion], "the rollback is recorded")
+	assert.Equal(t, "1.0.0", h[2].Labels[plainrelease.LabelVersion], "the rollback is recorded")
 }
 
 func (f *fixture) secret(name string) []byte {

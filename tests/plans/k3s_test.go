@@ -14,7 +14,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
-	"github.com/chart-upgrader/chart-upgrader/internal/targets/release"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/plainrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -177,8 +177,8 @@ func TestReleasePlanFiles(t *testing.T) {
 	sp, err := spec.ParseSpec(suc.SpecKey, []byte(specText), targets.Kinds())
 	require.NoError(t, err)
 	require.Len(t, sp.Charts, 1)
-	assert.Equal(t, release.Descriptor.Name, sp.Charts[0].Target.Kind)
-	assert.Equal(t, release.Options{RollbackOnFailure: true, HistoryMax: 10}, sp.Charts[0].Options)
+	assert.Equal(t, plainrelease.Descriptor.Name, sp.Charts[0].Target.Kind)
+	assert.Equal(t, plainrelease.Options{RollbackOnFailure: true, HistoryMax: 10}, sp.Charts[0].Options)
 
 	env := testenv.ForTest(t)
 	m := mapper(t, env)

@@ -48,7 +48,7 @@
 //     On other pods it acts as HoldNotReady.
 //
 // Options.HelmController adds the real k3s helm-controller; the pods of
-// its Jobs are left to package tests/helmexec (docs/testing.md).
+// its Jobs are left to package tests/klipperhelm (docs/testing.md).
 //
 // Changing the annotation of a template changes the template: the
 // Deployment rolls out a new ReplicaSet, which is how a test makes an

@@ -48,7 +48,7 @@ type Options struct {
 	// HelmController also runs k3s's helm-controller (it implies
 	// Workloads: its Jobs need the Job controller): it installs its own
 	// CRDs (HelmChart, HelmChartConfig) and handles HelmCharts of every
-	// namespace. No klipper-helm runs: package tests/helmexec runs its
+	// namespace. No klipper-helm runs: package tests/klipperhelm runs its
 	// Jobs.
 	HelmController bool
 	// LogDir receives the logs of the workloads mode's components; empty

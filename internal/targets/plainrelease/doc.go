@@ -7,4 +7,4 @@
 // of its manifest ready by kstatus. The record of an apply is kept in the
 // labels of the revision it made, in Helm's own storage, where every
 // process reads it.
-package release
+package plainrelease

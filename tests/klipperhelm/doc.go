@@ -1,4 +1,4 @@
-// Package helmexec runs the Jobs of k3s's helm-controller in the test
+// Package klipperhelm runs the Jobs of k3s's helm-controller in the test
 // environment, in place of the klipper-helm image they name: no kubelet
 // runs there (tests/testenv's workloads mode has KWOK for fake nodes), so
 // nothing would run a Job's container. Everything else is real: the
@@ -47,4 +47,4 @@
 //
 // Not done: Helm 4's server-side apply flags (the Helm SDK here is v3),
 // `helm mapkubeapis`, charts at a URL, repository credentials and CAs.
-package helmexec
+package klipperhelm

@@ -1,4 +1,4 @@
-package helmexec
+package klipperhelm
 
 import (
 	"bytes"
@@ -321,7 +321,7 @@ func (e *Executor) run(ctx context.Context, p *corev1.Pod) (termLog []string, er
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "helmexec-")
+	dir, err := os.MkdirTemp("", "klipperhelm-")
 	if err != nil {
 		return nil, err
 	}

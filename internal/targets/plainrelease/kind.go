@@ -1,4 +1,4 @@
-package release
+package plainrelease
 
 import (
 	yaml "go.yaml.in/yaml/v3"
