@@ -7,6 +7,10 @@ import (
 	"log/slog"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -39,4 +43,57 @@ func WatchErrors(ctx context.Context, log *slog.Logger, resource string) cache.W
 			log.Warn("watch broken; re-listing", "resource", resource, "err", err)
 		}
 	}
+}
+
+// Informer is the one way chart-upgrader builds an informer: of lw, for
+// objects like obj, making one list, then one watch (NoWatchList), and
+// telling log of a broken watch, naming resource (WatchErrors).
+func Informer(ctx context.Context, log *slog.Logger, resource string, lw *cache.ListWatch, obj runtime.Object) cache.SharedIndexInformer {
+	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, NoWatchList{}),
+		obj, cache.SharedIndexInformerOptions{})
+	_ = inf.SetWatchErrorHandlerWithContext(WatchErrors(ctx, log, resource)) // fails only once started
+	return inf
+}
+
+// Signal tells a waiter that something it watches changed. Notify never
+// blocks and keeps at most one notification pending, so a waiter that
+// judges again on each receive always judges after the last change,
+// however many came while it was judging.
+type Signal chan struct{}
+
+// NewSignal is a Signal with nothing pending.
+func NewSignal() Signal { return make(Signal, 1) }
+
+// Notify records a change.
+func (s Signal) Notify() {
+	select {
+	case s <- struct{}{}:
+	default:
+	}
+}
+
+// OnEvent is an informer event handler that calls notify after every
+// add, update and delete.
+func OnEvent(notify func()) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(any, any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	}
+}
+
+// NamedListWatch lists and watches the one object name, with list and
+// watch (a typed or dynamic client's List and Watch).
+func NamedListWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), name string) *cache.ListWatch {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = sel
+			return list(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = sel
+			return watchFn(ctx, opts)
+		}}
 }

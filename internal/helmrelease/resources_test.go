@@ -1,17 +1,13 @@
 package helmrelease
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/release"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 )
 
@@ -174,26 +170,4 @@ func TestIsConfigMapDriver(t *testing.T) {
 	} {
 		assert.Equal(t, want, IsConfigMapDriver(name), "%q", name)
 	}
-}
-
-func TestNamedListWatchSelectsTheOneName(t *testing.T) {
-	var listed, watched metav1.ListOptions
-	lw := NamedListWatch(
-		func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			listed = o
-			return &unstructured.UnstructuredList{}, nil
-		},
-		func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			watched = o
-			return watch.NewEmptyWatch(), nil
-		}, "web-config")
-
-	_, err := lw.ListWithContextFunc(context.Background(), metav1.ListOptions{LabelSelector: "a=b", ResourceVersion: "0"})
-	require.NoError(t, err)
-	w, err := lw.WatchFuncWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "42", AllowWatchBookmarks: true})
-	require.NoError(t, err)
-	w.Stop()
-
-	assert.Equal(t, metav1.ListOptions{FieldSelector: "metadata.name=web-config", LabelSelector: "a=b", ResourceVersion: "0"}, listed)
-	assert.Equal(t, metav1.ListOptions{FieldSelector: "metadata.name=web-config", ResourceVersion: "42", AllowWatchBookmarks: true}, watched)
 }

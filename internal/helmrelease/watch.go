@@ -11,10 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
@@ -57,9 +55,9 @@ func (c *Client) Watch(ctx context.Context, namespace, name, driverName string, 
 	}
 	core := c.Kube.CoreV1().RESTClient()
 	if IsConfigMapDriver(driverName) {
-		w.storage = NewInformer(ctx, c, "configmaps", cache.NewFilteredListWatchFromClient(core, "configmaps", namespace, sel), &corev1.ConfigMap{})
+		w.storage = cluster.Informer(ctx, c.Log, "configmaps", cache.NewFilteredListWatchFromClient(core, "configmaps", namespace, sel), &corev1.ConfigMap{})
 	} else {
-		w.storage = NewInformer(ctx, c, "secrets", cache.NewFilteredListWatchFromClient(core, "secrets", namespace, sel), &corev1.Secret{})
+		w.storage = cluster.Informer(ctx, c.Log, "secrets", cache.NewFilteredListWatchFromClient(core, "secrets", namespace, sel), &corev1.Secret{})
 	}
 	changed := func() { w.storageChanged() }
 	reg, err := w.storage.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -72,30 +70,6 @@ func (c *Client) Watch(ctx context.Context, namespace, name, driverName string, 
 		return nil, fmt.Errorf("watching helm release %s/%s: %w", namespace, name, ctx.Err())
 	}
 	return w, nil
-}
-
-// NewInformer is an informer that makes one list, then one watch, and
-// reports broken watches to the Client's log.
-func NewInformer(ctx context.Context, c *Client, resource string, lw *cache.ListWatch, obj runtime.Object) cache.SharedIndexInformer {
-	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, cluster.NoWatchList{}),
-		obj, cache.SharedIndexInformerOptions{})
-	_ = inf.SetWatchErrorHandlerWithContext(cluster.WatchErrors(ctx, c.Log, resource))
-	return inf
-}
-
-// NamedListWatch lists and watches the one object name of ri.
-func NamedListWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), name string) *cache.ListWatch {
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = sel
-			return list(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = sel
-			return watchFn(ctx, opts)
-		}}
 }
 
 // storageChanged decodes the newest revision when its storage object
@@ -177,7 +151,7 @@ func (w *Watcher) watchResources(rel *release.Release) {
 			ns = rel.Namespace
 		}
 		ri := w.c.Dynamic.Resource(mapping.Resource).Namespace(ns)
-		inf := NewInformer(ctx, w.c, mapping.Resource.Resource, NamedListWatch(
+		inf := cluster.Informer(ctx, w.c.Log, mapping.Resource.Resource, cluster.NamedListWatch(
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, o) },
 			ri.Watch, m.u.GetName()), &unstructured.Unstructured{})
 		_, _ = inf.AddEventHandler(handler)

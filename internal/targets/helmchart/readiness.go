@@ -117,31 +117,16 @@ func Judge(want upgrade.Want, v View) upgrade.Readiness {
 	case rel.ConfigHash != hash:
 		r.Wait("helm release %s/%s revision %d was not deployed by %s (config hash)", rel.Namespace, rel.Name, rel.Revision, job)
 		return r
-	case rel.Status == "failed":
-		r.Failed = fmt.Sprintf("helm release %s/%s revision %d is failed", rel.Namespace, rel.Name, rel.Revision)
-		return r
-	case rel.Status != "deployed":
-		r.Wait("helm release %s/%s revision %d is %s", rel.Namespace, rel.Name, rel.Revision, rel.Status)
-		return r
-	case rel.ChartVersion != want.Version && strings.TrimPrefix(rel.ChartVersion, "v") != strings.TrimPrefix(want.Version, "v"):
-		r.Wait("helm release %s/%s revision %d deploys chart version %s, not %s", rel.Namespace, rel.Name, rel.Revision, rel.ChartVersion, want.Version)
+	}
+	rev := helmrelease.Revision{Namespace: rel.Namespace, Name: rel.Name, Number: rel.Revision, Status: rel.Status}
+	if !helmrelease.JudgeStatus(&r, rev) {
+		return r // failed: the Job may run again (its failure policy), so not terminal
+	}
+	if rel.ChartVersion != want.Version && strings.TrimPrefix(rel.ChartVersion, "v") != strings.TrimPrefix(want.Version, "v") {
+		r.Wait("%s deploys chart version %s, not %s", rev, rel.ChartVersion, want.Version)
 		return r
 	}
-	res := v.Resources
-	if res == nil || res.Revision != rel.Revision {
-		r.Wait("the resources of helm release %s/%s revision %d are not judged yet", rel.Namespace, rel.Name, rel.Revision)
-		return r
-	}
-	r.ReadyCount, r.DesiredCount = int64(res.Ready), int64(res.Total)
-	r.NonReady = res.NotReady
-	if len(res.Failed) > 0 && r.Failed == "" {
-		r.Failed = "resources failed: " + strings.Join(res.Failed, "; ")
-	}
-	if len(res.NotReady) > 0 {
-		r.Wait("%d of %d resources of helm release %s/%s are not ready", len(res.NotReady), res.Total, rel.Namespace, rel.Name)
-		return r
-	}
-	r.Ready = r.Failed == "" && len(r.Waiting) == 0
+	helmrelease.JudgeObjects(&r, rev, v.Resources)
 	return r
 }
 

@@ -87,7 +87,7 @@ func TestJudge(t *testing.T) {
 		{name: "resources of the revision before", change: func(v *View) { v.Resources.Revision = 1 }, waiting: "not judged yet"},
 		{name: "a resource not ready", change: func(v *View) {
 			v.Resources = &Resources{Revision: 2, Ready: 2, Total: 3, NotReady: []string{"Deployment apps/web: InProgress: Available: 0/1"}}
-		}, waiting: "1 of 3 resources"},
+		}, waiting: "1 of 3 objects"},
 		{name: "values changed since our apply", change: func(v *View) { v.Chart.ValuesContent = "image:\n  tag: v9\n" },
 			waiting: "values differ from the applied ones"},
 		{name: "unmanaged", change: func(v *View) { v.Chart.Annotations[AnnotationUnmanaged] = "true" }, waiting: "leaves the helmchart alone"},

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -24,7 +25,7 @@ import (
 // revision). Nothing is polled; a broken watch lists again by itself.
 type Observer struct {
 	namespace, name string
-	changed         chan struct{}
+	changed         cluster.Signal
 
 	hc, secret, job, pods cache.SharedIndexInformer
 	release               *helmrelease.Watcher
@@ -40,23 +41,19 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 	if h != nil {
 		targetNS, driver = h.TargetNamespace, h.Driver
 	}
-	o := &Observer{namespace: namespace, name: name, changed: make(chan struct{}, 1)}
-	signal := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { o.signal() },
-		UpdateFunc: func(any, any) { o.signal() },
-		DeleteFunc: func(any) { o.signal() },
-	}
+	o := &Observer{namespace: namespace, name: name, changed: cluster.NewSignal()}
+	signal := cluster.OnEvent(o.changed.Notify)
 	rc := c.Releases()
 	var synced []cache.InformerSynced
 	start := func(resource string, lw *cache.ListWatch, obj runtime.Object) cache.SharedIndexInformer {
-		inf := helmrelease.NewInformer(ctx, rc, resource, lw, obj)
+		inf := cluster.Informer(ctx, c.Log, resource, lw, obj)
 		reg, _ := inf.AddEventHandler(signal)
 		synced = append(synced, inf.HasSynced, reg.HasSynced)
 		go inf.Run(ctx.Done())
 		return inf
 	}
 	dyn := c.Dynamic.Resource(HelmChartGVR).Namespace(namespace)
-	o.hc = start("helmcharts", helmrelease.NamedListWatch(
+	o.hc = start("helmcharts", cluster.NamedListWatch(
 		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return dyn.List(ctx, opts) }, dyn.Watch, name),
 		&unstructured.Unstructured{})
 	core := c.Kube.CoreV1()
@@ -71,20 +68,13 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 		&batchv1.Job{})
 	o.pods = start("pods", cache.NewFilteredListWatchFromClient(core.RESTClient(), "pods", namespace,
 		func(opts *metav1.ListOptions) { opts.LabelSelector = labels.Set{"job-name": JobName(name)}.String() }), &corev1.Pod{})
-	if o.release, err = rc.Watch(ctx, targetNS, name, driver, o.signal); err != nil {
+	if o.release, err = rc.Watch(ctx, targetNS, name, driver, o.changed.Notify); err != nil {
 		return nil, err
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil, fmt.Errorf("watching helmchart %s/%s: %w", namespace, name, ctx.Err())
 	}
 	return o, nil
-}
-
-func (o *Observer) signal() {
-	select {
-	case o.changed <- struct{}{}:
-	default:
-	}
 }
 
 // Changed receives a value after any of the watched objects changed.

@@ -72,7 +72,7 @@ func (o *Observer) listBDs(ctx context.Context, c *Client, selector string) (str
 	o.mu.Lock()
 	o.tally = fresh
 	o.mu.Unlock()
-	o.signal()
+	o.changed.Notify()
 	return rv, nil
 }
 
@@ -131,7 +131,7 @@ func (o *Observer) dropBD(key string) {
 // with o.mu held.
 func (o *Observer) bdChanged() {
 	if o.tally.notApplied+o.tally.notReady == 0 {
-		o.signal()
+		o.changed.Notify()
 		return
 	}
 	if o.signalLater {
@@ -146,6 +146,6 @@ func (o *Observer) bdChanged() {
 		o.mu.Lock()
 		o.signalLater = false
 		o.mu.Unlock()
-		o.signal()
+		o.changed.Notify()
 	})
 }

@@ -30,7 +30,7 @@ import (
 // spec.
 type Observer struct {
 	mc, bundle      cache.SharedIndexInformer
-	changed         chan struct{}
+	changed         cluster.Signal
 	namespace, name string
 
 	mu          sync.Mutex
@@ -70,7 +70,7 @@ func (s seen[T]) sameSpec(u *unstructured.Unstructured) bool {
 
 // Observe starts the informers and waits until they have synced.
 func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer, error) {
-	o := &Observer{changed: make(chan struct{}, 1), namespace: namespace, name: name, tally: newTally()}
+	o := &Observer{changed: cluster.NewSignal(), namespace: namespace, name: name, tally: newTally()}
 	var synced []cache.InformerSynced
 	newInformer := func(resource string, lw *cache.ListWatch, h cache.ResourceEventHandlerFuncs) cache.SharedIndexInformer {
 		inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, cluster.NoWatchList{}),
@@ -82,9 +82,9 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 		return inf
 	}
 	signal := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { o.signal() },
-		UpdateFunc: func(any, any) { o.signal() },
-		DeleteFunc: func(any) { o.signal() },
+		AddFunc:    func(any) { o.changed.Notify() },
+		UpdateFunc: func(any, any) { o.changed.Notify() },
+		DeleteFunc: func(any) { o.changed.Notify() },
 	}
 	o.mc = newInformer(ManagedChartGVR.Resource, c.namedObject(ManagedChartGVR, namespace, name, managedChartCuts), signal)
 	o.bundle = newInformer(BundleGVR.Resource, c.namedObject(BundleGVR, namespace, BundleName(name), bundleCuts), signal)
@@ -106,13 +106,6 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 		return nil, fmt.Errorf("watching managedchart %s/%s: %w", namespace, name, ctx.Err())
 	}
 	return o, nil
-}
-
-func (o *Observer) signal() {
-	select {
-	case o.changed <- struct{}{}:
-	default:
-	}
 }
 
 // Changed receives a value after any of the watched objects changed.

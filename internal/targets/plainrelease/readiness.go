@@ -1,11 +1,9 @@
 package plainrelease
 
 import (
-	"fmt"
-	"strings"
-
 	"helm.sh/helm/v3/pkg/release"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -24,43 +22,19 @@ func Judge(want upgrade.Want, rel *release.Release, res *helmrelease.Resources) 
 	if !upgrade.JudgeTarget(&r, Kind, o, want) {
 		return r
 	}
-	switch st := status(rel); st {
-	case "deployed":
-	case "failed":
-		r.Failed, r.Terminal = fmt.Sprintf("helm release %s/%s %s is failed", rel.Namespace, rel.Name, revisionName(rel)), true
-		return r
-	default:
-		r.Wait("helm release %s/%s %s is %s", rel.Namespace, rel.Name, revisionName(rel), st)
+	rev := helmrelease.RevisionOf(rel)
+	if !helmrelease.JudgeStatus(&r, rev) {
+		r.Terminal = r.Failed != "" // Helm does not retry a failed upgrade
 		return r
 	}
-	if res == nil || res.Revision != rel.Version {
-		r.Wait("the objects of helm release %s/%s %s are not judged yet", rel.Namespace, rel.Name, revisionName(rel))
-		return r
-	}
-	r.ReadyCount, r.DesiredCount = int64(res.Ready), int64(res.Total)
-	r.NonReady = res.NotReady
-	if len(res.Failed) > 0 {
-		r.Failed = "objects failed: " + strings.Join(res.Failed, "; ")
-	}
-	if len(res.NotReady) > 0 {
-		r.Wait("%d of %d objects of helm release %s/%s are not ready", len(res.NotReady), res.Total, rel.Namespace, rel.Name)
-		return r
-	}
-	r.Ready = r.Failed == "" && len(r.Waiting) == 0
+	helmrelease.JudgeObjects(&r, rev, res)
 	return r
 }
 
 // watcher is a helmrelease.Watcher seen through the upgrade.Watch port.
 type watcher struct {
 	rel     *helmrelease.Watcher
-	changed chan struct{}
-}
-
-func (w *watcher) signal() {
-	select {
-	case w.changed <- struct{}{}:
-	default:
-	}
+	changed cluster.Signal
 }
 
 func (w *watcher) Changed() <-chan struct{} { return w.changed }

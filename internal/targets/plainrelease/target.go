@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strconv"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -360,9 +359,9 @@ func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Wan
 // Watch watches the release's storage and the objects of its newest
 // revision.
 func (t *Target) Watch(ctx context.Context) (upgrade.Watch, error) {
-	w := &watcher{changed: make(chan struct{}, 1)}
+	w := &watcher{changed: cluster.NewSignal()}
 	var err error
-	if w.rel, err = t.c.releases.Watch(ctx, t.namespace, t.name, "secret", w.signal); err != nil {
+	if w.rel, err = t.c.releases.Watch(ctx, t.namespace, t.name, "secret", w.changed.Notify); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -413,8 +412,3 @@ func (t *Target) DeployedChart(_ context.Context) (*chart.Chart, error) {
 
 // OwnSource is nil: a release names no chart source; the spec gives it.
 func (t *Target) OwnSource(context.Context) (chartpkg.Source, error) { return nil, nil }
-
-// revisionName is how messages name a revision.
-func revisionName(rel *release.Release) string {
-	return "revision " + strconv.Itoa(rel.Version)
-}
