@@ -12,7 +12,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 
-// TestNoopRunMakesAtMostThreeRequests: every opted-in node runs the Job
+// TestNoopRunMakesTwoRequests: every opted-in node runs the Job
 // once per version, and the nodes after the first only find the target
 // done and ready. Such a run reads the ManagedChart and confirms readiness
 // with one read of the Bundle (its summary of an observed generation says
@@ -23,7 +23,7 @@ import (
 // applied) and on another (which did not), exactly those two requests. The
 // first run, an upgrade, shows that the counter counts: its reads and its
 // write of the ManagedChart.
-func TestNoopRunMakesAtMostThreeRequests(t *testing.T) {
+func TestNoopRunMakesTwoRequests(t *testing.T) {
 	f := newFixture(t)
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())

@@ -41,6 +41,9 @@ type Descriptor struct {
 	Options *Options
 	// Plan are the defaults of `plan --kind` for this kind.
 	Plan PlanDefaults
+	// HistoryBackup: the kind keeps no backup Secret; its Helm history is
+	// its backup (a rollback goes back to a revision).
+	HistoryBackup bool
 	// Legacy: the kind's Lease and backup Secrets were named before kinds
 	// were part of those names (the first kind, ManagedChart): its Lease
 	// keeps the old name, and its backups written under the old name are

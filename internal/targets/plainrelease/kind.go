@@ -11,11 +11,12 @@ import (
 
 // Descriptor describes the release kind to the rest of chart-upgrader.
 var Descriptor = kind.Descriptor{
-	Name:       Kind,
-	Spelling:   "Release",
-	APIVersion: "helm.sh/v3",
-	Summary:    "a plain Helm release (Helm's Secrets storage)",
-	Example:    "release/demo/app",
+	Name:          Kind,
+	Spelling:      "Release",
+	APIVersion:    "helm.sh/v3",
+	Summary:       "a plain Helm release (Helm's Secrets storage)",
+	Example:       "release/demo/app",
+	HistoryBackup: true,
 	Options: &kind.Options{Field: "release", Summary: "rollbackOnFailure (default true), historyMax (default 10)",
 		Default: func() any { return DefaultOptions }, Parse: parseOptions},
 	Plan: kind.PlanDefaults{Dir: "plans/release/", Name: "chart-upgrader-release", NodeSelector: "chart-upgrader.io/upgrade=true",
