@@ -7,13 +7,10 @@
 package cluster_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,6 +28,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/tests/logbuf"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -258,38 +256,10 @@ func TestNotReadyNodes(t *testing.T) {
 	assert.ElementsMatch(t, []string{"not-ready", "unknown", "no-conditions", "pressure-only"}, got)
 }
 
-// records is a JSON slog handler's output, one map per record.
-type records struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (r *records) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.Write(p)
-}
-
-func (r *records) list(t *testing.T) []map[string]any {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(r.buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &m))
-		delete(m, "time")
-		out = append(out, m)
-	}
-	return out
-}
-
 func TestLiveReadsWhatExistsAndLeavesOutTheRest(t *testing.T) {
 	env := testenv.ForTest(t)
 	ns := env.Namespace(t)
-	var logs records
+	var logs logbuf.Buffer
 	clients, err := cluster.NewClients(env.Config(), slog.New(slog.NewJSONHandler(&logs, nil)))
 	require.NoError(t, err)
 	c := &cluster.Cluster{Clients: clients}
@@ -315,7 +285,7 @@ func TestLiveReadsWhatExistsAndLeavesOutTheRest(t *testing.T) {
 	assert.False(t, ok)
 
 	assert.Equal(t, []map[string]any{{"level": "WARN", "msg": "live source kind is not served by the cluster",
-		"source": widget.String()}}, logs.list(t))
+		"source": widget.String()}}, logs.Records(t))
 
 	// an apiVersion that does not parse is an error naming the source
 	bad := values.ObjectRef{APIVersion: "a/b/c", Kind: "ConfigMap", Namespace: ns, Name: "x"}

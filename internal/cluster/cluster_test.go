@@ -1,9 +1,7 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/logbuf"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,9 +54,7 @@ func TestRESTConfigFromTheFlagRaisesTheRateLimits(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "https://from-flag.example:6443", cfg.Host)
 	assert.Equal(t, "flag-token", cfg.BearerToken)
-	assert.Equal(t, float32(50), cfg.QPS)
-	assert.Equal(t, 100, cfg.Burst)
-	assert.Equal(t, "chart-upgrader", cfg.UserAgent)
+	assertLimits(t, cfg)
 }
 
 func TestRESTConfigFromTheEnvironment(t *testing.T) {
@@ -65,9 +63,7 @@ func TestRESTConfigFromTheEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "https://from-env.example:6443", cfg.Host)
 	assert.Equal(t, "env-token", cfg.BearerToken)
-	assert.Equal(t, float32(50), cfg.QPS)
-	assert.Equal(t, 100, cfg.Burst)
-	assert.Equal(t, "chart-upgrader", cfg.UserAgent)
+	assertLimits(t, cfg)
 }
 
 func TestRESTConfigErrorsAreBadInputNamingTheSource(t *testing.T) {
@@ -118,9 +114,7 @@ func TestRESTConfigFallsBackToTheHomeKubeconfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "https://from-home.example:6443", cfg.Host)
 	assert.Equal(t, "home-token", cfg.BearerToken)
-	assert.Equal(t, float32(50), cfg.QPS)
-	assert.Equal(t, 100, cfg.Burst)
-	assert.Equal(t, "chart-upgrader", cfg.UserAgent)
+	assertLimits(t, cfg)
 }
 
 func TestRESTConfigErrorsDoNotShowCredentials(t *testing.T) {
@@ -173,21 +167,8 @@ func TestNoWatchListTurnsTheStreamingListOff(t *testing.T) {
 
 // logged is a slog.Logger at debug level and the records it wrote.
 func logged(t *testing.T) (*slog.Logger, func() []map[string]any) {
-	var buf bytes.Buffer
-	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return log, func() []map[string]any {
-		var out []map[string]any
-		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-			if line == "" {
-				continue
-			}
-			var r map[string]any
-			require.NoError(t, json.Unmarshal([]byte(line), &r))
-			delete(r, "time")
-			out = append(out, r)
-		}
-		return out
-	}
+	var b logbuf.Buffer
+	return b.Logger(), func() []map[string]any { return b.Records(t) }
 }
 
 func TestWatchErrorsSortsWhatEndedAWatch(t *testing.T) {
@@ -304,4 +285,13 @@ func TestHelmGetterReportsAConfigItCannotUse(t *testing.T) {
 	_, err2 := g.For("y").ToRESTMapper()
 	assert.Equal(t, err, err2, "the error is kept, not retried")
 	g.Reset() // does nothing, does not panic
+}
+
+// assertLimits: every REST config chart-upgrader builds raises client-go's
+// rate limits and names itself.
+func assertLimits(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	assert.Equal(t, float32(50), cfg.QPS)
+	assert.Equal(t, 100, cfg.Burst)
+	assert.Equal(t, "chart-upgrader", cfg.UserAgent)
 }

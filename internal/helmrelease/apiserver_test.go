@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
+	"github.com/chart-upgrader/chart-upgrader/tests/logbuf"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -216,24 +216,6 @@ metadata:
 	assert.Contains(t, res.NotReady, "ConfigMap present: not found")
 }
 
-// recorder keeps what a slog.Logger was told.
-type recorder struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.Write(p)
-}
-
-func (r *recorder) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.String()
-}
-
 // waitFor waits until cond holds, looking again on each signal (and every
 // 100 ms, as a caller's heartbeat does: the watcher signals changes, not
 // the end of every initial list); it fails after a minute.
@@ -256,7 +238,7 @@ func waitFor(t *testing.T, signal <-chan struct{}, what string, cond func() bool
 func TestWatcherFollowsTheNewestRevisionAndItsObjects(t *testing.T) {
 	env := testenv.ForTest(t)
 	ns := env.Namespace(t)
-	var logs recorder
+	var logs logbuf.Buffer
 	c := &helmrelease.Client{Kube: env.Kube(), Dynamic: env.Dynamic(),
 		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	secrets := driver.NewSecrets(env.Kube().CoreV1().Secrets(ns))

@@ -25,9 +25,5 @@ var Descriptor = kind.Descriptor{
 // Open is the target port of HelmChart namespace/name; opts are its
 // Options (nil: DefaultOptions).
 func Open(c *cluster.Clients, namespace, name string, opts any) upgrade.Target {
-	o, ok := opts.(Options)
-	if !ok {
-		o = DefaultOptions
-	}
-	return New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name, o)
+	return New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name, kind.OptionsOr(opts, DefaultOptions))
 }

@@ -185,3 +185,12 @@ func Or(words []string) string {
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
+
+// OptionsOr is opts as the adapter's own options type T (what its
+// Options.Parse or Options.Default gave), or def when none were given.
+func OptionsOr[T any](opts any, def T) T {
+	if o, ok := opts.(T); ok {
+		return o
+	}
+	return def
+}

@@ -58,3 +58,10 @@ func TestOr(t *testing.T) {
 	assert.Equal(t, "a or b", Or([]string{"a", "b"}))
 	assert.Equal(t, "a, b or c", Or([]string{"a", "b", "c"}))
 }
+
+func TestOptionsOr(t *testing.T) {
+	type opts struct{ N int }
+	assert.Equal(t, opts{N: 2}, OptionsOr(any(opts{N: 2}), opts{N: 1}))
+	assert.Equal(t, opts{N: 1}, OptionsOr(nil, opts{N: 1}), "none given: the default")
+	assert.Equal(t, opts{N: 1}, OptionsOr(any("other kind's"), opts{N: 1}))
+}

@@ -29,11 +29,7 @@ var DefaultOptions = Options{RollbackOnFailure: true, HistoryMax: 10}
 // Open is the target port of release namespace/name; opts are its
 // Options (nil: DefaultOptions).
 func Open(c *cluster.Clients, namespace, name string, opts any) upgrade.Target {
-	o, ok := opts.(Options)
-	if !ok {
-		o = DefaultOptions
-	}
-	return New(NewClient(c), namespace, name, o)
+	return New(NewClient(c), namespace, name, kind.OptionsOr(opts, DefaultOptions))
 }
 
 // parseOptions reads release: {rollbackOnFailure, historyMax}.
