@@ -44,7 +44,7 @@ func rel(namespace, name string, version int, status release.Status, manifest st
 }
 
 // store writes r as Helm does, through its storage driver d.
-func store(t *testing.T, d driver.Driver, r *release.Release) {
+func store(t testing.TB, d driver.Driver, r *release.Release) {
 	t.Helper()
 	require.NoError(t, d.Create(fmt.Sprintf("sh.helm.release.v1.%s.v%d", r.Name, r.Version), r))
 }

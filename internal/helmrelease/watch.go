@@ -135,8 +135,8 @@ func (w *Watcher) watchResources(rel *release.Release) {
 	}
 	ctx, stop := context.WithCancel(w.ctx)
 	w.resStop = stop
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { w.signal() }, UpdateFunc: func(any, any) { w.signal() }, DeleteFunc: func(any) { w.signal() }}
+	handler := cluster.OnEvent(w.signal)
+	var synced []cache.InformerSynced
 	for _, m := range objs {
 		gvk := m.u.GroupVersionKind()
 		mapping, err := w.c.mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -157,7 +157,15 @@ func (w *Watcher) watchResources(rel *release.Release) {
 		_, _ = inf.AddEventHandler(handler)
 		go inf.Run(ctx.Done())
 		w.resources = append(w.resources, watchedObject{m: m, inf: inf})
+		synced = append(synced, inf.HasSynced)
 	}
+	// an object that does not exist lists empty and sends no event: the
+	// end of the first lists is a change of the judgement too
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), synced...) {
+			w.signal()
+		}
+	}()
 }
 
 // Newest is the newest revision as last seen; nil when there is none.
