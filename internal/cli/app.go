@@ -47,7 +47,7 @@ func isOutcome(err error) bool {
 func newApp(stdout, stderr io.Writer) *ucli.App {
 	app := &ucli.App{
 		Name:    "chart-upgrader",
-		Usage:   "upgrade Helm charts deployed through Rancher ManagedCharts, deciding every value by policy",
+		Usage:   "upgrade Helm charts on Kubernetes, deciding every value by policy",
 		Version: Version,
 		Commands: []*ucli.Command{
 			mergeCommand(),

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -15,7 +17,7 @@ func rollbackCommand() *ucli.Command {
 		Description: "Restores chart-upgrader-backup-<name>-<version>: the newest backup, or the one\n" +
 			"taken before the upgrade from --version. Safe to re-run.",
 		Flags: flags([]ucli.Flag{
-			&ucli.StringFlag{Name: "target", Usage: "`KIND/NAMESPACE/NAME` to roll back (managedchart/...)"},
+			&ucli.StringFlag{Name: "target", Usage: "`KIND/NAMESPACE/NAME` to roll back, KIND one of " + kind.Or(targets.Kinds().Names())},
 			&ucli.StringFlag{Name: "version", Usage: "restore the backup taken when upgrading from `VERSION` (default: the newest)"},
 			&ucli.DurationFlag{Name: "timeout", Value: 20 * time.Minute, Usage: "how long to wait for readiness (`DURATION`)"},
 		}, localFlags(), jobFlags()),

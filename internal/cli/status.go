@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -14,7 +16,7 @@ func statusCommand() *ucli.Command {
 		Name:  "status",
 		Usage: "show a target's version, what chart-upgrader applied, its readiness, backups and the local journal",
 		Flags: flags([]ucli.Flag{
-			&ucli.StringFlag{Name: "target", Usage: "`KIND/NAMESPACE/NAME` (managedchart/...)"},
+			&ucli.StringFlag{Name: "target", Usage: "`KIND/NAMESPACE/NAME`, KIND one of " + kind.Or(targets.Kinds().Names())},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "`FORMAT`: text or json"},
 		}, localFlags()),
 		Action: func(c *ucli.Context) error {

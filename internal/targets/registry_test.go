@@ -1,8 +1,14 @@
 package targets
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,4 +74,52 @@ func TestOpen(t *testing.T) {
 	d, err := Lookup("--kind", "HelmChart")
 	require.NoError(t, err)
 	assert.Equal(t, "helmchart", d.Name)
+}
+
+// No package outside internal/targets spells a kind: every string literal
+// of the non-test Go code of internal/ and cmd/ is searched for a kind's
+// name or spelling, alone or as the start of a target (KIND/…). The kind
+// named "release" is also a word Helm uses (a storage key), so only its
+// target form counts for it.
+func TestNoKindIsSpelledOutsideTheRegistry(t *testing.T) {
+	root := filepath.Join("..", "..")
+	var found []string
+	for _, dir := range []string{"internal", "cmd"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			if d.IsDir() {
+				if rel == filepath.Join("internal", "targets") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				lit, ok := n.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				s, _ := strconv.Unquote(lit.Value)
+				for _, k := range Kinds() {
+					if strings.Contains(strings.ToLower(s), k.Name+"/") ||
+						(k.Name != "release" && (strings.Contains(s, k.Name) || strings.Contains(s, k.Spelling))) {
+						found = append(found, fmt.Sprintf("%s: %q names kind %s", rel, s, k.Name))
+					}
+				}
+				return true
+			})
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	assert.Empty(t, found, "a kind spelled outside internal/targets: read it from the registry")
 }
