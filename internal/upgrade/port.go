@@ -251,13 +251,15 @@ type Entry struct {
 }
 
 // ApplyInterrupted reports whether the upgrade of the entry made its
-// intent (merge or restore finished) and never finished its apply: the
-// run was killed or failed in apply, and may have left the Lease held.
+// intent (merge or restore finished), never finished its apply and never
+// completed: the run was killed or failed in apply, and may have left the
+// Lease held. (A later run that found the target applied and completed
+// the entry has given that Lease up.)
 func (e Entry) ApplyInterrupted() bool {
 	_, merged := e.Phases[StepMerge]
 	_, restored := e.Phases[StepRestore]
 	_, applied := e.Phases[StepApply]
-	return (merged || restored) && !applied
+	return !e.Completed && (merged || restored) && !applied
 }
 
 // Step is one finished step in the journal.

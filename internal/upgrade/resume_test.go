@@ -73,6 +73,15 @@ func TestResumeReleasesALeftLease(t *testing.T) {
 	assert.False(t, res.Leader)
 	assert.Equal(t, "", e.leases.holder(e.leaseKey()), "given up")
 	assert.Len(t, e.target.writes, 1)
+
+	// that run completed the entry: the runs after it ask for no Lease
+	// (one that did would fail here)
+	en, _, err := r.journal.Load("fake/ns/app", "2.0.0")
+	require.NoError(t, err)
+	assert.False(t, en.ApplyInterrupted())
+	third := e.again()
+	third.cluster.setErr("Release", errBoom)
+	third.mustRun(GoalUpgrade)
 }
 
 // Five processes upgrade one target at once: exactly one writes, all end
