@@ -115,15 +115,18 @@ func (p progress) fresh() *Observed {
 // process applied, or an earlier run of ours) what its record says was
 // applied.
 func (p progress) want() Want {
-	othersApply := p.applied != nil && p.applied.Stale && p.applied.Situation.ours()
 	switch {
 	case p.resolved == nil:
 		return Want{}
 	case p.applied != nil && p.applied.Wrote:
 		return p.applied.Want
+	case p.applied != nil && p.applied.Stale && p.applied.Situation.ours():
+		// another process applied it: its record, whatever this run meant
+		w, _ := p.applied.Obs.Applied.Want()
+		return w
 	case p.resolved.Restore != nil:
 		return p.resolved.Want
-	case p.intent != nil && !othersApply:
+	case p.intent != nil:
 		return p.intent.Want
 	case p.checked != nil && p.checked.Intent != nil:
 		return p.checked.Intent.Want
