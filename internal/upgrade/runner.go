@@ -93,11 +93,18 @@ func (r *Runner) Run(ctx context.Context, job Job, goal Goal) (*Result, error) {
 	defer j.close()
 	log := r.Log.With("target", j.ref.String())
 	var p progress
+	defer func() {
+		// a run that ends (or fails) while an apply's Lease is kept gives
+		// it up: another node need not wait for it to expire
+		if j.holdsLease() {
+			_ = j.releaseLease(context.WithoutCancel(ctx))
+		}
+	}()
 	for {
 		step := next(goal, p)
-		if step != StepApply && j.holdsLease() {
-			// an apply that wrote nothing is not followed by another: the
-			// Lease it kept for that is given up
+		if step != StepApply && step != StepMerge && j.holdsLease() {
+			// an apply that wrote nothing keeps the Lease through the new
+			// merge for its next attempt; when none follows, it is given up
 			if err := j.releaseLease(ctx); err != nil {
 				return j.result(p), fmt.Errorf("%s: giving the lease %s up: %w", j.ref, j.job.Lease, err)
 			}

@@ -444,6 +444,17 @@ func TestRunConflictRemerges(t *testing.T) {
 	assert.Len(t, e.log.lines("phase=apply", "wrote=false", "attempt=1"), 1)
 	assert.Len(t, e.log.lines("phase done", "phase=merge"), 2, "merged again on what the target holds now")
 	assert.Len(t, e.log.lines("phase=apply", "wrote=true", "attempt=2"), 1)
+	var takes, releases int
+	for _, h := range e.leases.historyCopy() {
+		switch {
+		case strings.HasPrefix(h, "take "):
+			takes++
+		case strings.HasPrefix(h, "release "):
+			releases++
+		}
+	}
+	assert.Equal(t, 1, takes, "the Lease is kept through the new merge: %v", e.leases.historyCopy())
+	assert.Equal(t, 1, releases, "and given up once, after the write")
 	entry, _ := e.journal.entry("fake/ns/app", "2.0.0")
 	assert.Equal(t, hashOf(t, want), entry.ValuesHash, "the journal has the hash written")
 }
@@ -904,6 +915,7 @@ func TestRunConflictThenRefused(t *testing.T) {
 	assert.ErrorContains(t, err, "fake/ns/app: merge: chart app 2.0.0 with the merged values: broken is not a value")
 	assert.Equal(t, 1, e.target.applyCalls)
 	assert.Empty(t, e.target.writes)
+	assert.Equal(t, "", e.leases.holder(e.leaseKey()), "the Lease kept for the next attempt is given up when the run fails")
 }
 
 // A migration that fails is bad input, at preflight.
