@@ -59,9 +59,7 @@ func (c *Client) Watch(ctx context.Context, namespace, name, driverName string, 
 	} else {
 		w.storage = cluster.Informer(ctx, c.Log, "secrets", cache.NewFilteredListWatchFromClient(core, "secrets", namespace, sel), &corev1.Secret{})
 	}
-	changed := func() { w.storageChanged() }
-	reg, err := w.storage.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { changed() }, UpdateFunc: func(any, any) { changed() }, DeleteFunc: func(any) { changed() }})
+	reg, err := w.storage.AddEventHandler(cluster.OnEvent(w.storageChanged))
 	if err != nil {
 		return nil, err
 	}

@@ -78,13 +78,12 @@ func next(goal Goal, p progress) string {
 		return StepPreflight
 	}
 	if !sit.ours() {
-		stale := p.applied != nil && p.applied.Stale
 		switch {
 		case goal == GoalUpgrade && p.checked == nil:
 			return StepPreflight
-		case p.intent == nil, stale && p.intent.Remerge && p.intent.key != mergeKey(p.applied.Obs):
+		case p.intent == nil, p.remerge():
 			return StepMerge
-		case (p.applied == nil || stale) && !p.intent.NoChange:
+		case (p.applied == nil || p.applied.Stale) && !p.intent.NoChange:
 			return StepApply
 		}
 	}
@@ -101,13 +100,17 @@ func next(goal Goal, p progress) string {
 // that apply wrote nothing and the intent was made (again) on that read;
 // nil otherwise.
 func (p progress) fresh() *Observed {
-	if p.applied == nil || !p.applied.Stale || p.intent == nil {
-		return nil
-	}
-	if p.intent.Remerge && p.intent.key != mergeKey(p.applied.Obs) {
+	if p.applied == nil || !p.applied.Stale || p.intent == nil || p.remerge() {
 		return nil
 	}
 	return p.applied.Obs
+}
+
+// remerge: the last apply wrote nothing, and the intent is an upgrade's
+// made on an older read of the target than the one that apply made, so
+// it is made again on that read.
+func (p progress) remerge() bool {
+	return p.applied != nil && p.applied.Stale && p.intent != nil && p.intent.Remerge && p.intent.key != mergeKey(p.applied.Obs)
 }
 
 // want is what the wait judges readiness against: what this run wrote or

@@ -194,7 +194,7 @@ func TestProgressWant(t *testing.T) {
 			applied: &Applied{Want: Want{Version: "1.0.0", ValuesHash: "h1"}, Wrote: true, Situation: SituationApplied}}, Want{Version: "1.0.0", ValuesHash: "h1"}},
 		{"another process applied it: its record, not this run's intent", progress{resolved: resolvedAs(SituationUpgrade),
 			checked: &Checked{Intent: &Intent{Want: Want{Version: "2.0.0", ValuesHash: "checked"}}},
-			intent: &Intent{Want: Want{Version: "2.0.0", ValuesHash: "other"}}, applied: appliedByOther}, wantNew},
+			intent:  &Intent{Want: Want{Version: "2.0.0", ValuesHash: "other"}}, applied: appliedByOther}, wantNew},
 		{"another process applied it before this run merged: its record, not what preflight checked", progress{resolved: resolvedAs(SituationUpgrade),
 			checked: &Checked{Intent: &Intent{Want: Want{Version: "2.0.0", ValuesHash: "checked"}}}, applied: appliedByOther}, wantNew},
 	}

@@ -81,11 +81,7 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 		synced = append(synced, inf.HasSynced, reg.HasSynced)
 		return inf
 	}
-	signal := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { o.changed.Notify() },
-		UpdateFunc: func(any, any) { o.changed.Notify() },
-		DeleteFunc: func(any) { o.changed.Notify() },
-	}
+	signal := cluster.OnEvent(o.changed.Notify)
 	o.mc = newInformer(ManagedChartGVR.Resource, c.namedObject(ManagedChartGVR, namespace, name, managedChartCuts), signal)
 	o.bundle = newInformer(BundleGVR.Resource, c.namedObject(BundleGVR, namespace, BundleName(name), bundleCuts), signal)
 	for _, inf := range []cache.SharedIndexInformer{o.mc, o.bundle} {
