@@ -11,9 +11,14 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 )
 
+// beforeExit runs before the process exits (the cpuprofile build ends its
+// profile there).
+var beforeExit = func() {}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()
+	beforeExit()
 	os.Exit(code)
 }

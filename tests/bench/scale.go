@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -73,6 +74,7 @@ type clusterRow struct {
 	last              requests
 	// the rollout: the leader's upgrade (also counted above), then the
 	// other nodes' runs, which find the target done and ready
+	bdBytes     bdWeight // the last cluster's BundleDeployment, as served
 	leader      proc
 	leaderReqs  int
 	followers   []proc
@@ -109,6 +111,10 @@ func benchClusters(ctx context.Context, f scaleFlags, r *report, log io.Writer) 
 		"API requests", "get / list / watch / write"}, rowsOut)
 	r.line("")
 	last := rows[len(rows)-1]
+	r.line("Each BundleDeployment is %.1f KB of JSON as the API server serves it (the last cluster's, after the upgrades): "+
+		"the Helm values in spec.options and spec.stagedOptions, %d resources, %d conditions, as Fleet writes them.",
+		float64(last.bdBytes.json)/1024, last.bdBytes.resources, last.bdBytes.conditions)
+	r.line("")
 	r.line("Requests of the last upgrade at %d BundleDeployments: %s.", last.clusters, last.last.kinds())
 	r.line("")
 	if f.nodes == 0 {
@@ -151,7 +157,7 @@ func benchClusters(ctx context.Context, f scaleFlags, r *report, log io.Writer) 
 func benchClusterCount(ctx context.Context, f scaleFlags, n int, log io.Writer) (clusterRow, error) {
 	row := clusterRow{clusters: n}
 	logf(log, "%d clusters: starting the control plane and the Fleet simulator", n)
-	w, err := startWorld(ctx, n)
+	w, err := startWorldOf(ctx, n, true)
 	if err != nil {
 		return row, err
 	}
@@ -216,6 +222,9 @@ func benchClusterCount(ctx context.Context, f scaleFlags, n int, log io.Writer) 
 	if f.nodes > 1 {
 		logf(log, "%d clusters: %d no-op runs, median wall %s, CPU %s", n, len(row.followers),
 			millis(median(walls(row.followers))), millis(median(cpus(row.followers))))
+	}
+	if row.bdBytes, err = w.bundleDeploymentSize(ctx, rel, n); err != nil {
+		return row, err
 	}
 	events, err := w.auditEvents()
 	if err != nil {
@@ -355,4 +364,31 @@ func benchCharts(ctx context.Context, f scaleFlags, r *report, log io.Writer) er
 		"journal writes, Events): %s.", millis(settle/n), strings.Join(cells, ", "), millis((p.Wall-inPhases)/n))
 	r.line("")
 	return nil
+}
+
+// bdWeight is what a BundleDeployment carries: its JSON's size, its
+// status.resources and conditions.
+type bdWeight struct{ json, resources, conditions int }
+
+// bundleDeploymentSize is the weight of the BundleDeployment of rel's last
+// cluster of n, as the API server serves it.
+func (w *world) bundleDeploymentSize(ctx context.Context, rel release, n int) (bdWeight, error) {
+	cns := fleetsim.ClusterNamespace(namespace)
+	name := fleetsim.BundleDeploymentName(fleetsim.BundleName(rel.name), fleetsim.ClusterName(n-1))
+	raw, err := w.env.Kube().CoreV1().RESTClient().Get().
+		AbsPath("/apis/fleet.cattle.io/v1alpha1/namespaces", cns, "bundledeployments", name).
+		SetHeader("Accept", "application/json").DoRaw(ctx)
+	if err != nil {
+		return bdWeight{}, fmt.Errorf("reading BundleDeployment %s/%s: %w", cns, name, err)
+	}
+	var bd struct {
+		Status struct {
+			Resources  []json.RawMessage `json:"resources"`
+			Conditions []json.RawMessage `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &bd); err != nil {
+		return bdWeight{}, fmt.Errorf("decoding BundleDeployment %s/%s: %w", cns, name, err)
+	}
+	return bdWeight{json: len(raw), resources: len(bd.Status.Resources), conditions: len(bd.Status.Conditions)}, nil
 }

@@ -30,6 +30,7 @@ type world struct {
 	sim      *fleetsim.Sim
 	tc       *managedchart.Client
 	examples string // package/examples
+	chartDir string // the charts: examples' charts, or their weighted copy
 	dir      string
 	// local is where chart-upgrader's state directory (the journal), lock
 	// and termination log go: dir unless set.
@@ -40,13 +41,27 @@ type world struct {
 // startWorld starts the control plane and a simulator of clusters
 // downstream clusters. Call stop.
 func startWorld(ctx context.Context, clusters int) (*world, error) {
+	return startWorldOf(ctx, clusters, false)
+}
+
+// startWorldOf is startWorld; weighted gives the example charts the
+// twelve objects of a chart of real size (weightedCharts).
+func startWorldOf(ctx context.Context, clusters int, weighted bool) (*world, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
 	w := &world{examples: filepath.Join(root, "package", "examples")}
+	w.chartDir = filepath.Join(w.examples, "charts")
 	if w.dir, err = os.MkdirTemp("", "chart-upgrader-bench-"); err != nil {
 		return nil, err
+	}
+	if weighted {
+		w.chartDir = filepath.Join(w.dir, "charts")
+		if err := weightedCharts(filepath.Join(w.examples, "charts"), filepath.Join(root, "tests", "bench", "testdata", "weight"), w.chartDir); err != nil {
+			_ = os.RemoveAll(w.dir)
+			return nil, err
+		}
 	}
 	if w.env, err = testenv.Start(ctx, testenv.Options{AuditLog: true}); err != nil {
 		_ = os.RemoveAll(w.dir)
@@ -79,8 +94,39 @@ func (w *world) stop() {
 	_ = os.RemoveAll(w.dir)
 }
 
-// charts is the bundled example's chart directory: demo-app 1.0.0 and 2.0.0.
-func (w *world) charts() string { return filepath.Join(w.examples, "charts") }
+// charts is the chart directory: the bundled example's demo-app 1.0.0 and
+// 2.0.0, or their weighted copy.
+func (w *world) charts() string { return w.chartDir }
+
+// weightedCharts copies each chart of dir to dst with the templates of
+// weight (testdata/weight) added: demo-app's three objects and these nine
+// make the dozen of a chart of real size, which every simulated cluster
+// lists in its BundleDeployment's status.resources.
+func weightedCharts(dir, weight, dst string) error {
+	extra, err := filepath.Glob(filepath.Join(weight, "*.yaml"))
+	if err != nil || len(extra) == 0 {
+		return fmt.Errorf("no weight templates in %s (%v)", weight, err)
+	}
+	if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
+		return fmt.Errorf("copying the charts of %s: %w", dir, err)
+	}
+	charts, err := os.ReadDir(dst)
+	if err != nil {
+		return err
+	}
+	for _, c := range charts {
+		for _, t := range extra {
+			data, err := os.ReadFile(t)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dst, c.Name(), "templates", "weight-"+filepath.Base(t)), data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // auditEvents reads the audit log so far.
 func (w *world) auditEvents() ([]testenv.AuditEvent, error) {

@@ -27,6 +27,34 @@ type applied struct {
 	waiting  bool
 	// objects are what Helm rendered, for drift detection.
 	objects []rendered
+	// deploys counts the deployments of another cluster than the local
+	// one: the revision of the release it reports.
+	deploys int
+}
+
+// renderedResources are the objects deployment id (release r) renders, as
+// every cluster reports them in status.resources; the chart is rendered
+// once per deployment.
+func (s *Sim) renderedResources(ctx context.Context, id string, r releaseSpec) ([]resourceKey, error) {
+	s.mu.Lock()
+	res, ok := s.rendered[id]
+	s.mu.Unlock()
+	if ok {
+		return res, nil
+	}
+	ch, err := s.opts.Loader(ctx, r.chart, r.version)
+	if err != nil {
+		return nil, fmt.Errorf("fetching chart %s %s: %w", r.chart, r.version, err)
+	}
+	manifest, err := s.helm.render(ctx, ch, r)
+	if err != nil {
+		return nil, err
+	}
+	res = manifestResources(manifest, r.namespace)
+	s.mu.Lock()
+	s.rendered[id] = res
+	s.mu.Unlock()
+	return res, nil
 }
 
 // failure is a deployment the agent could not make: it is retried after a
@@ -212,14 +240,23 @@ func helmWaitFailure(a applied) string {
 // leaving a failed revision.
 func (s *Sim) deploy(ctx context.Context, k string, bd *unstructured.Unstructured, bundleNS, mcName string, local, reject bool) (applied, error) {
 	id, _, _ := unstructured.NestedString(bd.Object, "spec", "deploymentID")
+	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
+	r := releaseFromOptions(opts)
 	if !local {
 		if reject {
 			return applied{}, fmt.Errorf("deployment %s failed", id)
 		}
-		return applied{id: id, at: time.Now()}, nil
+		// Another cluster's agent deploys the same objects and reports
+		// them: rendered once per deployment, as the local cluster's Helm
+		// renders them.
+		resources, err := s.renderedResources(ctx, id, r)
+		if err != nil {
+			return applied{}, err
+		}
+		deploys := s.appliedOf(k).deploys + 1
+		return applied{id: id, at: time.Now(), release: fmt.Sprintf("%s/%s:%d", r.namespace, r.name, deploys),
+			resources: resources, deploys: deploys}, nil
 	}
-	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
-	r := releaseFromOptions(opts)
 	ch, err := s.opts.Loader(ctx, r.chart, r.version)
 	if err != nil {
 		return applied{}, fmt.Errorf("fetching chart %s %s: %w", r.chart, r.version, err)
@@ -282,6 +319,10 @@ func appliedStatus(a applied, ready bool, modified []Resource) bdStatus {
 		AppliedDeploymentID: a.id, Release: a.release, Ready: ready,
 		NonModified: len(modified) == 0, Resources: a.resources,
 		Display: bdDisplay{Deployed: "Yes", Monitored: "Yes", State: StateReady},
+		ResourceCounts: resourceCounts{DesiredReady: len(a.resources), Ready: len(a.resources), Modified: len(modified)},
+	}
+	if !ready && len(a.resources) > 0 {
+		st.ResourceCounts.Ready, st.ResourceCounts.NotReady = len(a.resources)-1, 1
 	}
 	for _, m := range modified {
 		st.ModifiedStatus = append(st.ModifiedStatus, modifiedStatus{

@@ -87,6 +87,20 @@ func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec, 
 	return rel, nil
 }
 
+// render renders release r of chart ch as Helm's client-only dry run
+// does, and returns the manifest; nothing is read or written.
+func (h *helmRunner) render(ctx context.Context, ch *chart.Chart, r releaseSpec) (string, error) {
+	cfg := &action.Configuration{Log: func(string, ...any) {}}
+	in := action.NewInstall(cfg)
+	in.ReleaseName, in.Namespace = r.name, r.namespace
+	in.DryRun, in.ClientOnly, in.Replace = true, true, true
+	rel, err := in.RunWithContext(ctx, ch, r.values)
+	if err != nil {
+		return "", fmt.Errorf("rendering release %s/%s of chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
+	}
+	return rel.Manifest, nil
+}
+
 // setStatus sets the status of revision of release ref, as Helm does when
 // its wait for the rollout ends (deployed, or failed with the reason).
 func (h *helmRunner) setStatus(ref releaseRef, revision int, status release.Status, description string) error {

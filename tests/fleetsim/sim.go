@@ -105,6 +105,9 @@ type Sim struct {
 	releases   map[string]releaseRef         // BundleDeployment key → Helm release it owns
 	defined    map[string]string             // ManagedChart key → why it is not Defined
 	nsExists   map[string]bool
+	// rendered holds, per deploymentID, the objects it renders: what every
+	// downstream cluster reports in status.resources (rendered once).
+	rendered map[string][]resourceKey
 }
 
 // bundleIndex indexes BundleDeployments by "<bundle namespace>/<bundle name>".
@@ -139,7 +142,7 @@ func New(opts Options) (*Sim, error) {
 		opts: opts, log: opts.Logger, synced: make(chan struct{}),
 		faults: map[string]Fault{}, helmRuns: map[string]int{}, ready: map[string]ReadyTimes{},
 		applied: map[string]applied{}, failures: map[string]failure{}, driftStops: map[string]context.CancelFunc{}, releases: map[string]releaseRef{}, defined: map[string]string{},
-		nsExists: map[string]bool{}, fresh: newFreshCache(),
+		nsExists: map[string]bool{}, rendered: map[string][]resourceKey{}, fresh: newFreshCache(),
 	}
 	var err error
 	if s.client, err = dynamic.NewForConfig(cfg); err != nil {

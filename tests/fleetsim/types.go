@@ -61,6 +61,21 @@ type bdStatus struct {
 	Conditions          []condition      `json:"conditions,omitempty"`
 	Display             bdDisplay        `json:"display"`
 	Resources           []resourceKey    `json:"resources,omitempty"`
+	ResourceCounts      resourceCounts   `json:"resourceCounts"`
+	SyncGeneration      int64            `json:"syncGeneration"`
+}
+
+// resourceCounts counts a deployment's objects by state, as Fleet's agent
+// writes them (every counter, zero or not).
+type resourceCounts struct {
+	Ready        int `json:"ready"`
+	DesiredReady int `json:"desiredReady"`
+	WaitApplied  int `json:"waitApplied"`
+	Modified     int `json:"modified"`
+	Orphaned     int `json:"orphaned"`
+	Missing      int `json:"missing"`
+	Unknown      int `json:"unknown"`
+	NotReady     int `json:"notReady"`
 }
 
 type nonReadyResource struct {
