@@ -56,7 +56,7 @@ func TestErrAppliedFailsFastWithFleetsError(t *testing.T) {
 	t.Logf("terminal error → exit: %s (grace 2s)", time.Since(failedAt).Round(time.Millisecond))
 	assert.Equal(t, outcome.ExitFailure, outcome.Code(err), "error: %v", err)
 	assert.Contains(t, err.Error(), "managedchart/"+f.ns+"/"+name+" failed to deploy version 2.0.0")
-	assert.Contains(t, err.Error(), "ErrApplied: 1 of 1 bundledeployments could not deploy it")
+	assert.Contains(t, err.Error(), "ErrApplied: 1 of 1 clusters could not deploy it")
 	assert.Contains(t, err.Error(), msg, "Fleet's own error text")
 	assert.Contains(t, logs, `"progress":"ready 0/1; failed: ErrApplied`, "the failure shows in the progress while the grace runs")
 	assertAppliedRecord(t, f.get(name), "2.0.0")
@@ -318,5 +318,5 @@ func TestHelmWaitThatRunsOutIsARolloutThatDidNotFinish(t *testing.T) {
 	assert.Equal(t, outcome.ExitFailure, outcome.Code(err), "error: %v", err)
 	assert.Contains(t, err.Error(), "the rollout did not finish within Helm's wait (helm.timeoutSeconds 2)")
 	assert.Contains(t, err.Error(), "context deadline exceeded")
-	assert.Contains(t, logs, "have not applied their deployment", "WaitApplied while Helm waited")
+	assert.Contains(t, logs, "have not applied the deployment", "WaitApplied while Helm waited")
 }

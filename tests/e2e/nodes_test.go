@@ -174,7 +174,7 @@ func TestLateNodeSeesAnotherNodesApplyDuringPreflight(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		mc := f.get(name)
-		b, _, err := f.tc.Look(t.Context(), mc)
+		b, err := f.tc.Bundle(t.Context(), mc.Namespace, mc.Name)
 		require.NoError(t, err)
 		if mc.Annotations[managedchart.AnnotationVersion] == "2.0.0" && !managedchart.Health(mc, b).Healthy() {
 			break

@@ -51,7 +51,7 @@ func TestWaitTimeoutSaysWhatWasAwaited(t *testing.T) {
 	t.Logf("timed out: %v", err)
 	msg := err.Error()
 	assert.Contains(t, msg, "not ready after 3s waiting for version 2.0.0")
-	assert.Contains(t, msg, "bundledeployments are not ready", "what was awaited")
+	assert.Contains(t, msg, "clusters are not ready", "what was awaited")
 	assert.Contains(t, msg, "not ready yet", "the non-ready resource, from Fleet")
 	assert.Contains(t, logs, `"msg":"waiting"`, "progress while waiting")
 	assert.Contains(t, logs, `"progress":"ready 0/1`)

@@ -242,10 +242,29 @@ func (w *world) look(ctx context.Context) (*managedchart.ManagedChart, *managedc
 	var bds []managedchart.BundleDeployment
 	err = retry(ctx, func(ctx context.Context) error {
 		var err error
-		b, bds, err = w.tc.Look(ctx, mc)
+		if b, err = w.tc.Bundle(ctx, mc.Namespace, mc.Name); err != nil {
+			return err
+		}
+		bds, err = w.bundleDeployments(ctx, mc)
 		return err
 	})
 	return mc, b, bds, err
+}
+
+// bundleDeployments reads every BundleDeployment of mc's Bundle, one by
+// one: the oracle judges by them (managedchart.Evaluate), where the tool
+// trusts Fleet's summary.
+func (w *world) bundleDeployments(ctx context.Context, mc *managedchart.ManagedChart) ([]managedchart.BundleDeployment, error) {
+	list, err := w.tc.Dynamic.Resource(managedchart.BundleDeploymentGVR).List(ctx,
+		metav1.ListOptions{LabelSelector: managedchart.BundleSelector(mc.Namespace, mc.Name)})
+	if err != nil {
+		return nil, fmt.Errorf("listing the bundledeployments of %s: %w", managedchart.BundleName(mc.Name), err)
+	}
+	bds := make([]managedchart.BundleDeployment, 0, len(list.Items))
+	for i := range list.Items {
+		bds = append(bds, managedchart.ParseBundleDeployment(&list.Items[i]))
+	}
+	return bds, nil
 }
 
 // awaitState polls (every 100 ms, within timeout) until cond holds for what

@@ -134,30 +134,6 @@ func backupObject(mc *ManagedChart) specobject.Object {
 		Version: mc.Version, Spec: spec, Annotations: mc.Annotations}
 }
 
-// Look reads the Bundle and BundleDeployments of a ManagedChart once, for a
-// readiness judgement without a watch: two requests, the list decoded as
-// it arrives (only what readiness reads of each BundleDeployment is kept).
-func (c *Client) Look(ctx context.Context, mc *ManagedChart) (*Bundle, []BundleDeployment, error) {
-	b, err := c.Bundle(ctx, mc.Namespace, mc.Name)
-	if err != nil {
-		return nil, nil, err
-	}
-	bds, err := c.BundleDeployments(ctx, mc)
-	return b, bds, err
-}
-
-// BundleDeployments lists the BundleDeployments of a ManagedChart's Bundle
-// in one request, decoded as the list arrives (only what readiness reads
-// of each is kept).
-func (c *Client) BundleDeployments(ctx context.Context, mc *ManagedChart) ([]BundleDeployment, error) {
-	var bds []BundleDeployment
-	if _, err := c.listBundleDeployments(ctx, metav1.ListOptions{LabelSelector: BundleSelector(mc.Namespace, mc.Name)},
-		func(it bdItem) { bds = append(bds, it.BD) }); err != nil {
-		return nil, fmt.Errorf("listing bundledeployments of %s: %w", BundleName(mc.Name), err)
-	}
-	return bds, nil
-}
-
 // Observed is the ManagedChart as the upgrade core sees it; nil for nil.
 func (m *ManagedChart) Observed() *upgrade.Observed {
 	if m == nil {

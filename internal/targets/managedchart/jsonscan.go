@@ -9,17 +9,18 @@ import (
 	"unicode/utf8"
 )
 
-// A small JSON reader for picking a few fields out of large objects, as
-// the API server sends them: what it skips is stepped over, strings with
-// a vectorised search for their closing quote, without being decoded or
-// built. jsonStream cuts a stream into values (the events of a watch, the
+// A small JSON reader for cutting large members out of objects before
+// they are decoded (a Bundle's chart files, hundreds of kilobytes sent
+// again with every status write), as the API server sends them: what it
+// skips is stepped over, strings with a vectorised search for their
+// closing quote, without being decoded or built. jsonStream cuts a stream into values (the events of a watch, the
 // items of a list) holding one at a time; jsonReader reads the fields of
 // one. They check the structure they walk (braces, colons, commas, the
 // types of the fields they pick), not every byte of what they skip: the
 // input is the API server's JSON.
 
-// maxJSONValue bounds one value of a stream: a BundleDeployment is a few
-// kilobytes.
+// maxJSONValue bounds one value of a stream: a Bundle of a large chart is
+// a few megabytes.
 const maxJSONValue = 64 << 20
 
 var errJSONEnd = errors.New("unexpected end of JSON input")
@@ -295,35 +296,6 @@ func (r *jsonReader) object(field func(key []byte) error) error {
 	}
 }
 
-// array reads an array, calling elem for each element, which must read
-// it. A value that is not an array is skipped, as an absent one.
-func (r *jsonReader) array(elem func() error) error {
-	if r.next() != '[' {
-		return r.skip()
-	}
-	r.i++
-	if r.next() == ']' {
-		r.i++
-		return nil
-	}
-	for {
-		if err := elem(); err != nil {
-			return err
-		}
-		switch r.next() {
-		case ',':
-			r.i++
-		case ']':
-			r.i++
-			return nil
-		case 0:
-			return errJSONEnd
-		default:
-			return fmt.Errorf("want ',' or ']', have %q at offset %d", r.data[r.i], r.i)
-		}
-	}
-}
-
 // rawString reads a string and returns its contents, unescaped (valid
 // until the next read when it held no escape).
 func (r *jsonReader) rawString() ([]byte, error) {
@@ -354,13 +326,6 @@ func (r *jsonReader) str() (string, error) {
 	}
 	s, err := r.rawString()
 	return string(s), err
-}
-
-// boolean reads true or false; a value of another type is skipped and
-// reads as false.
-func (r *jsonReader) boolean() (bool, error) {
-	v, err := r.raw()
-	return string(v) == "true", err
 }
 
 // cutJSON returns the JSON object data without the members at the paths

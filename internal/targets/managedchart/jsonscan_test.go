@@ -10,39 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
-
-// FuzzReadBDIsParseBundleDeployment: for any JSON object, readBD reads
-// what ParseBundleDeployment reads of the same object decoded into a map
-// (the way the dynamic client decodes it), and its resourceVersion. On
-// anything else it returns, without a panic.
-func FuzzReadBDIsParseBundleDeployment(f *testing.F) {
-	full, err := json.Marshal(bundleDeployment().Object)
-	require.NoError(f, err)
-	for _, seed := range []string{
-		string(full),
-		`{"metadata":{"name":"a","namespace":"n"},"spec":{"deploymentID":"s-1"},"status":{"appliedDeploymentID":"s-1","ready":true}}`,
-		`{"metadata":{"name":"a\"b\\c\u00e9","namespace":7},"status":{"ready":"true","nonReadyStatus":[1,null,{"kind":"Pod","summary":{"message":["x",2,"y"]}}]}}`,
-		`{"status":{"ready":true},"status":{"appliedDeploymentID":"x"},"metadata":null,"spec":[]}`,
-		`{"status":{"nonReadyStatus":[{"name":"a","summary":{"state":"s"},"summary":{"message":["m"]}}]}}`,
-		"{\"metadata\":{\"name\":\"\xff\xfe\"}}",
-		`[1,2]`, `{"a":`, `{"status":{"ready":tru}}`,
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := readBD(&jsonReader{data: data})
-		var m map[string]any
-		if !json.Valid(data) || json.Unmarshal(data, &m) != nil || m == nil {
-			return // only no panic
-		}
-		require.NoError(t, err, "%s", data)
-		u := &unstructured.Unstructured{Object: m}
-		assert.Equal(t, ParseBundleDeployment(u), got.BD, "%s", data)
-		assert.Equal(t, u.GetResourceVersion(), got.ResourceVersion)
-	})
-}
 
 // FuzzJSONStreamCutsLikeADecoder: a stream of JSON values is cut into the
 // values encoding/json's Decoder reads, however the reads split it.

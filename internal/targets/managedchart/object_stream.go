@@ -2,7 +2,9 @@ package managedchart
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -115,3 +118,167 @@ func (d *objWatchDecoder) Decode() (watch.EventType, runtime.Object, error) {
 }
 
 func (d *objWatchDecoder) Close() { _ = d.close() }
+
+// rawRequest is a GET of the gvr objects of namespace ("": of every
+// namespace) with opts, answered in JSON, for a reader of the stream.
+func (c *Client) rawRequest(gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) *rest.Request {
+	path := []string{"/apis", gvr.Group, gvr.Version}
+	if namespace != "" {
+		path = append(path, "namespaces", namespace)
+	}
+	return c.Kube.CoreV1().RESTClient().Get().AbsPath(append(path, gvr.Resource)...).
+		SpecificallyVersionedParams(&opts, metav1.ParameterCodec, metav1.SchemeGroupVersion).
+		SetHeader("Accept", "application/json")
+}
+
+// decodeList decodes a list one item at a time, handing each item's JSON
+// (valid during the call) to item, and returns its resourceVersion.
+func decodeList(s *jsonStream, item func([]byte) error) (rv string, err error) {
+	if err := s.punct('{'); err != nil {
+		return "", err
+	}
+	for {
+		if c, err := s.peek(); err != nil || c == '}' {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return rv, err
+		}
+		k, err := s.value()
+		if err != nil {
+			return "", err
+		}
+		key, err := (&jsonReader{data: k}).str()
+		if err != nil {
+			return "", err
+		}
+		if err := s.punct(':'); err != nil {
+			return "", err
+		}
+		switch key {
+		case "items":
+			if err := decodeItems(s, item); err != nil {
+				return "", fmt.Errorf("items: %w", err)
+			}
+		case "metadata":
+			v, err := s.value()
+			if err != nil {
+				return "", err
+			}
+			r := &jsonReader{data: v}
+			rv = ""
+			if err := r.object(func(key []byte) error {
+				if string(key) == "resourceVersion" {
+					rv, err = r.str()
+					return err
+				}
+				return r.skip()
+			}); err != nil {
+				return "", fmt.Errorf("metadata: %w", err)
+			}
+		default:
+			if _, err := s.value(); err != nil {
+				return "", err
+			}
+		}
+		if c, err := s.peek(); err == nil && c == ',' {
+			s.off++
+		}
+	}
+}
+
+// decodeItems decodes the items of a list, one at a time.
+func decodeItems(s *jsonStream, item func([]byte) error) error {
+	err := func() error {
+		if c, err := s.peek(); err != nil || c != '[' {
+			if err == nil && c != 'n' {
+				err = fmt.Errorf("want an array, have %q", c)
+			}
+			if err == nil {
+				_, err = s.value() // null: no items
+			}
+			return err
+		}
+		s.off++
+		for {
+			c, err := s.peek()
+			if err != nil {
+				return err
+			}
+			switch c {
+			case ']':
+				s.off++
+				return nil
+			case ',':
+				s.off++
+				continue
+			}
+			v, err := s.value()
+			if err != nil {
+				return err
+			}
+			if err := item(v); err != nil {
+				return err
+			}
+		}
+	}()
+	if err == io.EOF { // within the list
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// decodeEvent reads the next watch event, {"type": …, "object": …}, and
+// hands its object to object with the event's type; it returns the type.
+// Its errors are the stream's own, which the watch tells apart: io.EOF at
+// its end (the API server closed it), io.ErrUnexpectedEOF or the
+// connection's error when it was cut.
+func decodeEvent(s *jsonStream, object func(watch.EventType, *jsonReader) error) (watch.EventType, error) {
+	v, err := s.value()
+	if err != nil {
+		return "", err
+	}
+	var (
+		typ watch.EventType
+		got bool
+		raw []byte // an object before its type (the API server sends the type first)
+	)
+	r := &jsonReader{data: v}
+	err = r.object(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			var t string
+			t, err = r.str()
+			typ = watch.EventType(t)
+		case "object":
+			if typ == "" {
+				raw, err = r.raw()
+			} else {
+				got, err = true, object(typ, r)
+			}
+		default:
+			err = r.skip()
+		}
+		return err
+	})
+	if err == nil && !got && raw != nil {
+		got, err = true, object(typ, &jsonReader{data: raw})
+	}
+	if err == nil && !got {
+		err = fmt.Errorf("a watch event without an object: %.200s", v)
+	}
+	if err != nil {
+		return "", fmt.Errorf("decoding a watch event: %w", err)
+	}
+	return typ, nil
+}
+
+// readStatus reads the Status of an ERROR event.
+func readStatus(r *jsonReader, s *metav1.Status) error {
+	v, err := r.raw()
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(v, s)
+}

@@ -8,59 +8,87 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
-// Evaluate judges readiness exactly as docs/design.md §4.2 says: the target
-// carries the applied version and values hash; Bundle mcc-<name> has
-// spec.helm.version = target (and the applied values, when they are in the
-// Bundle) and has observed its generation; every BundleDeployment applied
-// its deploymentID and is ready; the summary says desiredReady > 0 clusters
-// all ready, none unavailable, and the Ready condition is True.
+// JudgeBySummary judges readiness exactly as docs/design.md §4.2 says,
+// from the ManagedChart and its Bundle alone: the target carries the
+// applied version and values hash; Bundle mcc-<name> has spec.helm.version
+// = target (and the applied values, when they are in the Bundle), is not
+// paused and has observed its generation; the summary of that generation
+// says desiredReady > 0 clusters all ready, none unavailable, and the
+// Ready condition is True. The wait and Target.Look judge with it.
 //
-// It goes over every BundleDeployment: it is the judgement of one look
-// (Target.Look), and the reference the Observer's running counts are
-// tested against. A watch judges from those counts (Observer.Readiness).
-func Evaluate(want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) upgrade.Readiness {
-	c := bdCounts{total: len(bds)}
-	for _, bd := range bds {
-		switch {
-		case !bd.applied():
-			c.notApplied++
-			if bd.DeployError != "" {
-				c.failed++
-				c.failure = bd.DeployError
-			}
-		case !bd.Ready:
-			c.notReady++
-		}
-	}
-	c.pendingLines = func() []string {
-		pending := make([]string, 0, c.notApplied+c.notReady)
-		for _, bd := range bds {
-			if v := verdictOf(bd); v.pending() {
-				pending = append(pending, v.line(bd.Namespace+"/"+bd.Name))
+// Fleet computes the summary of a generation it has observed from the
+// BundleDeployments, counting a cluster ready only when its
+// BundleDeployment applied the deployment that generation asks for (the ID
+// Fleet computes afresh, whatever its cache holds) and is ready; the stale
+// status after a spec change shows as a generation not observed yet. So
+// the summary says what reading every BundleDeployment would, without
+// reading thousands of them (Evaluate does, for the tests).
+func JudgeBySummary(want upgrade.Want, mc *ManagedChart, b *Bundle) upgrade.Readiness {
+	var c bdCounts
+	if b != nil {
+		sum := b.Status.Summary
+		c = bdCounts{total: int(sum.DesiredReady), notApplied: int(sum.WaitApplied + sum.ErrApplied + sum.Pending + sum.OutOfSync),
+			notReady: int(sum.NotReady + sum.Modified), failed: int(sum.ErrApplied)}
+		for _, nr := range sum.NonReadyResources {
+			if nr.State == "ErrApplied" && nr.Message != "" {
+				c.failure = nr.Message
+				break
 			}
 		}
-		sort.Strings(pending)
-		if len(pending) > maxPendingLines {
-			pending = pending[:maxPendingLines]
-		}
-		return pending
 	}
 	return judge(want, mc, b, c)
 }
 
-// JudgeBySummary judges readiness as Evaluate does, with the
-// BundleDeployments as the Bundle's summary counts them (all desired
-// clusters applied and ready) instead of read one by one: it can say ready
-// only when the Bundle has observed its generation, carries the wanted
-// version and values and its summary, unavailable count and Ready
-// condition all say ready. Target.Look uses it to skip the list of
-// BundleDeployments; the wait never does.
-func JudgeBySummary(want upgrade.Want, mc *ManagedChart, b *Bundle) upgrade.Readiness {
-	c := bdCounts{pendingLines: func() []string { return nil }}
-	if b != nil {
-		c.total = int(b.Status.Summary.DesiredReady)
+// Evaluate is JudgeBySummary with the BundleDeployments read one by one
+// and counted here (every one applied its deploymentID and is ready):
+// the reference the summary judgement is tested against, and the soak
+// test's oracle.
+func Evaluate(want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) upgrade.Readiness {
+	c := bdCounts{total: len(bds)}
+	var pending []string
+	for _, bd := range bds {
+		line := bd.Namespace + "/" + bd.Name
+		switch {
+		case !bd.applied() && bd.DeployError != "":
+			c.notApplied++
+			c.failed++
+			c.failure = bd.DeployError
+			line += " failed to deploy: " + bd.DeployError
+		case !bd.applied():
+			c.notApplied++
+			line += " not applied"
+		case !bd.Ready:
+			c.notReady++
+			line += " not ready"
+			if len(bd.NonReady) > 0 {
+				line += ": " + bd.NonReady[0]
+			}
+		default:
+			continue
+		}
+		pending = append(pending, line)
 	}
+	sort.Strings(pending)
+	c.pending = pending[:min(len(pending), maxPendingLines)]
 	return judge(want, mc, b, c)
+}
+
+// maxPendingLines is how many pending BundleDeployments Evaluate names
+// when Fleet's summary names none.
+const maxPendingLines = 10
+
+// bdCounts is what readiness needs of a Bundle's BundleDeployments, one
+// per cluster: how many there are, how many have not applied their
+// deployment, how many applied it and are not ready.
+type bdCounts struct {
+	total, notApplied, notReady int
+	// failed of the notApplied report that the agent could not deploy
+	// (Deployed=False, Fleet's ErrApplied); failure is one of their
+	// messages.
+	failed  int
+	failure string
+	// pending names the first pending ones (Evaluate only).
+	pending []string
 }
 
 // judge is Evaluate with the BundleDeployments already counted.
@@ -103,13 +131,13 @@ func judge(want upgrade.Want, mc *ManagedChart, b *Bundle, c bdCounts) upgrade.R
 		wait("bundle %s is paused", b.Name)
 	}
 	if c.total == 0 {
-		wait("no bundledeployments of %s yet", b.Name)
+		wait("no clusters of %s yet", b.Name)
 	}
 	if c.notApplied > 0 {
-		wait("%d of %d bundledeployments have not applied their deployment", c.notApplied, c.total)
+		wait("%d of %d clusters have not applied the deployment", c.notApplied, c.total)
 	}
 	if c.notReady > 0 {
-		wait("%d of %d bundledeployments are not ready", c.notReady, c.total)
+		wait("%d of %d clusters are not ready", c.notReady, c.total)
 	}
 	// the agent could not deploy what we applied (ErrApplied): counted
 	// only once the Bundle is ours, so BundleDeployments still showing a
@@ -118,9 +146,8 @@ func judge(want upgrade.Want, mc *ManagedChart, b *Bundle, c bdCounts) upgrade.R
 		r.Failed = failure(b, c)
 	}
 	// Fleet lists no non-ready resource: name the first BundleDeployments
-	// (the lines are built only then)
-	if len(r.NonReady) == 0 && c.notApplied+c.notReady > 0 {
-		r.NonReady = c.pendingLines()
+	if len(r.NonReady) == 0 {
+		r.NonReady = c.pending
 	}
 	if s.Summary.DesiredReady <= 0 || s.Summary.Ready != s.Summary.DesiredReady {
 		wait("bundle summary: %d of %d clusters ready", s.Summary.Ready, s.Summary.DesiredReady)
@@ -141,14 +168,14 @@ func judge(want upgrade.Want, mc *ManagedChart, b *Bundle, c bdCounts) upgrade.R
 
 // failure describes the failed deployment of the Bundle in Fleet's words:
 // its Ready message when the Bundle counts the ErrApplied, else the
-// message of one failing BundleDeployment. A Helm wait that timed out
+// message of one failing cluster. A Helm wait that timed out
 // (helm.timeoutSeconds > 0) is a rollout that did not finish.
 func failure(b *Bundle, c bdCounts) string {
 	msg := c.failure
 	if cond, ok := b.Status.Condition("Ready"); ok && cond.Status != "True" && b.Status.Summary.ErrApplied > 0 && cond.Message != "" {
 		msg = cond.Message
 	}
-	head := fmt.Sprintf("ErrApplied: %d of %d bundledeployments could not deploy it", c.failed, c.total)
+	head := fmt.Sprintf("ErrApplied: %d of %d clusters could not deploy it", c.failed, c.total)
 	if b.HelmTimeoutSeconds > 0 && strings.Contains(msg, "context deadline exceeded") {
 		head = fmt.Sprintf("the rollout did not finish within Helm's wait (helm.timeoutSeconds %d) on %d of %d clusters",
 			b.HelmTimeoutSeconds, c.failed, c.total)

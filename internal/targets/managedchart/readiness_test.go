@@ -57,7 +57,7 @@ var evaluateCases = []evaluateCase{
 		(*b).Generation = 5
 	}, "generation 5 not observed"},
 	{"bundle paused", func(_ *upgrade.Want, _ *ManagedChart, b **Bundle, _ *[]BundleDeployment) { (*b).Paused = true }, "is paused"},
-	{"no bundledeployments", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) { *bds = nil }, "no bundledeployments"},
+	{"no bundledeployments", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) { *bds = nil }, "no clusters of mcc-app yet"},
 	{"deployment not applied", func(_ *upgrade.Want, _ *ManagedChart, _ **Bundle, bds *[]BundleDeployment) {
 		(*bds)[0].DeploymentID = "s-3:4"
 	}, "have not applied"},
@@ -146,7 +146,7 @@ func TestEvaluateFailures(t *testing.T) {
 		failed  string // a fragment of Failed; "" = none
 	}{
 		{"ErrApplied: the agent could not deploy it", errApplied("broken.yaml:6:15: nil pointer"),
-			"ErrApplied: 1 of 1 bundledeployments could not deploy it: broken.yaml:6:15: nil pointer"},
+			"ErrApplied: 1 of 1 clusters could not deploy it: broken.yaml:6:15: nil pointer"},
 		{"ErrApplied in Fleet's words once the Bundle counts it", func(mc *ManagedChart, b *Bundle, bds []BundleDeployment) {
 			errApplied("nil pointer")(mc, b, bds)
 			b.Status.Summary = Summary{DesiredReady: 1, ErrApplied: 1}
@@ -192,6 +192,55 @@ func TestEvaluateFailures(t *testing.T) {
 	want, mc, b, bds := world()
 	errApplied("boom")(mc, b, bds)
 	assert.Equal(t, []string{"cluster-a/mcc-app failed to deploy: boom"}, Evaluate(want, mc, b, bds).NonReady)
+}
+
+// The failures as the wait sees them, from the Bundle's summary alone: an
+// ErrApplied of the generation we applied, in Fleet's words (its Ready
+// message, else the cluster's), never one of an older generation.
+func TestJudgeBySummaryFailures(t *testing.T) {
+	errApplied := func(b *Bundle, msg string) {
+		b.Status.Summary = Summary{DesiredReady: 2, Ready: 1, ErrApplied: 1,
+			NonReadyResources: []NonReadyResource{{Name: "fleet-local/local", State: "ErrApplied", Message: msg}}}
+		b.Status.Unavailable = 1
+		b.Status.Conditions = []Condition{{Type: "Ready", Status: "False"}}
+	}
+	for _, tc := range []struct {
+		name    string
+		breakIt func(b *Bundle)
+		failed  string // a fragment of Failed; "" = none
+	}{
+		{"the cluster's message", func(b *Bundle) { errApplied(b, "conflict with kubectl-set") },
+			"ErrApplied: 1 of 2 clusters could not deploy it: conflict with kubectl-set"},
+		{"Fleet's Ready message wins", func(b *Bundle) {
+			errApplied(b, "nil pointer")
+			b.Status.Conditions[0].Message = "ErrApplied(1) [Cluster fleet-local/local: nil pointer]"
+		}, "could not deploy it: ErrApplied(1) [Cluster fleet-local/local: nil pointer]"},
+		{"Helm's wait timed out", func(b *Bundle) {
+			b.HelmTimeoutSeconds = 20
+			errApplied(b, "resource Deployment/s/slow not ready. status: InProgress context deadline exceeded")
+		}, "the rollout did not finish within Helm's wait (helm.timeoutSeconds 20) on 1 of 2 clusters"},
+		{"not before Fleet observed our generation", func(b *Bundle) {
+			errApplied(b, "old failure")
+			b.Generation = 5
+		}, ""},
+		{"not while the Bundle is not ours yet", func(b *Bundle) {
+			errApplied(b, "old failure")
+			b.HelmVersion = "1.0.0"
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, mc, b, _ := world()
+			tc.breakIt(b)
+			r := JudgeBySummary(want, mc, b)
+			assert.False(t, r.Ready)
+			if tc.failed == "" {
+				assert.Empty(t, r.Failed)
+				return
+			}
+			assert.Contains(t, r.Failed, tc.failed)
+			assert.Contains(t, r.Waiting, "1 of 2 clusters have not applied the deployment")
+		})
+	}
 }
 
 func TestEvaluateNilTarget(t *testing.T) {

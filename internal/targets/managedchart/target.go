@@ -112,34 +112,19 @@ func (t *Target) Backup(ctx context.Context, o *upgrade.Observed) (string, bool,
 	return t.Save(ctx, backupObject(o.Source.(*ManagedChart)))
 }
 
-// Look judges readiness from one read of the Bundle and, unless the Bundle
-// alone shows the target ready, one list of its BundleDeployments.
-//
-// Fleet's summary of a generation it has observed counts a cluster ready
-// only when its BundleDeployment applied the deployment and is ready (the
-// stale status after a spec change shows as a generation not observed
-// yet), so when the Bundle says every cluster is ready, reading thousands
-// of BundleDeployments would only confirm it: a run that finds the target
-// done costs one request here. Anything short of that reads them all and
-// judges as the wait does.
+// Look judges readiness from one read of the Bundle (JudgeBySummary, as
+// the wait judges): a run that finds the target done costs one request
+// here, however many clusters the Bundle has.
 func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Want) (upgrade.Readiness, error) {
 	mc := o.Source.(*ManagedChart)
 	b, err := t.c.Bundle(ctx, mc.Namespace, mc.Name)
 	if err != nil {
 		return upgrade.Readiness{}, err
 	}
-	if r := JudgeBySummary(want, mc, b); r.Ready {
-		return r, nil
-	}
-	bds, err := t.c.BundleDeployments(ctx, mc)
-	if err != nil {
-		return upgrade.Readiness{}, err
-	}
-	return Evaluate(want, mc, b, bds), nil
+	return JudgeBySummary(want, mc, b), nil
 }
 
-// Watch starts the informers of the ManagedChart, its Bundle and its
-// BundleDeployments.
+// Watch starts the informers of the ManagedChart and its Bundle.
 func (t *Target) Watch(ctx context.Context) (upgrade.Watch, error) {
 	obs, err := t.c.Observe(ctx, t.namespace, t.name)
 	if err != nil {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -14,17 +14,14 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
-// Observer keeps a live view of a ManagedChart, its Bundle and its
-// BundleDeployments: one list, then one watch each (a broken watch lists
-// again by itself, so an API server restart is survived).
+// Observer keeps a live view of a ManagedChart and its Bundle: one list,
+// then one watch each (a broken watch lists again by itself, so an API
+// server restart is survived).
 //
-// Its requests do not grow with the number of BundleDeployments beyond
-// that list and watch, and neither does the cost of an event: each
-// BundleDeployment event updates its verdict and the running counts
-// (tally), and readiness is judged from the counts. Of the
-// BundleDeployments nothing but the verdicts is kept, decoded straight
-// from the API server's JSON by the goroutine that reads the watch
-// (runBDs). The ManagedChart and the Bundle are watched by informers,
+// Readiness is judged from the Bundle's summary (JudgeBySummary), so no
+// BundleDeployment is read: the cost of a wait does not grow with the
+// number of clusters, only with how often Fleet rewrites the Bundle's
+// status. The ManagedChart and the Bundle are watched by informers,
 // without what the wait never reads (managedChartCuts, bundleCuts: never
 // decoded), parsed once per resourceVersion, their values hashed once per
 // spec.
@@ -33,10 +30,7 @@ type Observer struct {
 	changed         cluster.Signal
 	namespace, name string
 
-	mu          sync.Mutex
-	tally       *tally
-	signalLater bool          // a wake-up of the wait is due (bdChanged)
-	signalEvery time.Duration // 0: bdSignalEvery
+	mu sync.Mutex
 	// the ManagedChart and the Bundle as last parsed, by resourceVersion
 	mcSeen     seen[*ManagedChart]
 	bundleSeen seen[*Bundle]
@@ -70,34 +64,19 @@ func (s seen[T]) sameSpec(u *unstructured.Unstructured) bool {
 
 // Observe starts the informers and waits until they have synced.
 func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer, error) {
-	o := &Observer{changed: cluster.NewSignal(), namespace: namespace, name: name, tally: newTally()}
+	o := &Observer{changed: cluster.NewSignal(), namespace: namespace, name: name}
 	var synced []cache.InformerSynced
-	newInformer := func(resource string, lw *cache.ListWatch, h cache.ResourceEventHandlerFuncs) cache.SharedIndexInformer {
-		inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, cluster.NoWatchList{}),
-			&unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
-		_ = inf.SetWatchErrorHandlerWithContext(cluster.WatchErrors(ctx, c.Log, resource)) // fails only once started
-		reg, _ := inf.AddEventHandler(h)
+	signal := cluster.OnEvent(o.changed.Notify)
+	newInformer := func(gvr schema.GroupVersionResource, object string, cuts [][]string) cache.SharedIndexInformer {
+		inf := cluster.Informer(ctx, c.Log, gvr.Resource, c.namedObject(gvr, namespace, object, cuts), &unstructured.Unstructured{})
+		reg, _ := inf.AddEventHandler(signal)
 		// the handlers, too, must have seen the first list
 		synced = append(synced, inf.HasSynced, reg.HasSynced)
+		go inf.Run(ctx.Done())
 		return inf
 	}
-	signal := cluster.OnEvent(o.changed.Notify)
-	o.mc = newInformer(ManagedChartGVR.Resource, c.namedObject(ManagedChartGVR, namespace, name, managedChartCuts), signal)
-	o.bundle = newInformer(BundleGVR.Resource, c.namedObject(BundleGVR, namespace, BundleName(name), bundleCuts), signal)
-	for _, inf := range []cache.SharedIndexInformer{o.mc, o.bundle} {
-		go inf.Run(ctx.Done())
-	}
-	listed := make(chan struct{})
-	var once sync.Once
-	go o.runBDs(ctx, c, BundleSelector(namespace, name), func() { once.Do(func() { close(listed) }) })
-	synced = append(synced, func() bool {
-		select {
-		case <-listed:
-			return true
-		default:
-			return false
-		}
-	})
+	o.mc = newInformer(ManagedChartGVR, name, managedChartCuts)
+	o.bundle = newInformer(BundleGVR, BundleName(name), bundleCuts)
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil, fmt.Errorf("watching managedchart %s/%s: %w", namespace, name, ctx.Err())
 	}
@@ -107,14 +86,10 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 // Changed receives a value after any of the watched objects changed.
 func (o *Observer) Changed() <-chan struct{} { return o.changed }
 
-// Readiness judges the current view for want, as Evaluate would judge
-// the objects as last seen, from the running counts of the
-// BundleDeployments: its cost does not grow with their number.
+// Readiness judges the current view for want (JudgeBySummary).
 func (o *Observer) Readiness(want upgrade.Want) upgrade.Readiness {
 	mc, b := o.parsed()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return judge(want, mc, b, o.tally.counts())
+	return JudgeBySummary(want, mc, b)
 }
 
 // parsed returns the ManagedChart and the Bundle as last seen, parsed once

@@ -38,16 +38,22 @@ func bundleDeployment() *unstructured.Unstructured {
 	}}
 }
 
-func TestWatchedObjectsKeepWhatReadinessReads(t *testing.T) {
-	bundle := &unstructured.Unstructured{Object: map[string]any{
+// bundle is a Bundle as Rancher and Fleet write it: the chart's files,
+// managedFields, a summary.
+func bundle() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Bundle",
 		"metadata": map[string]any{"name": "mcc-app", "namespace": "fleet-local", "generation": int64(4),
-			"managedFields": []any{map[string]any{"manager": "rancher"}}},
+			"resourceVersion": "42", "managedFields": []any{map[string]any{"manager": "rancher"}}},
 		"spec": map[string]any{"helm": map[string]any{"version": "2.0.0", "values": map[string]any{"a": int64(1)}},
 			"resources": []any{map[string]any{"name": "templates/cm.yaml", "content": "…"}}},
 		"status": map[string]any{"observedGeneration": int64(4), "summary": map[string]any{"desiredReady": int64(1), "ready": int64(1)},
 			"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
 	}}
+}
+
+func TestWatchedObjectsKeepWhatReadinessReads(t *testing.T) {
+	bundle := bundle()
 	slim, err := cutObjectJSON([]byte(toJSON(t, bundle.Object)), bundleCuts)
 	require.NoError(t, err)
 	assert.Equal(t, ParseBundle(bundle), ParseBundle(slim))
@@ -94,7 +100,7 @@ func TestObserverParsesOncePerResourceVersionAndHashesOncePerSpec(t *testing.T) 
 	inf := func() cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	}
-	o := &Observer{namespace: "fleet-local", name: "app", tally: newTally(), mc: inf(), bundle: inf()}
+	o := &Observer{namespace: "fleet-local", name: "app", mc: inf(), bundle: inf()}
 	mc, b := o.parsed()
 	assert.Nil(t, mc)
 	assert.Nil(t, b)
