@@ -60,7 +60,14 @@ func openSession(ctx context.Context, l Local, node string, leaseDuration time.D
 	return s, nil
 }
 
-func (s *session) close() { _ = s.lock.Release() }
+// close waits for the Events still being sent, then gives the host lock
+// up.
+func (s *session) close() {
+	if s.cluster != nil {
+		s.cluster.Flush()
+	}
+	_ = s.lock.Release()
+}
 
 // connect builds the API clients from a kubeconfig (see
 // cluster.RESTConfig).

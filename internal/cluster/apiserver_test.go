@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/tests/logbuf"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
@@ -355,4 +357,30 @@ func TestHelmGetterResetForgetsWhatDiscoveryLearnt(t *testing.T) {
 	assert.Equal(t, meta.RESTScopeNameNamespace, m.Scope.Name())
 	_, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	assert.NoError(t, err)
+}
+
+// An Event is sent while the run goes on; Flush returns once it is in the
+// cluster, also when the run's context ended first.
+func TestEventsAreSentByFlush(t *testing.T) {
+	env := testenv.ForTest(t)
+	ns := env.Namespace(t)
+	clients, err := cluster.NewClients(env.Config(), nil)
+	require.NoError(t, err)
+	c := &cluster.Cluster{Clients: clients, Kinds: targets.Kinds()}
+	ctx, cancel := context.WithCancel(t.Context())
+	for _, reason := range []string{"PhaseWait", "PhaseVerify"} {
+		c.Event(ctx, upgrade.Event{Target: upgrade.Ref{Kind: "managedchart", Namespace: ns, Name: "app"}, Reason: reason,
+			Action: "wait", Message: reason + " done", Node: "node-a", Reporting: "node-a-1"})
+	}
+	cancel()
+	c.Flush()
+	events, err := env.Kube().CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	var reasons []string
+	for _, e := range events.Items {
+		reasons = append(reasons, e.Reason)
+		assert.Equal(t, "ManagedChart", e.InvolvedObject.Kind)
+		assert.Equal(t, "app", e.InvolvedObject.Name)
+	}
+	assert.ElementsMatch(t, []string{"PhaseWait", "PhaseVerify"}, reasons)
 }

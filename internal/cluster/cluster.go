@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,13 @@ type Cluster struct {
 	// Kinds give the apiVersion and kind of a target's object, for the
 	// involvedObject of its Events.
 	Kinds kind.Set
+
+	events sync.WaitGroup // the Events being sent (Flush)
 }
+
+// eventTimeout bounds the sending of one Event, also when the run that
+// records it was cancelled (its failure is worth an Event).
+const eventTimeout = 10 * time.Second
 
 var _ upgrade.Cluster = (*Cluster)(nil)
 
@@ -54,8 +61,10 @@ func (c *Cluster) NotReadyNodes(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// Event records e as a Kubernetes Event on its target. A failure is
-// logged, never returned: an Event is a courtesy, not a step.
+// Event records e as a Kubernetes Event on its target. It is sent while
+// the run goes on (an Event is a courtesy, not a step: nothing waits for
+// it but Flush, before the process exits); a failure is logged, never
+// returned.
 func (c *Cluster) Event(ctx context.Context, e upgrade.Event) {
 	k, _ := c.Kinds.Lookup(e.Target.Kind)
 	now := metav1.NewTime(time.Now())
@@ -78,7 +87,14 @@ func (c *Cluster) Event(ctx context.Context, e upgrade.Event) {
 	if e.Warning {
 		ev.Type = corev1.EventTypeWarning
 	}
-	if _, err := c.Kube.CoreV1().Events(ev.Namespace).Create(ctx, &ev, metav1.CreateOptions{}); err != nil {
-		c.Log.Warn("could not record event", "reason", ev.Reason, "error", err.Error())
-	}
+	c.events.Go(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
+		defer cancel()
+		if _, err := c.Kube.CoreV1().Events(ev.Namespace).Create(ctx, &ev, metav1.CreateOptions{}); err != nil {
+			c.Log.Warn("could not record event", "reason", ev.Reason, "error", err.Error())
+		}
+	})
 }
+
+// Flush waits until the Events recorded so far are sent (or failed).
+func (c *Cluster) Flush() { c.events.Wait() }
