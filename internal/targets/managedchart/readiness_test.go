@@ -338,3 +338,87 @@ func TestASecretsDriftPatchIsRedacted(t *testing.T) {
 	assert.Equal(t, `{"data":{"a":"1"}}`, nr.Modified[1].Patch)
 	assert.NotContains(t, strings.Join(nr.Details, "\n"), "aHVudGVyMg==")
 }
+
+// The Bundle statuses real Fleet v0.16.1 wrote, one watch event after
+// another, for each kind of rollout (observed on a real Fleet, see
+// docs/design.md §4.2): judged by the summary alone, the target is ready
+// at the write that made Fleet call it ready and never before, and only
+// an ErrApplied of our generation fails it.
+func TestJudgeBySummaryNeverReadyBeforeFleetIs(t *testing.T) {
+	type step struct {
+		gen, observed int64
+		paused        bool
+		sum           Summary
+		unavailable   int64
+		ready         string // the Ready condition's status
+		msg           string // its message
+	}
+	oldReady := func(gen int64) step {
+		return step{gen: gen, observed: gen - 1, sum: Summary{DesiredReady: 1, Ready: 1}, ready: "True"}
+	}
+	waitApplied := func(gen int64, unavailable int64) step {
+		return step{gen: gen, observed: gen, sum: Summary{DesiredReady: 1, WaitApplied: 1,
+			NonReadyResources: []NonReadyResource{{Name: "fleet-local/local", State: "WaitApplied"}}},
+			unavailable: unavailable, ready: "False", msg: "WaitApplied(1) [Cluster fleet-local/local]"}
+	}
+	readyAt := func(gen int64) step {
+		return step{gen: gen, observed: gen, sum: Summary{DesiredReady: 1, Ready: 1}, ready: "True"}
+	}
+	for _, tc := range []struct {
+		name   string
+		steps  []step
+		ready  bool   // the last step is ready
+		failed string // the last step failed with this
+	}{
+		{"a change of values or version (§1)", []step{
+			oldReady(3), // the old status, one generation behind, for ~50 ms
+			waitApplied(3, 1),
+			{gen: 3, observed: 3, sum: Summary{DesiredReady: 1, NotReady: 1}, unavailable: 1, ready: "False",
+				msg: "NotReady(1) [Cluster fleet-local/local]; deployment.apps probe-system/probe [progressing] Updated: 0/1"},
+			readyAt(3),
+		}, true, ""},
+		{"paused, then unpaused (§3)", []step{
+			oldReady(10),
+			{gen: 10, observed: 10, paused: true, sum: Summary{DesiredReady: 1, WaitApplied: 1}, ready: "False", msg: "WaitApplied(1)"},
+			{gen: 11, observed: 10, sum: Summary{DesiredReady: 1, WaitApplied: 1}, ready: "False", msg: "WaitApplied(1)"},
+			waitApplied(11, 1),
+			readyAt(11),
+		}, true, ""},
+		{"a chart that fails: ErrApplied (§4)", []step{
+			oldReady(12),
+			waitApplied(12, 1),
+			{gen: 12, observed: 12, sum: Summary{DesiredReady: 1, ErrApplied: 1,
+				NonReadyResources: []NonReadyResource{{Name: "fleet-local/local", State: "ErrApplied", Message: "nil pointer evaluating interface {}.deeper"}}},
+				unavailable: 1, ready: "False", msg: "ErrApplied(1) [Cluster fleet-local/local: nil pointer evaluating interface {}.deeper]"},
+		}, false, "ErrApplied(1) [Cluster fleet-local/local: nil pointer evaluating interface {}.deeper]"},
+		{"a field-manager conflict: WaitApplied without a message, for good (§10)", []step{
+			oldReady(14),
+			waitApplied(14, 1),
+			waitApplied(14, 1),
+		}, false, ""},
+		{"drift: Modified (§5)", []step{
+			{gen: 7, observed: 7, sum: Summary{DesiredReady: 1, Modified: 1}, ready: "False", msg: "Modified(1) [Cluster fleet-local/local]"},
+		}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, mc, b, _ := world()
+			for i, s := range tc.steps {
+				b.Generation, b.Paused = s.gen, s.paused
+				b.Status = BundleStatus{ObservedGeneration: s.observed, Summary: s.sum, Unavailable: s.unavailable,
+					Conditions: []Condition{{Type: "Ready", Status: s.ready, Message: s.msg}}}
+				r := JudgeBySummary(want, mc, b)
+				last := i == len(tc.steps)-1
+				if last && tc.ready {
+					assert.True(t, r.Ready, "step %d: waiting %v", i, r.Waiting)
+					continue
+				}
+				assert.False(t, r.Ready, "step %d is not ready for Fleet", i)
+				if last && tc.failed != "" {
+					assert.Contains(t, r.Failed, tc.failed)
+				} else {
+					assert.Empty(t, r.Failed, "step %d", i)
+				}
+			}
+		})
+	}
+}
