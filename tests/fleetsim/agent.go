@@ -318,7 +318,7 @@ func appliedStatus(a applied, ready bool, modified []Resource) bdStatus {
 	st := bdStatus{
 		AppliedDeploymentID: a.id, Release: a.release, Ready: ready,
 		NonModified: len(modified) == 0, Resources: a.resources,
-		Display: bdDisplay{Deployed: "Yes", Monitored: "Yes", State: StateReady},
+		Display:        bdDisplay{Deployed: "Yes", Monitored: "Yes", State: StateReady},
 		ResourceCounts: resourceCounts{DesiredReady: len(a.resources), Ready: len(a.resources), Modified: len(modified)},
 	}
 	if !ready && len(a.resources) > 0 {
