@@ -63,7 +63,11 @@ func startWorldOf(ctx context.Context, clusters int, weighted bool) (*world, err
 			return nil, err
 		}
 	}
-	if w.env, err = testenv.Start(ctx, testenv.Options{AuditLog: true}); err != nil {
+	opts := testenv.Options{AuditLog: true}
+	if clusters > 20000 {
+		opts.EtcdQuotaBytes = 8 << 30 // their history passes the default 2 GiB
+	}
+	if w.env, err = testenv.Start(ctx, opts); err != nil {
 		_ = os.RemoveAll(w.dir)
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -54,6 +55,10 @@ type Options struct {
 	// LogDir receives the logs of the workloads mode's components; empty
 	// means a directory of the environment, removed by Stop.
 	LogDir string
+	// EtcdQuotaBytes raises etcd's space quota (default 2 GiB), for a
+	// benchmark whose objects and their history pass it (50,000
+	// BundleDeployments of real weight).
+	EtcdQuotaBytes int64
 }
 
 // Env is a running control plane. Its methods are safe for concurrent use,
@@ -139,6 +144,9 @@ func (e *Env) start(ctx context.Context, opts Options, assets string) error {
 	// envtest prefers $KUBEBUILDER_ASSETS over BinaryAssetsDirectory.
 	apiServer.Path = filepath.Join(assets, "kube-apiserver")
 	e.te.ControlPlane.Etcd.Path = filepath.Join(assets, "etcd")
+	if opts.EtcdQuotaBytes > 0 {
+		e.te.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(opts.EtcdQuotaBytes, 10))
+	}
 	if opts.CRDDir != "" {
 		e.te.CRDDirectoryPaths = []string{opts.CRDDir}
 	} else {
