@@ -70,29 +70,25 @@ const CrashAfterEnv = "CHART_UPGRADER_TEST_CRASH_AFTER"
 
 func wrapJournal(_ context.Context, j upgrade.Journal) upgrade.Journal {
 	if step := os.Getenv(CrashAfterEnv); step != "" {
-		return crashJournal{Journal: j, step: step}
+		return crashJournal{Journal: j, step: step, start: time.Now().UTC()}
 	}
 	return j
 }
 
 // crashJournal kills the process once the step named by CrashAfterEnv is
-// recorded: the newest step of an entry is the one just finished.
+// recorded: the first save holding that step as finished by this process
+// (the wait's record is saved with verify's).
 type crashJournal struct {
 	upgrade.Journal
-	step string
+	step  string
+	start time.Time
 }
 
 func (c crashJournal) Save(e upgrade.Entry) error {
 	if err := c.Journal.Save(e); err != nil {
 		return err
 	}
-	newest, at := "", time.Time{}
-	for name, s := range e.Phases {
-		if !s.FinishedAt.Before(at) {
-			newest, at = name, s.FinishedAt
-		}
-	}
-	if newest == c.step {
+	if s, ok := e.Phases[c.step]; ok && !s.FinishedAt.Before(c.start) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}

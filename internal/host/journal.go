@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -45,6 +46,9 @@ func (s *Store) Load(target, version string) (upgrade.Entry, bool, error) {
 	if err != nil {
 		return upgrade.Entry{}, false, fmt.Errorf("reading journal: %w", err)
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return upgrade.Entry{}, false, nil // a completed entry a power loss emptied (Save)
+	}
 	var e upgrade.Entry
 	if err := json.Unmarshal(data, &e); err != nil {
 		return upgrade.Entry{}, false, fmt.Errorf("journal %s is corrupt: %w", s.path(target, version), err)
@@ -65,6 +69,9 @@ func (s *Store) List(target string) ([]upgrade.Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading journal: %w", err)
 		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue // a completed entry a power loss emptied (Save)
+		}
 		var e upgrade.Entry
 		if err := json.Unmarshal(data, &e); err != nil {
 			return nil, fmt.Errorf("journal %s is corrupt: %w", f, err)
@@ -77,18 +84,31 @@ func (s *Store) List(target string) ([]upgrade.Entry, error) {
 
 // Save writes the entry atomically: a temporary file in the same
 // directory, fsync, rename, fsync of the directory. Mode 0600.
+//
+// A completed entry is written the same way without the fsyncs: the exit
+// of a run follows readiness at once, and nothing depends on that record
+// surviving a power loss (the target's own record says the upgrade is
+// done; the next run looks and finds it so). A process crash keeps it, as
+// the kernel has it; a power loss may leave the entry before it, or an
+// empty file, which Load reads as no entry.
 func (s *Store) Save(e upgrade.Entry) error {
 	e.UpdatedAt = time.Now().UTC()
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(s.path(e.Target, e.ToVersion), append(data, '\n'), 0o600)
+	return writeFile(s.path(e.Target, e.ToVersion), append(data, '\n'), 0o600, !e.Completed)
 }
 
 // WriteFileAtomic replaces path with data so that a reader (or a crash) sees
 // the old content or the new, never a mix.
 func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
+	return writeFile(path, data, mode, true)
+}
+
+// writeFile is WriteFileAtomic; without sync, what it wrote survives a
+// process crash but not necessarily a power loss.
+func writeFile(path string, data []byte, mode fs.FileMode, sync bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -103,7 +123,7 @@ func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := syncFile(tmp, sync); err != nil {
 		tmp.Close()
 		return fmt.Errorf("syncing %s: %w", path, err)
 	}
@@ -113,11 +133,21 @@ func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("replacing %s: %w", path, err)
 	}
+	if !sync {
+		return nil
+	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
 	return nil
+}
+
+func syncFile(f *os.File, sync bool) error {
+	if !sync {
+		return nil
+	}
+	return f.Sync()
 }
 
 // Identity returns this host's stable identity for Leases: read from the

@@ -90,3 +90,30 @@ func TestIdentityIsStablePerStateDir(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, a, c, "another state dir is another process")
 }
+
+// A completed entry is written without fsync, so a power loss may leave
+// it empty: that reads as no entry (the next run looks at the target),
+// not as a corrupt journal that would stop every run on the node.
+func TestAnEmptiedCompletedEntryReadsAsNone(t *testing.T) {
+	s, err := Open(t.TempDir())
+	require.NoError(t, err)
+	e := upgrade.Entry{Target: "managedchart/ns/app", FromVersion: "1.0.0", ToVersion: "2.0.0", Completed: true,
+		Phases: map[string]upgrade.Step{upgrade.StepVerify: {Duration: "1ms"}}}
+	require.NoError(t, s.Save(e))
+	got, ok, err := s.Load(e.Target, e.ToVersion)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.True(t, got.Completed, "written, though not synced")
+
+	require.NoError(t, os.WriteFile(s.path(e.Target, e.ToVersion), nil, 0o600))
+	_, ok, err = s.Load(e.Target, e.ToVersion)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	all, err := s.List(e.Target)
+	require.NoError(t, err)
+	assert.Empty(t, all)
+
+	require.NoError(t, os.WriteFile(s.path(e.Target, e.ToVersion), []byte(`{"target":`), 0o600))
+	_, _, err = s.Load(e.Target, e.ToVersion)
+	assert.ErrorContains(t, err, "is corrupt", "anything else cut short is still a corrupt journal")
+}

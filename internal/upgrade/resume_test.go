@@ -16,8 +16,12 @@ import (
 // next never started) is run again with the same journal and identity: it
 // ends done with one write in all and the target ready; another node
 // afterwards writes nothing.
+//
+// The wait's record is saved with verify's (the exit follows readiness at
+// once), so a process killed between them left the journal of a kill
+// after apply: TestTheWaitIsJournaledWithVerify.
 func TestResumeAfterCrash(t *testing.T) {
-	for _, step := range []string{StepResolve, StepPreflight, StepMerge, StepApply, StepWait} {
+	for _, step := range []string{StepResolve, StepPreflight, StepMerge, StepApply} {
 		t.Run("killed after "+step, func(t *testing.T) {
 			e := newEnv(t)
 			e.journal.crashAfter = step
@@ -52,6 +56,34 @@ func TestResumeAfterCrash(t *testing.T) {
 			assert.Empty(t, other.cluster.eventList())
 		})
 	}
+}
+
+// The wait's record is not saved on its own: one save holds it with
+// verify's, the completed entry; a run is one save per step but the wait.
+func TestTheWaitIsJournaledWithVerify(t *testing.T) {
+	e := newEnv(t)
+	e.mustRun(GoalUpgrade)
+	entry, ok := e.journal.entry("fake/ns/app", "2.0.0")
+	require.True(t, ok)
+	assert.True(t, entry.Completed)
+	steps := []string{StepResolve, StepPreflight, StepMerge, StepApply, StepWait, StepVerify}
+	for _, step := range steps {
+		assert.Contains(t, entry.Phases, step)
+	}
+	assert.Equal(t, len(steps)-1, e.journal.saves, "no save of its own for the wait")
+
+	// killed when verify's record is saved: both are there, and the
+	// next run finds the upgrade done
+	e = newEnv(t)
+	e.journal.crashAfter = StepWait
+	_, err := e.run(GoalUpgrade)
+	require.ErrorIs(t, err, errCrash)
+	assert.ErrorContains(t, err, "journal after verify: killed")
+	entry, _ = e.journal.entry("fake/ns/app", "2.0.0")
+	assert.Contains(t, entry.Phases, StepVerify)
+	res := e.again().mustRun(GoalUpgrade)
+	assert.Equal(t, SituationDone, res.Situation)
+	assert.Len(t, e.target.writes, 1)
 }
 
 // A process killed after its write but before it gave the Lease up (the

@@ -355,5 +355,11 @@ func (j *jobRun) record(p progress, step string, d time.Duration) error {
 		j.entry.Completed = true
 	}
 	j.entry.Phases[step] = Step{FinishedAt: time.Now().UTC(), Duration: d.String()}
+	if step == StepWait {
+		// saved with verify's record, which follows at once: the exit
+		// should follow readiness at once, and a run killed in between
+		// judges readiness again, which this record would not spare it
+		return nil
+	}
 	return j.Journal.Save(*j.entry)
 }
