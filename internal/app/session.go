@@ -28,6 +28,7 @@ type session struct {
 	store   *host.Store
 	clients *cluster.Clients
 	cluster *cluster.Cluster
+	log     *slog.Logger
 }
 
 // openSession takes the host lock, opens the journal and the Lease
@@ -41,7 +42,7 @@ func openSession(ctx context.Context, l Local, node string, leaseDuration time.D
 	if err != nil {
 		return nil, err
 	}
-	s := &session{lock: lock}
+	s := &session{lock: lock, log: l.Log}
 	if s.store, err = host.Open(stateDir); err != nil {
 		s.close()
 		return nil, err
@@ -60,11 +61,19 @@ func openSession(ctx context.Context, l Local, node string, leaseDuration time.D
 	return s, nil
 }
 
-// close waits for the Events still being sent, then gives the host lock
-// up.
+// close waits for the Events still being sent and the journal's last
+// entries still being written (both go out while a run ends), then gives
+// the host lock up.
 func (s *session) close() {
 	if s.cluster != nil {
 		s.cluster.Flush()
+	}
+	if s.store != nil {
+		if err := s.store.Flush(); err != nil && s.log != nil {
+			// the run is done and its target says so; the next run on this
+			// node looks at the target instead of this record
+			s.log.Warn("could not write the journal's record of the finished run", "error", err.Error())
+		}
 	}
 	_ = s.lock.Release()
 }

@@ -13,11 +13,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"sync"
 	"time"
 )
 
 // Store is a directory of journal entries.
-type Store struct{ dir string }
+type Store struct {
+	dir string
+	mu  sync.Mutex // one write at a time, in the order of the saves
+	// the completed entries being written (Save), and the first error
+	writing sync.WaitGroup
+	failed  error
+}
 
 // Open returns the journal in dir, creating it with mode 0700.
 func Open(dir string) (*Store, error) {
@@ -91,13 +98,37 @@ func (s *Store) List(target string) ([]upgrade.Entry, error) {
 // done; the next run looks and finds it so). A process crash keeps it, as
 // the kernel has it; a power loss may leave the entry before it, or an
 // empty file, which Load reads as no entry.
+//
+// The completed entry is the last save of a run, and it is written while
+// the run ends (its Events in flight, the report): Flush waits for it.
 func (s *Store) Save(e upgrade.Entry) error {
 	e.UpdatedAt = time.Now().UTC()
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFile(s.path(e.Target, e.ToVersion), append(data, '\n'), 0o600, !e.Completed)
+	path, data := s.path(e.Target, e.ToVersion), append(data, '\n')
+	s.mu.Lock()
+	if !e.Completed {
+		defer s.mu.Unlock()
+		return writeFile(path, data, 0o600, true)
+	}
+	s.writing.Go(func() {
+		defer s.mu.Unlock()
+		if err := writeFile(path, data, 0o600, false); err != nil && s.failed == nil {
+			s.failed = err
+		}
+	})
+	return nil
+}
+
+// Flush waits until the completed entries saved so far are written, and
+// returns the first error writing one.
+func (s *Store) Flush() error {
+	s.writing.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 // WriteFileAtomic replaces path with data so that a reader (or a crash) sees

@@ -100,6 +100,7 @@ func TestAnEmptiedCompletedEntryReadsAsNone(t *testing.T) {
 	e := upgrade.Entry{Target: "managedchart/ns/app", FromVersion: "1.0.0", ToVersion: "2.0.0", Completed: true,
 		Phases: map[string]upgrade.Step{upgrade.StepVerify: {Duration: "1ms"}}}
 	require.NoError(t, s.Save(e))
+	require.NoError(t, s.Flush(), "written while the run ends")
 	got, ok, err := s.Load(e.Target, e.ToVersion)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -116,4 +117,12 @@ func TestAnEmptiedCompletedEntryReadsAsNone(t *testing.T) {
 	require.NoError(t, os.WriteFile(s.path(e.Target, e.ToVersion), []byte(`{"target":`), 0o600))
 	_, _, err = s.Load(e.Target, e.ToVersion)
 	assert.ErrorContains(t, err, "is corrupt", "anything else cut short is still a corrupt journal")
+
+	// a completed entry that cannot be written is reported by Flush
+	gone, err := Open(filepath.Join(t.TempDir(), "state"))
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(gone.Dir()))
+	require.NoError(t, os.WriteFile(gone.Dir(), nil, 0o600)) // a file where the directory was: even root cannot write there
+	require.NoError(t, gone.Save(e))
+	assert.ErrorContains(t, gone.Flush(), "writing")
 }
