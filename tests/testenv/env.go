@@ -66,6 +66,7 @@ type Options struct {
 type Env struct {
 	te         *envtest.Environment
 	dir        string
+	assets     string // the binaries (FindAssets)
 	cfg        *rest.Config
 	kubeconfig string
 	auditLog   string
@@ -102,7 +103,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the test environment directory: %w", err)
 	}
-	env := &Env{dir: dir, kubeconfig: filepath.Join(dir, "kubeconfig")}
+	env := &Env{dir: dir, assets: assets, kubeconfig: filepath.Join(dir, "kubeconfig")}
 	if err := env.start(ctx, opts, assets); err != nil {
 		_ = env.Stop()
 		return nil, err
@@ -189,6 +190,16 @@ func (e *Env) start(ctx context.Context, opts Options, assets string) error {
 // Config returns a copy of the admin client configuration, with QPS and
 // Burst raised (see the constants).
 func (e *Env) Config() *rest.Config { return rest.CopyConfig(e.cfg) }
+
+// Binary returns the path of a binary scripts/testenv built (kubectl,
+// helm3, helm4, …), or an error naming what is missing.
+func (e *Env) Binary(name string) (string, error) {
+	path := filepath.Join(e.assets, name)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%s is not among the test binaries (run scripts/testenv): %w", name, err)
+	}
+	return path, nil
+}
 
 // KubeconfigPath is a kubeconfig file for the admin user, for subprocesses
 // and Helm. It stays valid across API server restarts.

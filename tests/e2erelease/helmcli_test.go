@@ -1,0 +1,83 @@
+package e2erelease
+
+import (
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// The people whose releases the tool upgrades run the Helm CLI before it
+// and after it: a release installed by each CLI (3 and 4, built by
+// scripts/testenv), upgraded by chart-upgrader, is then upgraded with
+// --reuse-values --set and rolled back by the same CLI, which carries on
+// from the tool's revision: the values the tool decided are the ones it
+// reuses, and the rollback restores them.
+func TestHelmCLICarriesOnAfterTheTool(t *testing.T) {
+	for _, cli := range []string{"helm3", "helm4"} {
+		t.Run(cli, func(t *testing.T) {
+			f := newFixture(t, "")
+			bin, err := f.env.Binary(cli)
+			require.NoError(t, err)
+			name := releaseName()
+			helm := f.helmCLI(bin)
+
+			values := filepath.Join(t.TempDir(), "values.yaml")
+			data, err := yaml.Marshal(f.installerValues())
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(values, data, 0o600))
+			helm("install", name, filepath.Join(f.charts, "demo-app-1.0.0"), "-f", values)
+			h := f.history(name)
+			require.Len(t, h, 1)
+			require.Equal(t, "deployed", h[0].Info.Status.String())
+
+			r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
+			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			h = f.history(name)
+			require.Len(t, h, 2)
+			decided := h[1].Config
+			require.Equal(t, "2.0.0", h[1].Chart.Metadata.Version)
+			promote, _ := decided["promote"].(map[string]any)
+			require.Equal(t, "10.52.0.0/16", promote["clusterPodCIDR"], "the tool's decision is in its revision")
+
+			helm("upgrade", name, filepath.Join(f.charts, "demo-app-2.0.0"), "--reuse-values", "--set", "fromCLI=yes")
+			h = f.history(name)
+			require.Len(t, h, 3)
+			assert.Equal(t, "deployed", h[2].Info.Status.String())
+			assert.Equal(t, "superseded", h[1].Info.Status.String())
+			want := maps.Clone(decided)
+			want["fromCLI"] = "yes"
+			assert.Equal(t, want, h[2].Config, "--reuse-values reused the tool's values")
+
+			helm("rollback", name, "2")
+			h = f.history(name)
+			require.Len(t, h, 4)
+			assert.Equal(t, "deployed", h[3].Info.Status.String())
+			assert.Equal(t, "2.0.0", h[3].Chart.Metadata.Version)
+			assert.Equal(t, decided, h[3].Config, "the rollback restored the tool's revision")
+		})
+	}
+}
+
+// helmCLI returns a function that runs the Helm CLI bin against the
+// fixture's namespace (waiting, as an operator would) and fails the test
+// when it fails. Its configuration, cache and data go to the test's own
+// directories.
+func (f *fixture) helmCLI(bin string) func(args ...string) {
+	home := f.t.TempDir()
+	return func(args ...string) {
+		f.t.Helper()
+		args = append(args, "--namespace", f.ns, "--kubeconfig", f.env.KubeconfigPath(), "--wait", "--timeout", "60s")
+		cmd := exec.CommandContext(f.t.Context(), bin, args...)
+		cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+			"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+		out, err := cmd.CombinedOutput()
+		require.NoError(f.t, err, "%s %s:\n%s", filepath.Base(bin), strings.Join(args, " "), out)
+	}
+}
