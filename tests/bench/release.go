@@ -28,6 +28,8 @@ const (
 	relName      = "demo-app"
 	toolHelm     = "helm"
 	agentHelm    = "helm-sdk-bench"
+	toolHelm4    = "helm4"
+	agentHelm4   = "Helm/4" // the Helm 4 CLI's user agent, Helm/<version>
 )
 
 // relSample is one measured release upgrade.
@@ -42,10 +44,11 @@ func (s relSample) settle() time.Duration   { return s.ready.Sub(s.req.Applied) 
 func (s relSample) overhead() time.Duration { return s.proc.Wall - s.settle() }
 
 // benchRelease upgrades a plain Helm release runs times per tool,
-// alternating 1.0.0 ⇄ 2.0.0 and the tools: chart-upgrader, and `helm
-// upgrade --reset-then-reuse-values --wait` through the SDK (tests/bench/
-// helmupgrade), on a control plane with workloads (the chart's Deployment
-// rolls out for real).
+// alternating 1.0.0 ⇄ 2.0.0 and the tools: chart-upgrader, `helm upgrade
+// --reset-then-reuse-values --wait` through the Helm 3 SDK (tests/bench/
+// helmupgrade), and the same command of the Helm 4 CLI (scripts/testenv's
+// helm4), on a control plane with workloads (the chart's Deployment rolls
+// out for real).
 func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSample, error) {
 	logf(log, "starting a control plane with workloads for the release part")
 	root, err := testenv.RepoRoot()
@@ -63,7 +66,12 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 		return nil, err
 	}
 	for _, v := range []string{"1.0.0", "2.0.0"} {
-		if err := os.WriteFile(filepath.Join(charts, "demo-app-"+v, "templates", "deployment.yaml"), []byte(testchart.DeploymentTemplate), 0o644); err != nil {
+		dir := filepath.Join(charts, "demo-app-"+v)
+		if err := os.WriteFile(filepath.Join(dir, "templates", "deployment.yaml"), []byte(testchart.DeploymentTemplate), 0o644); err != nil {
+			return nil, err
+		}
+		// each version its own image: every upgrade rolls the Deployment out
+		if err := appendFile(filepath.Join(dir, "values.yaml"), "\nwebImage: registry.example/web:"+v+"\n"); err != nil {
 			return nil, err
 		}
 	}
@@ -105,9 +113,17 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 		return nil, err
 	}
 	helmBin := filepath.Join(filepath.Dir(self), "helmupgrade")
-	round := []step{{toolCU, "2.0.0"}, {toolHelm, "1.0.0"}, {toolHelm, "2.0.0"}, {toolCU, "1.0.0"}}
+	helm4, err := env.Binary("helm4")
+	if err != nil {
+		return nil, err
+	}
+	helm4Env := []string{"HELM_CONFIG_HOME=" + filepath.Join(dir, "helm", "config"),
+		"HELM_CACHE_HOME=" + filepath.Join(dir, "helm", "cache"), "HELM_DATA_HOME=" + filepath.Join(dir, "helm", "data")}
+	// every tool goes 1.0.0 → 2.0.0 and back, each step a change
+	round := []step{{toolCU, "2.0.0"}, {toolHelm, "1.0.0"}, {toolHelm, "2.0.0"}, {toolHelm4, "1.0.0"}, {toolHelm4, "2.0.0"},
+		{toolCU, "1.0.0"}}
 	var samples []relSample
-	for i := 0; len(samples) < 2*f.runs; i++ {
+	for i := 0; len(samples) < 3*f.runs; i++ {
 		st := round[i%len(round)]
 		var p proc
 		switch st.tool {
@@ -120,6 +136,10 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 				args = append(args, "--allow-downgrade")
 			}
 			p, err = runProc(ctx, nil, f.chartUpgrader, args...)
+		case toolHelm4:
+			p, err = runProc(ctx, helm4Env, helm4, "upgrade", relName, filepath.Join(charts, "demo-app-"+st.to),
+				"--namespace", relNamespace, "--kubeconfig", env.KubeconfigPath(), "--reset-then-reuse-values",
+				"-f", patches[st.to], "--wait", "--timeout", "10m", "--history-max", "10")
 		default:
 			p, err = runProc(ctx, nil, helmBin, env.KubeconfigPath(), relNamespace, relName, filepath.Join(charts, "demo-app-"+st.to), patches[st.to])
 		}
@@ -130,7 +150,7 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 			return nil, err
 		}
 		samples = append(samples, relSample{tool: st.tool, to: st.to, proc: p})
-		logf(log, "%2d/%d release %-14s → %s  %s", len(samples), 2*f.runs, st.tool, st.to, secs(p.Wall))
+		logf(log, "%2d/%d release %-14s → %s  %s", len(samples), 3*f.runs, st.tool, st.to, secs(p.Wall))
 	}
 	events, err := testenv.ReadAuditLog(env.AuditLogPath())
 	if err != nil {
@@ -138,10 +158,7 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 	}
 	for i := range samples {
 		s := &samples[i]
-		agent := agentChartUpgrader
-		if s.tool == toolHelm {
-			agent = agentHelm
-		}
+		agent := map[string]string{toolCU: agentChartUpgrader, toolHelm: agentHelm, toolHelm4: agentHelm4}[s.tool]
 		s.req = attribute(events, agent, s.proc.Start, s.proc.End)
 		for _, ev := range events {
 			ref := ev.ObjectRef
@@ -177,38 +194,78 @@ func releaseReport(r *report, f upgradeFlags, samples []relSample) {
 		rss                               []int64
 		reqs                              []int
 	}
-	cols := map[string]*col{toolCU: {}, toolHelm: {}}
+	cols := map[string]*col{toolCU: {}, toolHelm: {}, toolHelm4: {}}
 	for _, s := range samples {
 		c := cols[s.tool]
 		c.wall, c.overhead, c.settle = append(c.wall, s.proc.Wall), append(c.overhead, s.overhead()), append(c.settle, s.settle())
 		c.exit, c.cpu = append(c.exit, s.proc.End.Sub(s.ready)), append(c.cpu, s.proc.CPU)
 		c.rss, c.reqs = append(c.rss, s.proc.MaxRSS), append(c.reqs, s.req.Total)
 	}
-	cu, hm := cols[toolCU], cols[toolHelm]
+	cu, hm, h4 := cols[toolCU], cols[toolHelm], cols[toolHelm4]
 	r.line("")
-	r.line("### A plain Helm release, beside `helm upgrade --reset-then-reuse-values --wait`")
+	r.line("### A plain Helm release, beside `helm upgrade --reset-then-reuse-values --wait` (Helm 3 and 4)")
 	r.line("")
 	r.line("The example with a Deployment added, installed as the release demo-system/demo-app, upgraded %d times by each "+
 		"tool, alternating 1.0.0 ⇄ 2.0.0 and interleaving the tools, on a control plane with workloads (the Deployment "+
 		"rolls out for real: controller-manager, scheduler, KWOK). Helm is the SDK's upgrade action with "+
 		"`ResetThenReuseValues` and `Wait` (`tests/bench/helmupgrade`), given the same values patch as the script "+
-		"baseline above. \"Controllers\" is the tool's write of the new revision → the Deployment controller's last "+
+		"baseline above; Helm 4 is the CLI v4.3.1 with the same flags (its `--wait` is the kstatus watcher; the "+
+		"release records no apply method, so its `auto` applies client-side). \"Controllers\" is the tool's write of the new revision → the Deployment controller's last "+
 		"status write; \"ready write → exit\" is how long each tool takes to notice it.", f.runs)
 	r.line("")
-	row := func(name, a, b, c string) []string { return []string{name, a, b, c} }
-	r.table([]string{"per upgrade", "chart-upgrader", "helm --reset-then-reuse-values --wait", "helm ÷ chart-upgrader"}, [][]string{
-		row("wall time, median", secs(median(cu.wall)), secs(median(hm.wall)), ratio(median(hm.wall).Seconds(), median(cu.wall).Seconds())),
-		row("of which the controllers (write → ready), median", secs(median(cu.settle)), secs(median(hm.settle)), ""),
-		row("**overhead** (wall − controllers), median", secs(median(cu.overhead)), secs(median(hm.overhead)), ratio(median(hm.overhead).Seconds(), median(cu.overhead).Seconds())),
-		row("**ready write → exit**, median", millis(median(cu.exit)), millis(median(hm.exit)), ratio(median(hm.exit).Seconds(), median(cu.exit).Seconds())),
-		row("ready write → exit, p90", millis(percentile(cu.exit, 90)), millis(percentile(hm.exit, 90)), ""),
-		row("CPU time (user+sys), median", millis(median(cu.cpu)), millis(median(hm.cpu)), ratio(median(hm.cpu).Seconds(), median(cu.cpu).Seconds())),
-		row("peak RSS, median", mb(median(cu.rss)), mb(median(hm.rss)), ""),
-		row("**API requests**, median (p90)", fmt.Sprintf("%d (%d)", median(cu.reqs), percentile(cu.reqs, 90)),
-			fmt.Sprintf("%d (%d)", median(hm.reqs), percentile(hm.reqs, 90)), ratio(float64(median(hm.reqs)), float64(median(cu.reqs)))),
+	// a row: chart-upgrader, Helm 3, Helm 4, and each Helm ÷ chart-upgrader
+	// where ratio says how much more the Helm takes (nil: no ratio)
+	type fig struct {
+		show  func(*col) string
+		ratio func(*col) float64
+	}
+	row := func(name string, g fig) []string {
+		out := []string{name, g.show(cu), g.show(hm), g.show(h4), "", ""}
+		if g.ratio != nil {
+			out[4], out[5] = ratio(g.ratio(hm), g.ratio(cu)), ratio(g.ratio(h4), g.ratio(cu))
+		}
+		return out
+	}
+	dur := func(pick func(*col) []time.Duration, pct float64, show func(time.Duration) string, withRatio bool) fig {
+		at := func(c *col) time.Duration { return percentile(pick(c), pct) }
+		g := fig{show: func(c *col) string { return show(at(c)) }}
+		if withRatio {
+			g.ratio = func(c *col) float64 { return at(c).Seconds() }
+		}
+		return g
+	}
+	wall := func(c *col) []time.Duration { return c.wall }
+	settle := func(c *col) []time.Duration { return c.settle }
+	overhead := func(c *col) []time.Duration { return c.overhead }
+	exit := func(c *col) []time.Duration { return c.exit }
+	cpu := func(c *col) []time.Duration { return c.cpu }
+	r.table([]string{"per upgrade", "chart-upgrader", "helm 3 (SDK)", "helm 4 (CLI)", "helm 3 ÷ chart-upgrader", "helm 4 ÷ chart-upgrader"}, [][]string{
+		row("wall time, median", dur(wall, 50, secs, true)),
+		row("of which the controllers (write → ready), median", dur(settle, 50, secs, false)),
+		row("**overhead** (wall − controllers), median", dur(overhead, 50, secs, true)),
+		row("**ready write → exit**, median", dur(exit, 50, millis, true)),
+		row("ready write → exit, p90", dur(exit, 90, millis, false)),
+		row("CPU time (user+sys), median", dur(cpu, 50, millis, true)),
+		row("peak RSS, median", fig{show: func(c *col) string { return mb(median(c.rss)) }}),
+		row("**API requests**, median (p90)", fig{show: func(c *col) string {
+			return fmt.Sprintf("%d (%d)", median(c.reqs), percentile(c.reqs, 90))
+		}, ratio: func(c *col) float64 { return float64(median(c.reqs)) }}),
 	})
 	r.line("")
 	r.line("chart-upgrader decides every value (the report), waits by watch, and rolls back on a failed wait; Helm's " +
 		"`--reset-then-reuse-values` keeps the stale webhook pin and the old CPU limit (docs/release.md), and its " +
 		"`--wait` looks again every 2 s.")
+}
+
+// appendFile adds text at the end of the file at path.
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

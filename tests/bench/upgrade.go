@@ -60,7 +60,7 @@ func upgradeCommand(ctx context.Context, args []string, out, log io.Writer) erro
 	fs.StringVar(&f.yq, "yq", "yq", "the yq binary the baseline runs")
 	fs.IntVar(&f.runs, "runs", 20, "upgrades per tool")
 	fs.IntVar(&f.helmChartRuns, "helmchart-runs", 10, "then upgrades of a k3s HelmChart through the real helm-controller (0: none)")
-	fs.IntVar(&f.releaseRuns, "release-runs", 10, "then upgrades of a Helm release per tool, beside helm upgrade --reset-then-reuse-values --wait (0: none)")
+	fs.IntVar(&f.releaseRuns, "release-runs", 10, "then upgrades of a Helm release per tool, beside helm upgrade --reset-then-reuse-values --wait of Helm 3 (SDK) and 4 (CLI) (0: none)")
 	fs.DurationVar(&f.delay, "delay", 3*time.Second, "the simulator's readiness delay after each Helm upgrade")
 	fs.IntVar(&f.poll, "poll", 5, "the baseline's seconds between two looks")
 	var long string
