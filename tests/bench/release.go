@@ -117,8 +117,7 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 	if err != nil {
 		return nil, err
 	}
-	helm4Env := []string{"HELM_CONFIG_HOME=" + filepath.Join(dir, "helm", "config"),
-		"HELM_CACHE_HOME=" + filepath.Join(dir, "helm", "cache"), "HELM_DATA_HOME=" + filepath.Join(dir, "helm", "data")}
+	helm4Env := testenv.HelmCLIEnv(filepath.Join(dir, "helm"))
 	// every tool goes 1.0.0 → 2.0.0 and back, each step a change
 	round := []step{{toolCU, "2.0.0"}, {toolHelm, "1.0.0"}, {toolHelm, "2.0.0"}, {toolHelm4, "1.0.0"}, {toolHelm4, "2.0.0"},
 		{toolCU, "1.0.0"}}

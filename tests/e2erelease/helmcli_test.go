@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
 // The people whose releases the tool upgrades run the Helm CLI before it
@@ -75,8 +77,7 @@ func (f *fixture) helmCLI(bin string) func(args ...string) {
 		f.t.Helper()
 		args = append(args, "--namespace", f.ns, "--kubeconfig", f.env.KubeconfigPath(), "--wait", "--timeout", "60s")
 		cmd := exec.CommandContext(f.t.Context(), bin, args...)
-		cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-			"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+		cmd.Env = append(os.Environ(), testenv.HelmCLIEnv(home)...)
 		out, err := cmd.CombinedOutput()
 		require.NoError(f.t, err, "%s %s:\n%s", filepath.Base(bin), strings.Join(args, " "), out)
 	}

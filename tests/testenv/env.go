@@ -201,6 +201,13 @@ func (e *Env) Binary(name string) (string, error) {
 	return path, nil
 }
 
+// HelmCLIEnv is the environment that keeps a Helm CLI's configuration,
+// cache and data under home (not the user's ~/.config/helm and the like).
+func HelmCLIEnv(home string) []string {
+	return []string{"HELM_CONFIG_HOME=" + filepath.Join(home, "config"), "HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
+		"HELM_DATA_HOME=" + filepath.Join(home, "data")}
+}
+
 // KubeconfigPath is a kubeconfig file for the admin user, for subprocesses
 // and Helm. It stays valid across API server restarts.
 func (e *Env) KubeconfigPath() string { return e.kubeconfig }
