@@ -11,8 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -191,7 +192,7 @@ func TestTargetSourceOfATargetThatHoldsItsChart(t *testing.T) {
 func deployedDemo(version string) *chart.Chart {
 	return &chart.Chart{Metadata: &chart.Metadata{APIVersion: "v2", Name: "demo", Version: version},
 		Values: map[string]any{"replicas": 1, "old": true},
-		Templates: []*chart.File{{Name: "templates/cm.yaml",
+		Templates: []*common.File{{Name: "templates/cm.yaml",
 			Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n")}}}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -52,7 +53,7 @@ func Rollback(ctx context.Context, o RollbackOptions) (err error) {
 		return err
 	}
 	defer sess.close()
-	target, lease, err := openTarget(ctx, sess.clients, t, nil)
+	target, lease, err := openTarget(ctx, sess.clients, t, nil, kind.DefaultApply)
 	if err != nil {
 		return err
 	}

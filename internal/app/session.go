@@ -10,6 +10,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -99,7 +100,7 @@ func (s *session) runner(ctx context.Context, set upgrade.Settings) *upgrade.Run
 // registry, its chart source and rules, the overrides, the wait timeout
 // (timeout overrides the spec's when > 0).
 func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, files []string, timeout time.Duration) (upgrade.Job, error) {
-	tg, lease, err := openTarget(ctx, s.clients, c.Target, c.Options)
+	tg, lease, err := openTarget(ctx, s.clients, c.Target, c.Options, c.Apply)
 	if err != nil {
 		return upgrade.Job{}, err
 	}
@@ -128,15 +129,15 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, fil
 }
 
 // openTarget opens the target port of a spec target, with its kind's
-// options (nil: the kind's defaults), and names its Lease. The port is the
+// options (nil: the kind's defaults) and how it is applied, and names its Lease. The port is the
 // adapter itself, whose optional interfaces the caller may ask for; a job
 // runs it through wrapTarget.
-func openTarget(_ context.Context, c *cluster.Clients, t spec.Target, opts any) (upgrade.Target, string, error) {
+func openTarget(_ context.Context, c *cluster.Clients, t spec.Target, opts any, apply kind.Apply) (upgrade.Target, string, error) {
 	k, err := targets.Lookup("target "+t.String(), t.Kind)
 	if err != nil {
 		return nil, "", err
 	}
-	tg, err := targets.Open(c, upgrade.Ref{Kind: k.Name, Namespace: t.Namespace, Name: t.Name}, opts)
+	tg, err := targets.Open(c, upgrade.Ref{Kind: k.Name, Namespace: t.Namespace, Name: t.Name}, opts, apply)
 	if err != nil {
 		return nil, "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -58,7 +59,7 @@ func Status(ctx context.Context, o StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	target, _, err := openTarget(ctx, clients, t, nil)
+	target, _, err := openTarget(ctx, clients, t, nil, kind.DefaultApply)
 	if err != nil {
 		return err
 	}

@@ -6,15 +6,15 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	"io"
 	"os"
 	"path"
 	"regexp"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 )
 
 // Size limits of one chart archive.
@@ -54,7 +54,7 @@ type archiveReader struct {
 // read returns the files of the archive in r, named relative to the chart
 // directory at the top of the archive (as Helm's loader names them). Every
 // subchart archive under charts/ is read too, so the same rules hold for it.
-func (a *archiveReader) read(r io.Reader) ([]*loader.BufferedFile, error) {
+func (a *archiveReader) read(r io.Reader) ([]*archive.BufferedFile, error) {
 	files, err := a.readOne(r)
 	if err != nil {
 		return nil, err
@@ -66,7 +66,7 @@ func (a *archiveReader) read(r io.Reader) ([]*loader.BufferedFile, error) {
 }
 
 // checkNested reads every subchart archive among files with the same rules.
-func (a *archiveReader) checkNested(files []*loader.BufferedFile) error {
+func (a *archiveReader) checkNested(files []*archive.BufferedFile) error {
 	for _, f := range files {
 		if !nestedArchive.MatchString(f.Name) {
 			continue
@@ -78,7 +78,7 @@ func (a *archiveReader) checkNested(files []*loader.BufferedFile) error {
 	return nil
 }
 
-func (a *archiveReader) readOne(r io.Reader) ([]*loader.BufferedFile, error) {
+func (a *archiveReader) readOne(r io.Reader) ([]*archive.BufferedFile, error) {
 	compressed := &capReader{r: r, max: a.lim.archive, what: "compressed archive"}
 	zr, err := gzip.NewReader(compressed)
 	if err != nil {
@@ -91,7 +91,7 @@ func (a *archiveReader) readOne(r io.Reader) ([]*loader.BufferedFile, error) {
 	content := &capReader{r: zr, max: a.lim.content - a.used, what: "decompressed chart"}
 	defer func() { a.used += content.n }()
 
-	var files []*loader.BufferedFile
+	var files []*archive.BufferedFile
 	tr := tar.NewReader(content)
 	for {
 		hd, err := tr.Next()
@@ -115,7 +115,7 @@ func (a *archiveReader) readOne(r io.Reader) ([]*loader.BufferedFile, error) {
 		if err != nil {
 			return nil, corrupt(err)
 		}
-		files = append(files, &loader.BufferedFile{Name: name, Data: bytes.TrimPrefix(data, utf8BOM)})
+		files = append(files, &archive.BufferedFile{Name: name, Data: bytes.TrimPrefix(data, utf8BOM)})
 	}
 	// Read to the end of the gzip stream, so a corrupt tail fails its checksum.
 	if _, err := io.Copy(io.Discard, content); err != nil {

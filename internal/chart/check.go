@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
@@ -53,16 +55,16 @@ func Check(c *chart.Chart, userValues map[string]any) error {
 	if vals == nil {
 		vals = map[string]any{}
 	}
-	if err := chartutil.ProcessDependenciesWithMerge(cp, vals); err != nil {
+	if err := chartutil.ProcessDependencies(cp, vals); err != nil {
 		return outcome.Refused(fmt.Errorf("processing the dependencies of chart %s with the merged values: %w", name, err))
 	}
-	opts := chartutil.ReleaseOptions{
+	opts := common.ReleaseOptions{
 		Name:      c.Name(),
 		Namespace: checkNamespace,
 		Revision:  checkRevision,
 		IsUpgrade: true,
 	}
-	top, err := chartutil.ToRenderValues(cp, vals, opts, chartutil.DefaultCapabilities.Copy())
+	top, err := chartvalues.ToRenderValues(cp, vals, opts, common.DefaultCapabilities.Copy())
 	if err != nil {
 		return outcome.Refused(fmt.Errorf("validating the merged values against chart %s: %w", name, trimmed{err}))
 	}

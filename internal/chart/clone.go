@@ -4,8 +4,8 @@ import (
 	"maps"
 	"slices"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
@@ -79,7 +79,7 @@ func copyValue(v any) any {
 			out[k] = copyValue(e)
 		}
 		return out
-	case chartutil.Values:
+	case common.Values:
 		return copyValue(map[string]any(x))
 	case []any:
 		if x == nil {

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
+	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
@@ -24,10 +25,10 @@ func Defaults(c *chart.Chart) (map[string]any, error) {
 	}
 	cp := clone(c)
 	enableAll(cp)
-	if err := chartutil.ProcessDependenciesWithMerge(cp, map[string]any{}); err != nil {
+	if err := chartutil.ProcessDependencies(cp, map[string]any{}); err != nil {
 		return nil, outcome.BadInput(fmt.Errorf("computing the defaults of chart %s: %w", nameVersion(c), err))
 	}
-	vals, err := chartutil.CoalesceValues(cp, map[string]any{})
+	vals, err := chartvalues.CoalesceValues(cp, map[string]any{})
 	if err != nil {
 		return nil, outcome.BadInput(fmt.Errorf("computing the defaults of chart %s: %w", nameVersion(c), err))
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/template/parse"
 
-	"helm.sh/helm/v3/pkg/chart"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 )
 
 // regenerating are the template functions that return new data at every

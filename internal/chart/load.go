@@ -3,13 +3,14 @@ package chart
 import (
 	"errors"
 	"fmt"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
@@ -50,9 +51,9 @@ func loadDir(dir string, lim limits) (*chart.Chart, error) {
 	// Helm reads the subchart archives of a directory itself; hold them to
 	// the rules of our archives too.
 	a := &archiveReader{lim: lim}
-	files := make([]*loader.BufferedFile, 0, len(c.Raw))
+	files := make([]*archive.BufferedFile, 0, len(c.Raw))
 	for _, f := range c.Raw {
-		files = append(files, &loader.BufferedFile{Name: f.Name, Data: f.Data})
+		files = append(files, &archive.BufferedFile{Name: f.Name, Data: f.Data})
 	}
 	if err := a.checkNested(files); err != nil {
 		return nil, err

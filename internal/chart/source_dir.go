@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"helm.sh/helm/v3/pkg/chart"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"

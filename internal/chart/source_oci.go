@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/registry"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/registry"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/httpclient"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"sync"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/repo"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/httpclient"

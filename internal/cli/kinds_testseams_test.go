@@ -39,7 +39,7 @@ func TestAFourthKindIsOneRegistration(t *testing.T) {
 			}},
 		Plan: kind.PlanDefaults{Dir: "plans/widget/", Name: "chart-upgrader-widget", NodeSelector: "example.com/widgets=true",
 			SpecSecret: "widget-spec", ServiceAccount: "widget-sa"}}
-	defer targets.Register(widget, func(*cluster.Clients, string, string, any) upgrade.Target { return nil })()
+	defer targets.Register(widget, func(*cluster.Clients, string, string, any, kind.Apply) upgrade.Target { return nil })()
 
 	sp, err := spec.ParseSpec("spec.yaml", []byte(`apiVersion: chart-upgrader.io/v1alpha1
 kind: UpgradeSpec

@@ -1,7 +1,13 @@
 package cluster
 
 import (
+	"fmt"
+	"io"
+	"log/slog"
 	"sync"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/kube"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
@@ -11,6 +17,31 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
+
+// HelmFieldManager is the field manager chart-upgrader applies as, through
+// Helm's SDK: Helm's own, the one the Helm CLI (v3 and v4) and klipper-helm
+// use, so that `helm upgrade` and `helm rollback` carry on after the tool
+// without a field-manager conflict. (Helm's SDK would otherwise name the
+// manager after the binary.)
+const HelmFieldManager = "helm"
+
+func init() { kube.ManagedFieldsManager = HelmFieldManager }
+
+// HelmConfiguration is Helm's action configuration for the releases of
+// namespace, kept by storage driver ("secret" as Helm's default,
+// "configmap"), over getter. Helm's own logs go to log at debug level as
+// component=helm; nil discards them.
+func HelmConfiguration(getter *HelmGetter, namespace, driver string, log *slog.Logger) (*action.Configuration, error) {
+	h := slog.Handler(slog.NewTextHandler(io.Discard, nil))
+	if log != nil {
+		h = log.With("component", "helm").Handler()
+	}
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(h))
+	if err := cfg.Init(getter.For(namespace), namespace, driver); err != nil {
+		return nil, fmt.Errorf("setting up Helm for namespace %s: %w", namespace, err)
+	}
+	return cfg, nil
+}
 
 // HelmGetter gives Helm's SDK (action.Configuration.Init) the API server
 // of a *rest.Config: one discovery cache and REST mapper, shared by every

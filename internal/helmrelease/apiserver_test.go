@@ -19,9 +19,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	helmstatus "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 // rel is revision version of release name in namespace, deploying manifest.
-func rel(namespace, name string, version int, status release.Status, manifest string) *release.Release {
+func rel(namespace, name string, version int, status helmstatus.Status, manifest string) *release.Release {
 	return &release.Release{Name: name, Namespace: namespace, Version: version,
 		Info:     &release.Info{Status: status, Description: fmt.Sprintf("revision %d", version)},
 		Chart:    &chart.Chart{Metadata: &chart.Metadata{Name: "demo-app", Version: fmt.Sprintf("%d.0.0", version), APIVersion: "v2"}},
@@ -62,10 +63,10 @@ func TestHistoryAndNewestReadWhatHelmStored(t *testing.T) {
 	c := &helmrelease.Client{Kube: env.Kube(), Dynamic: env.Dynamic()}
 	secrets := driver.NewSecrets(env.Kube().CoreV1().Secrets(ns))
 	// stored out of order, next to another release of the namespace
-	store(t, secrets, rel(ns, "web", 3, release.StatusDeployed, ""))
-	store(t, secrets, rel(ns, "web", 1, release.StatusSuperseded, ""))
-	store(t, secrets, rel(ns, "web", 2, release.StatusSuperseded, ""))
-	store(t, secrets, rel(ns, "other", 9, release.StatusDeployed, ""))
+	store(t, secrets, rel(ns, "web", 3, helmstatus.StatusDeployed, ""))
+	store(t, secrets, rel(ns, "web", 1, helmstatus.StatusSuperseded, ""))
+	store(t, secrets, rel(ns, "web", 2, helmstatus.StatusSuperseded, ""))
+	store(t, secrets, rel(ns, "other", 9, helmstatus.StatusDeployed, ""))
 
 	for _, drv := range []string{"", "secret", "secrets"} {
 		h, err := c.History(ns, "web", drv)
@@ -81,7 +82,7 @@ func TestHistoryAndNewestReadWhatHelmStored(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, newest)
 	assert.Equal(t, 3, newest.Version)
-	assert.Equal(t, release.StatusDeployed, newest.Info.Status)
+	assert.Equal(t, helmstatus.StatusDeployed, newest.Info.Status)
 	assert.Equal(t, "3.0.0", newest.Chart.Metadata.Version)
 
 	// a release that does not exist is no error
@@ -103,15 +104,15 @@ func TestConfigMapDriverReadsConfigMaps(t *testing.T) {
 	ns := env.Namespace(t)
 	c := &helmrelease.Client{Kube: env.Kube(), Dynamic: env.Dynamic()}
 	cms := driver.NewConfigMaps(env.Kube().CoreV1().ConfigMaps(ns))
-	store(t, cms, rel(ns, "web", 1, release.StatusSuperseded, ""))
-	store(t, cms, rel(ns, "web", 2, release.StatusFailed, ""))
+	store(t, cms, rel(ns, "web", 1, helmstatus.StatusSuperseded, ""))
+	store(t, cms, rel(ns, "web", 2, helmstatus.StatusFailed, ""))
 
 	for _, drv := range []string{"configmap", "configmaps"} {
 		n, err := c.Newest(ns, "web", drv)
 		require.NoError(t, err)
 		require.NotNil(t, n, drv)
 		assert.Equal(t, 2, n.Version)
-		assert.Equal(t, release.StatusFailed, n.Info.Status)
+		assert.Equal(t, helmstatus.StatusFailed, n.Info.Status)
 	}
 	n, err := c.Newest(ns, "web", "secret")
 	require.NoError(t, err)
@@ -129,9 +130,9 @@ func TestNewestStatusReadsTheLabelsOfTheNewestRecord(t *testing.T) {
 	assert.Equal(t, "", status)
 	assert.Equal(t, 0, revision)
 
-	store(t, secrets, rel(ns, "web", 10, release.StatusPendingUpgrade, ""))
-	store(t, secrets, rel(ns, "web", 9, release.StatusDeployed, ""))
-	store(t, secrets, rel(ns, "other", 11, release.StatusFailed, ""))
+	store(t, secrets, rel(ns, "web", 10, helmstatus.StatusPendingUpgrade, ""))
+	store(t, secrets, rel(ns, "web", 9, helmstatus.StatusDeployed, ""))
+	store(t, secrets, rel(ns, "other", 11, helmstatus.StatusFailed, ""))
 	// a record whose version label is not a number is not the newest, and
 	// no record is decoded (this one would not decode)
 	_, err = env.Kube().CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
@@ -151,7 +152,7 @@ func TestDecodeReadsTheRecordHelmWrote(t *testing.T) {
 	env := testenv.ForTest(t)
 	ns := env.Namespace(t)
 	secrets := driver.NewSecrets(env.Kube().CoreV1().Secrets(ns))
-	want := rel(ns, "web", 4, release.StatusDeployed, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+	want := rel(ns, "web", 4, helmstatus.StatusDeployed, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
 	store(t, secrets, want)
 
 	s, err := env.Kube().CoreV1().Secrets(ns).Get(t.Context(), "sh.helm.release.v1.web.v4", metav1.GetOptions{})
@@ -163,7 +164,7 @@ func TestDecodeReadsTheRecordHelmWrote(t *testing.T) {
 	assert.Equal(t, 4, got.Version)
 	assert.Equal(t, want.Manifest, got.Manifest)
 	assert.Equal(t, want.Config, got.Config)
-	assert.Equal(t, release.StatusDeployed, got.Info.Status)
+	assert.Equal(t, helmstatus.StatusDeployed, got.Info.Status)
 	assert.Equal(t, "4.0.0", got.Chart.Metadata.Version)
 }
 
@@ -174,7 +175,7 @@ func TestLookJudgesTheLiveObjectsOfARevision(t *testing.T) {
 	configMap(t, env, ns, "present")
 	// namespaced objects without a namespace are the release's; the
 	// Namespace object is cluster-scoped and exists (Active: Current)
-	r := rel(ns, "web", 5, release.StatusDeployed, fmt.Sprintf(`---
+	r := rel(ns, "web", 5, helmstatus.StatusDeployed, fmt.Sprintf(`---
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -257,7 +258,7 @@ func TestWatcherFollowsTheNewestRevisionAndItsObjects(t *testing.T) {
 
 	// revision 1: its one object exists
 	configMap(t, env, ns, "one")
-	store(t, secrets, rel(ns, "web", 1, release.StatusDeployed, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n"))
+	store(t, secrets, rel(ns, "web", 1, helmstatus.StatusDeployed, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n"))
 	waitFor(t, signal, "revision 1 judged", func() bool { r := w.Resources(); return r != nil && r.Revision == 1 })
 	require.NotNil(t, w.Newest())
 	assert.Equal(t, 1, w.Newest().Version)
@@ -265,10 +266,10 @@ func TestWatcherFollowsTheNewestRevisionAndItsObjects(t *testing.T) {
 	assert.Equal(t, &helmrelease.Resources{Revision: 1, Ready: 1, Total: 1}, w.Resources())
 
 	// another release of the namespace is not watched
-	store(t, secrets, rel(ns, "other", 7, release.StatusDeployed, ""))
+	store(t, secrets, rel(ns, "other", 7, helmstatus.StatusDeployed, ""))
 
 	// revision 2 deploys an object that does not exist yet
-	store(t, secrets, rel(ns, "web", 2, release.StatusDeployed, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n"))
+	store(t, secrets, rel(ns, "web", 2, helmstatus.StatusDeployed, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n"))
 	waitFor(t, signal, "revision 2 judged", func() bool { r := w.Resources(); return r != nil && r.Revision == 2 })
 	assert.Equal(t, 2, w.Newest().Version)
 	assert.Equal(t, &helmrelease.Resources{Revision: 2, Total: 1, NotReady: []string{"ConfigMap two: not found"}}, w.Resources())
@@ -311,8 +312,8 @@ func TestWatcherOfTheConfigMapDriver(t *testing.T) {
 	ns := env.Namespace(t)
 	c := &helmrelease.Client{Kube: env.Kube(), Dynamic: env.Dynamic()}
 	// the same release in both storages: the driver decides which is read
-	store(t, driver.NewConfigMaps(env.Kube().CoreV1().ConfigMaps(ns)), rel(ns, "web", 4, release.StatusDeployed, ""))
-	store(t, driver.NewSecrets(env.Kube().CoreV1().Secrets(ns)), rel(ns, "web", 9, release.StatusDeployed, ""))
+	store(t, driver.NewConfigMaps(env.Kube().CoreV1().ConfigMaps(ns)), rel(ns, "web", 4, helmstatus.StatusDeployed, ""))
+	store(t, driver.NewSecrets(env.Kube().CoreV1().Secrets(ns)), rel(ns, "web", 9, helmstatus.StatusDeployed, ""))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	signal := make(chan struct{}, 1)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/release"
+	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )

@@ -12,8 +12,8 @@ import (
 	"sort"
 	"strconv"
 
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -42,8 +42,16 @@ func (c *Client) History(namespace, name, driverName string) ([]*release.Release
 	if err != nil {
 		return nil, fmt.Errorf("reading helm release %s/%s: %w", namespace, name, err)
 	}
-	sort.Slice(rels, func(i, j int) bool { return rels[i].Version < rels[j].Version })
-	return rels, nil
+	out := make([]*release.Release, 0, len(rels))
+	for _, r := range rels {
+		rel, ok := r.(*release.Release)
+		if !ok {
+			return nil, fmt.Errorf("reading helm release %s/%s: a revision of an unknown type %T", namespace, name, r)
+		}
+		out = append(out, rel)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
 }
 
 // Newest reads the newest revision of release name; nil when there is

@@ -9,14 +9,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	helmstatus "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
 )
 
 func sampleRelease() *release.Release {
 	return &release.Release{
 		Name: "web", Namespace: "apps", Version: 3,
-		Info:     &release.Info{Status: release.StatusDeployed, Description: "Upgrade complete"},
+		Info:     &release.Info{Status: helmstatus.StatusDeployed, Description: "Upgrade complete"},
 		Chart:    &chart.Chart{Metadata: &chart.Metadata{Name: "demo-app", Version: "2.0.0", APIVersion: "v2"}},
 		Config:   map[string]any{"replicas": float64(2)},
 		Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n",

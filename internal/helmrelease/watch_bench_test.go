@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	helmstatus "helm.sh/helm/v4/pkg/release/common"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -75,7 +75,7 @@ func BenchmarkWatchReleaseObjects(b *testing.B) {
 		env := testenv.ForTest(b)
 		ns := env.Namespace(b)
 		manifest := releaseObjects(b, env, ns, others)
-		store(b, driver.NewSecrets(env.Kube().CoreV1().Secrets(ns)), rel(ns, "web", 1, release.StatusDeployed, manifest))
+		store(b, driver.NewSecrets(env.Kube().CoreV1().Secrets(ns)), rel(ns, "web", 1, helmstatus.StatusDeployed, manifest))
 		for _, way := range []string{"per-object", "kstatus-watcher"} {
 			b.Run(fmt.Sprintf("%s/others=%d", way, others), func(b *testing.B) {
 				cfg := env.Config()

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	helmstatus "helm.sh/helm/v4/pkg/release/common"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
@@ -27,7 +27,7 @@ func TestWatcherSignalsTheEndOfAnEmptyFirstList(t *testing.T) {
 	env := testenv.ForTest(t)
 	ns := env.Namespace(t)
 	store(t, driver.NewSecrets(env.Kube().CoreV1().Secrets(ns)),
-		rel(ns, "gone", 1, release.StatusDeployed, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone-config}\n"))
+		rel(ns, "gone", 1, helmstatus.StatusDeployed, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone-config}\n"))
 	// the object's first list is held back until the test has taken the
 	// storage's signal, so the end of that list comes after it
 	cfg := env.Config()

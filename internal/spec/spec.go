@@ -49,6 +49,9 @@ type Chart struct {
 	Rules      []values.Rule
 	Migrations []values.Migration
 	Wait       Wait
+	// Apply is how the upgrade is applied (apply:); kind.DefaultApply
+	// when the entry gives none.
+	Apply kind.Apply
 	// Options are the target kind's own options (kind.Options), as its
 	// adapter reads them; the kind's defaults when the entry gives none,
 	// nil for a kind that takes none.
@@ -163,7 +166,7 @@ func (w walker) header(root *yaml.Node) error {
 }
 
 func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
-	allowed := append([]string{"target", "chart", "rules", "migrations", "wait"}, w.kinds.OptionFields()...)
+	allowed := append([]string{"target", "chart", "rules", "migrations", "wait", "apply"}, w.kinds.OptionFields()...)
 	f, err := w.Fields(n, field, allowed...)
 	if err != nil {
 		return Chart{}, err
@@ -195,6 +198,9 @@ func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
 		return Chart{}, err
 	}
 	if c.Wait, err = w.wait(f.Get("wait"), f.Path("wait")); err != nil {
+		return Chart{}, err
+	}
+	if c.Apply, err = w.apply(f.Get("apply"), f.Path("apply"), k); err != nil {
 		return Chart{}, err
 	}
 	if c.Options, err = w.options(f, k); err != nil {
@@ -291,6 +297,46 @@ func (w walker) chartRef(n *yaml.Node, field string, own bool) (ChartRef, error)
 		}
 	}
 	return c, nil
+}
+
+// apply reads apply: {serverSide: auto|true|false, forceConflicts: bool};
+// a setting the kind refuses is bad input saying why.
+func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply, error) {
+	out := kind.DefaultApply
+	if n == nil {
+		return out, nil
+	}
+	f, err := w.Fields(n, field, "serverSide", "forceConflicts")
+	if err != nil {
+		return out, err
+	}
+	if sn := f.Get("serverSide"); sn != nil {
+		var s string
+		if sn.Kind == yaml.ScalarNode && (sn.Tag == "!!str" || sn.Tag == "!!bool") {
+			s = strings.ToLower(sn.Value)
+		}
+		switch s {
+		case kind.ServerSideAuto, kind.ServerSideTrue, kind.ServerSideFalse:
+			out.ServerSide = s
+		default:
+			return out, w.Failf(sn, f.Path("serverSide"), "want auto, true or false, not %s", yamlfile.Describe(sn))
+		}
+		if why := k.Apply.ServerSideRefused; why != "" && s != kind.ServerSideAuto {
+			return out, w.Failf(sn, f.Path("serverSide"), "a %s takes only auto: %s", k.Spelling, why)
+		}
+	}
+	if fn := f.Get("forceConflicts"); fn != nil {
+		if out.ForceConflicts, err = w.Bool(fn, f.Path("forceConflicts")); err != nil {
+			return out, err
+		}
+		if why := k.Apply.ForceConflictsRefused; why != "" && out.ForceConflicts {
+			return out, w.Failf(fn, f.Path("forceConflicts"), "a %s cannot force conflicts: %s", k.Spelling, why)
+		}
+	}
+	if out.ForceConflicts && out.ServerSide == kind.ServerSideFalse {
+		return out, w.Failf(n, field, "forceConflicts: true needs server-side apply, and serverSide is false")
+	}
+	return out, nil
 }
 
 func (w walker) wait(n *yaml.Node, field string) (Wait, error) {

@@ -301,7 +301,7 @@ func TestBadInput(t *testing.T) {
 		{"charts is a map", true, doc(specHead, `  harvester: {}`),
 			`spec.yaml:4: charts: `, `want a list, not a map`},
 		{"unknown chart field", true, doc(specHead, target1, chart1, `  waitt: {timeout: 1m}`),
-			`spec.yaml:6: charts[1].waitt: `, `unknown field (want one of target, chart, rules, migrations, wait, helmchart, release)`},
+			`spec.yaml:6: charts[1].waitt: `, `unknown field (want one of target, chart, rules, migrations, wait, apply, helmchart, release)`},
 		{"missing target", true, doc(specHead, `- chart: {name: harvester, source: /charts}`),
 			`spec.yaml:4: charts[1]: `, `missing required field "target"`},
 		{"unsupported target kind", true, doc(specHead, `- target: {kind: FleetBundle, namespace: kube-system, name: x}`, chart1),

@@ -20,8 +20,9 @@ import (
 )
 
 // Opener opens the target port of one target of a kind; opts are the
-// kind's options from the spec (kind.Options), nil for its defaults.
-type Opener func(c *cluster.Clients, namespace, name string, opts any) upgrade.Target
+// kind's options from the spec (kind.Options), nil for its defaults;
+// apply is the entry's apply: block.
+type Opener func(c *cluster.Clients, namespace, name string, opts any, apply kind.Apply) upgrade.Target
 
 // entry is one registered kind.
 type entry struct {
@@ -56,11 +57,11 @@ func Lookup(what, name string) (kind.Descriptor, error) {
 }
 
 // Open returns the target port of ref, with its kind's options (nil: the
-// kind's defaults). An unknown kind is bad input.
-func Open(c *cluster.Clients, ref upgrade.Ref, opts any) (upgrade.Target, error) {
+// kind's defaults) and apply settings. An unknown kind is bad input.
+func Open(c *cluster.Clients, ref upgrade.Ref, opts any, apply kind.Apply) (upgrade.Target, error) {
 	for _, e := range registry {
 		if strings.EqualFold(e.Name, ref.Kind) {
-			return e.open(c, ref.Namespace, ref.Name, opts), nil
+			return e.open(c, ref.Namespace, ref.Name, opts, apply), nil
 		}
 	}
 	_, err := Lookup("target "+ref.String(), ref.Kind)

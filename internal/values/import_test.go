@@ -24,7 +24,7 @@ func forbiddenImport(path string) string {
 	switch {
 	case path == "k8s.io/client-go" || strings.HasPrefix(path, "k8s.io/client-go/"):
 		return "client-go talks to a cluster"
-	case path == "helm.sh/helm/v3/pkg/action":
+	case path == "helm.sh/helm/v4/pkg/action":
 		return "Helm's action package runs releases"
 	}
 	return ""
@@ -33,7 +33,7 @@ func forbiddenImport(path string) string {
 func TestForbiddenImport(t *testing.T) {
 	assert.NotEmpty(t, forbiddenImport("k8s.io/client-go"))
 	assert.NotEmpty(t, forbiddenImport("k8s.io/client-go/dynamic"))
-	assert.NotEmpty(t, forbiddenImport("helm.sh/helm/v3/pkg/action"))
+	assert.NotEmpty(t, forbiddenImport("helm.sh/helm/v4/pkg/action"))
 	assert.Empty(t, forbiddenImport("k8s.io/client-go-extra"))
 	assert.Empty(t, forbiddenImport("k8s.io/apimachinery/pkg/api/resource"))
 	assert.Empty(t, forbiddenImport("helm.sh/helm/v3/pkg/chartutil"))

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -26,8 +27,8 @@ import (
 const (
 	relNamespace = "demo-system"
 	relName      = "demo-app"
-	toolHelm     = "helm"
-	agentHelm    = "helm-sdk-bench"
+	toolHelm     = "helm3"
+	agentHelm    = "Helm/3" // the Helm 3 CLI's user agent, Helm/<version>
 	toolHelm4    = "helm4"
 	agentHelm4   = "Helm/4" // the Helm 4 CLI's user agent, Helm/<version>
 )
@@ -44,11 +45,11 @@ func (s relSample) settle() time.Duration   { return s.ready.Sub(s.req.Applied) 
 func (s relSample) overhead() time.Duration { return s.proc.Wall - s.settle() }
 
 // benchRelease upgrades a plain Helm release runs times per tool,
-// alternating 1.0.0 ⇄ 2.0.0 and the tools: chart-upgrader, `helm upgrade
-// --reset-then-reuse-values --wait` through the Helm 3 SDK (tests/bench/
-// helmupgrade), and the same command of the Helm 4 CLI (scripts/testenv's
-// helm4), on a control plane with workloads (the chart's Deployment rolls
-// out for real).
+// alternating 1.0.0 ⇄ 2.0.0 and the tools: chart-upgrader, and `helm
+// upgrade --reset-then-reuse-values --wait` of the Helm 3 and Helm 4 CLIs
+// (scripts/testenv's helm3 and helm4), on a control plane with workloads
+// (the chart's Deployment rolls out for real). The release is installed
+// as Helm 4 installs it: server-side.
 func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSample, error) {
 	logf(log, "starting a control plane with workloads for the release part")
 	root, err := testenv.RepoRoot()
@@ -80,20 +81,21 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 		return nil, err
 	}
 	defer env.Stop()
-	ac := &action.Configuration{}
-	if err := ac.Init(cluster.NewHelmGetter(env.Config()).For(relNamespace), relNamespace, "secret", func(string, ...any) {}); err != nil {
+	ac, err := cluster.HelmConfiguration(cluster.NewHelmGetter(env.Config()), relNamespace, "secret", nil)
+	if err != nil {
 		return nil, err
 	}
 	ch, err := loader.Load(filepath.Join(charts, "demo-app-1.0.0"))
 	if err != nil {
 		return nil, err
 	}
-	user, err := chartutil.ReadValuesFile(filepath.Join(examples, "values.yaml"))
+	user, err := common.ReadValuesFile(filepath.Join(examples, "values.yaml"))
 	if err != nil {
 		return nil, err
 	}
 	in := action.NewInstall(ac)
-	in.ReleaseName, in.Namespace, in.CreateNamespace, in.Wait, in.Timeout = relName, relNamespace, true, true, 2*time.Minute
+	in.ReleaseName, in.Namespace, in.CreateNamespace, in.Timeout = relName, relNamespace, true, 2*time.Minute
+	in.WaitStrategy = kube.StatusWatcherStrategy
 	if _, err := in.RunWithContext(ctx, ch, user); err != nil {
 		return nil, fmt.Errorf("installing the release: %w", err)
 	}
@@ -108,16 +110,13 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 			return nil, err
 		}
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
+	helm := map[string]string{}
+	for _, name := range []string{toolHelm, toolHelm4} {
+		if helm[name], err = env.Binary(name); err != nil {
+			return nil, err
+		}
 	}
-	helmBin := filepath.Join(filepath.Dir(self), "helmupgrade")
-	helm4, err := env.Binary("helm4")
-	if err != nil {
-		return nil, err
-	}
-	helm4Env := testenv.HelmCLIEnv(filepath.Join(dir, "helm"))
+	helmEnv := testenv.HelmCLIEnv(filepath.Join(dir, "helm"))
 	// every tool goes 1.0.0 → 2.0.0 and back, each step a change
 	round := []step{{toolCU, "2.0.0"}, {toolHelm, "1.0.0"}, {toolHelm, "2.0.0"}, {toolHelm4, "1.0.0"}, {toolHelm4, "2.0.0"},
 		{toolCU, "1.0.0"}}
@@ -135,12 +134,10 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 				args = append(args, "--allow-downgrade")
 			}
 			p, err = runProc(ctx, nil, f.chartUpgrader, args...)
-		case toolHelm4:
-			p, err = runProc(ctx, helm4Env, helm4, "upgrade", relName, filepath.Join(charts, "demo-app-"+st.to),
+		default:
+			p, err = runProc(ctx, helmEnv, helm[st.tool], "upgrade", relName, filepath.Join(charts, "demo-app-"+st.to),
 				"--namespace", relNamespace, "--kubeconfig", env.KubeconfigPath(), "--reset-then-reuse-values",
 				"-f", patches[st.to], "--wait", "--timeout", "10m", "--history-max", "10")
-		default:
-			p, err = runProc(ctx, nil, helmBin, env.KubeconfigPath(), relNamespace, relName, filepath.Join(charts, "demo-app-"+st.to), patches[st.to])
 		}
 		if err != nil {
 			return nil, err
@@ -206,10 +203,11 @@ func releaseReport(r *report, f upgradeFlags, samples []relSample) {
 	r.line("")
 	r.line("The example with a Deployment added, installed as the release demo-system/demo-app, upgraded %d times by each "+
 		"tool, alternating 1.0.0 ⇄ 2.0.0 and interleaving the tools, on a control plane with workloads (the Deployment "+
-		"rolls out for real: controller-manager, scheduler, KWOK). Helm is the SDK's upgrade action with "+
-		"`ResetThenReuseValues` and `Wait` (`tests/bench/helmupgrade`), given the same values patch as the script "+
-		"baseline above; Helm 4 is the CLI v4.3.1 with the same flags (its `--wait` is the kstatus watcher; the "+
-		"release records no apply method, so its `auto` applies client-side). \"Controllers\" is the tool's write of the new revision → the Deployment controller's last "+
+		"rolls out for real: controller-manager, scheduler, KWOK). The release is installed as Helm 4 installs it "+
+		"(server-side). Helm 3 is the CLI v3.22.0's `helm upgrade --reset-then-reuse-values --wait`, given the same values "+
+		"patch as the script baseline above (client-side, polling every 2 s); Helm 4 is the CLI v4.3.1 with the same flags "+
+		"(its `--wait` is the kstatus watcher; `auto` keeps the release server-side). chart-upgrader applies as the release "+
+		"recorded too, after its conflict check (a server-side dry run of every object). \"Controllers\" is the tool's write of the new revision → the Deployment controller's last "+
 		"status write; \"ready write → exit\" is how long each tool takes to notice it.", f.runs)
 	r.line("")
 	// a row: chart-upgrader, Helm 3, Helm 4, and each Helm ÷ chart-upgrader

@@ -10,7 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	helmrelease "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -275,7 +276,8 @@ func (f *fixture) lastRevision(name string) revision {
 	rels, err := driver.NewSecrets(f.env.Kube().CoreV1().Secrets(f.ns)).Query(map[string]string{"name": name, "owner": "helm"})
 	require.NoError(f.t, err)
 	var last revision
-	for _, r := range rels {
+	for _, res := range rels {
+		r := res.(*helmrelease.Release)
 		if r.Version > last.Number {
 			last = revision{Number: r.Version, Status: r.Info.Status.String(), Chart: r.Chart.Metadata.Version}
 		}

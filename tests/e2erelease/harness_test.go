@@ -14,9 +14,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
@@ -102,19 +103,23 @@ func (f *fixture) install(name string) *release.Release {
 // waits for the objects to be ready, as helm install --wait.
 func (f *fixture) installWith(name string, extra map[string]any, wait bool) *release.Release {
 	f.t.Helper()
-	cfg := &action.Configuration{}
-	require.NoError(f.t, cfg.Init(f.helm.For(f.ns), f.ns, "secret", func(string, ...any) {}))
+	cfg, err := cluster.HelmConfiguration(f.helm, f.ns, "secret", nil)
+	require.NoError(f.t, err)
 	ch, err := loader.Load(filepath.Join(f.charts, "demo-app-1.0.0"))
 	require.NoError(f.t, err)
 	in := action.NewInstall(cfg)
-	in.ReleaseName, in.Namespace, in.Wait, in.Timeout = name, f.ns, wait, 60e9
+	// as helm install (v4) does: server-side, as field manager "helm"
+	in.ReleaseName, in.Namespace, in.WaitStrategy, in.Timeout = name, f.ns, kube.HookOnlyStrategy, 60e9
+	if wait {
+		in.WaitStrategy = kube.StatusWatcherStrategy
+	}
 	vals := f.installerValues()
 	for k, v := range extra {
 		vals[k] = v
 	}
-	rel, err := in.RunWithContext(f.t.Context(), ch, vals)
+	res, err := in.RunWithContext(f.t.Context(), ch, vals)
 	require.NoError(f.t, err)
-	return rel
+	return res.(*release.Release)
 }
 
 // history reads the release's revisions, oldest first.

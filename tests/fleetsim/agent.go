@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"helm.sh/helm/v3/pkg/release"
+	helmstatus "helm.sh/helm/v4/pkg/release/common"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,6 +66,11 @@ type failure struct {
 	msg      string
 	attempts int
 	next     time.Time
+	// conflict: Helm's server-side apply met a field-manager conflict.
+	// Fleet v0.16.1 reports nothing of it (FLEET-OBSERVED §10 of the
+	// project's notes, docs/fleet.md): the BundleDeployment keeps its
+	// status, the failed revision is the only trace.
+	conflict bool
 }
 
 // syncAgent is the Fleet agent of one cluster for one BundleDeployment:
@@ -102,6 +107,9 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 			a = applied{id: v.DeploymentID} // deployed by an earlier simulator
 		case retrying && fl.id == v.DeploymentID && now.Before(fl.next):
 			s.agentQueue.AddAfter(k, fl.next.Sub(now)) // backing off
+			if fl.conflict {
+				return nil
+			}
 			return s.writeAgentStatus(ctx, bd, failedStatus(v, fl.msg))
 		default:
 			var err error
@@ -109,6 +117,9 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 				msg := err.Error()
 				if failing {
 					msg = f.ErrApplied
+				} else if isConflict(err) {
+					s.deployConflicted(k, bd, v, msg)
+					return nil
 				}
 				return s.deployFailed(ctx, k, bd, v, msg)
 			}
@@ -131,7 +142,7 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 		deadline := a.at.Add(wait)
 		if !now.Before(deadline) {
 			msg := helmWaitFailure(a)
-			s.endHelmWait(k, a, release.StatusFailed, "Upgrade \""+a.ref.name+"\" failed: "+msg)
+			s.endHelmWait(k, a, helmstatus.StatusFailed, "Upgrade \""+a.ref.name+"\" failed: "+msg)
 			s.setApplied(k, applied{}) // not applied: the retry runs Helm again
 			return s.deployFailed(ctx, k, bd, v, msg)
 		}
@@ -143,7 +154,7 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 		return nil
 	}
 	if a.waiting {
-		s.endHelmWait(k, a, release.StatusDeployed, "Upgrade complete")
+		s.endHelmWait(k, a, helmstatus.StatusDeployed, "Upgrade complete")
 	}
 	modified, err := s.driftOf(ctx, a, comparePatchesOf(bd))
 	if err != nil {
@@ -186,9 +197,25 @@ func (s *Sim) deployFailed(ctx context.Context, k string, bd *unstructured.Unstr
 	return nil
 }
 
+// deployConflicted is a deployment Helm refused with a field-manager
+// conflict: retried with back-off like any failure, but, as Fleet v0.16.1
+// does, with the BundleDeployment's status left as it was (still applied
+// and ready on the deployment before).
+func (s *Sim) deployConflicted(k string, bd *unstructured.Unstructured, v bdView, msg string) {
+	l := bd.GetLabels()
+	mcName, _ := managedChartOf(l[LabelBundleName])
+	fl := s.fail(k, key(l[LabelBundleNamespace], mcName), v.DeploymentID, msg)
+	s.mu.Lock()
+	fl.conflict = true
+	s.failures[k] = fl
+	s.mu.Unlock()
+	s.log.Info("failed deploying bundle", "bundleDeployment", k, "err", msg)
+	s.agentQueue.AddAfter(k, time.Until(fl.next))
+}
+
 // endHelmWait ends Helm's wait for the rollout of deployment a: its
 // revision becomes status (deployed, or failed when the wait ran out).
-func (s *Sim) endHelmWait(k string, a applied, status release.Status, description string) {
+func (s *Sim) endHelmWait(k string, a applied, status helmstatus.Status, description string) {
 	if a.revision > 0 {
 		if err := s.helm.setStatus(a.ref, a.revision, status, description); err != nil {
 			s.log.Info("ending Helm's wait", "bundleDeployment", k, "err", err)
@@ -279,9 +306,9 @@ func (s *Sim) deploy(ctx context.Context, k string, bd *unstructured.Unstructure
 	if r.timeout > 0 {
 		// Helm now waits for the rollout (the simulator judges it, see
 		// syncAgent); meanwhile the revision is pending, as Helm leaves it
-		pending := release.StatusPendingUpgrade
+		pending := helmstatus.StatusPendingUpgrade
 		if rel.Version == 1 {
-			pending = release.StatusPendingInstall
+			pending = helmstatus.StatusPendingInstall
 		}
 		if err := s.helm.setStatus(a.ref, a.revision, pending, "Helm waits for the rollout"); err != nil {
 			return applied{}, err

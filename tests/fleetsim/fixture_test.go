@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -281,12 +282,13 @@ type revision struct {
 
 // helmHistory reads the Helm release records of release in the test's
 // namespace (Secrets, Helm's default storage), oldest first.
-func (f *fixture) helmHistory(release string) []revision {
+func (f *fixture) helmHistory(name string) []revision {
 	f.t.Helper()
-	rels, err := driver.NewSecrets(f.env.Kube().CoreV1().Secrets(f.ns)).Query(map[string]string{"name": release, "owner": "helm"})
+	rels, err := driver.NewSecrets(f.env.Kube().CoreV1().Secrets(f.ns)).Query(map[string]string{"name": name, "owner": "helm"})
 	require.NoError(f.t, err)
 	out := make([]revision, 0, len(rels))
-	for _, r := range rels {
+	for _, res := range rels {
+		r := res.(*release.Release)
 		out = append(out, revision{Number: r.Version, Status: r.Info.Status.String(), Chart: r.Chart.Metadata.Version, Description: r.Info.Description})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })

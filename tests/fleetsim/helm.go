@@ -6,38 +6,69 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/postrender"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/kube"
+	"helm.sh/helm/v4/pkg/postrenderer"
+	helmstatus "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 )
 
 var yamlUnmarshal = yaml.Unmarshal
 
-// helmRunner runs Helm actions against the API server, as the Fleet agent
-// of the local cluster does: install when there is no release, else
-// upgrade with the given values as the complete user values.
+// AgentFieldManager is the field manager Fleet v0.16's agent applies as:
+// it sets none, so Helm 4 names it after the agent's binary.
+const AgentFieldManager = "fleetagent"
+
+// helmRunner runs Helm 4 actions against the API server, as Fleet
+// v0.16.1's agent of the local cluster does: install (server-side) when
+// there is no release, else upgrade ("auto": the release's recorded apply
+// method) with the given values as the complete user values, as field
+// manager AgentFieldManager.
 type helmRunner struct {
 	getter *cluster.HelmGetter
 	log    *slog.Logger
 }
 
 func newHelmRunner(cfg *rest.Config, log *slog.Logger) (*helmRunner, error) {
+	cfg = rest.CopyConfig(cfg)
+	// Helm's field manager is one variable of the process, which the tool
+	// under test (in the same process) sets to "helm": the agent's
+	// requests get its own name on the way out instead.
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return fieldManagerAs{rt: rt, from: cluster.HelmFieldManager, to: AgentFieldManager}
+	})
 	return &helmRunner{getter: cluster.NewHelmGetter(cfg), log: log}, nil
 }
 
-func (h *helmRunner) configuration(namespace string) (*action.Configuration, error) {
-	cfg := &action.Configuration{}
-	debug := func(format string, v ...any) { h.log.Debug(fmt.Sprintf(format, v...), "component", "helm") }
-	if err := cfg.Init(h.getter.For(namespace), namespace, "secret", debug); err != nil {
-		return nil, fmt.Errorf("setting up Helm for namespace %s: %w", namespace, err)
+// fieldManagerAs makes the writes that name field manager from name to.
+type fieldManagerAs struct {
+	rt       http.RoundTripper
+	from, to string
+}
+
+func (f fieldManagerAs) RoundTrip(req *http.Request) (*http.Response, error) {
+	q := req.URL.Query()
+	if q.Get("fieldManager") != f.from {
+		return f.rt.RoundTrip(req)
 	}
-	return cfg, nil
+	q.Set("fieldManager", f.to)
+	req = req.Clone(req.Context())
+	req.URL.RawQuery = q.Encode()
+	return f.rt.RoundTrip(req)
+}
+
+func (h *helmRunner) configuration(namespace string) (*action.Configuration, error) {
+	return cluster.HelmConfiguration(h.getter, namespace, "secret", h.log)
 }
 
 // apply installs or upgrades release r with chart ch. With reject, Helm's
@@ -51,9 +82,7 @@ func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec, 
 	if err != nil {
 		return nil, err
 	}
-	hist := action.NewHistory(cfg)
-	hist.Max = 1
-	last, err := hist.Run(r.name)
+	last, err := history(cfg, r.name)
 	if err == nil {
 		if err := h.failInterrupted(cfg, last); err != nil {
 			return nil, err
@@ -61,54 +90,71 @@ func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec, 
 	}
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		in := action.NewInstall(cfg)
-		in.ReleaseName, in.Namespace, in.CreateNamespace = r.name, r.namespace, true
-		in.Timeout, in.Force, in.TakeOwnership = r.timeout, r.force, r.takeOwnership
+		in.ReleaseName, in.Namespace, in.CreateNamespace, in.Replace = r.name, r.namespace, true, true
+		in.Timeout, in.TakeOwnership, in.ForceReplace = r.timeout, r.takeOwnership, r.force
+		// server-side unless taking ownership or replacing, as Fleet
+		// v0.16.1 installs; the simulator judges the rollout itself
+		// (syncAgent), so Helm waits for hooks only
+		in.ServerSideApply, in.WaitStrategy = !r.takeOwnership && !r.force, kube.HookOnlyStrategy
 		if reject {
 			in.PostRenderer = rejectedObject{name: r.name}
 		}
-		rel, err := in.RunWithContext(ctx, ch, r.values)
+		res, err := in.RunWithContext(ctx, ch, r.values)
 		if err != nil {
 			return nil, fmt.Errorf("installing release %s/%s of chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
 		}
-		return rel, nil
+		return asRelease(res)
 	} else if err != nil {
 		return nil, fmt.Errorf("reading the history of release %s/%s: %w", r.namespace, r.name, err)
 	}
 	up := action.NewUpgrade(cfg)
 	up.Namespace, up.MaxHistory, up.Timeout = r.namespace, r.maxHistory, r.timeout
-	up.Force, up.TakeOwnership = r.force, r.takeOwnership
+	// as Fleet v0.16.1 upgrades: always taking ownership; "auto" (what
+	// the release recorded) unless helm.force replaces objects, which
+	// Helm 4 does client-side only
+	up.TakeOwnership, up.WaitStrategy = true, kube.HookOnlyStrategy
+	up.ServerSideApply, up.ForceReplace = "auto", r.force
+	if r.force {
+		up.ServerSideApply = "false"
+	}
 	if reject {
 		up.PostRenderer = rejectedObject{name: r.name}
 	}
-	rel, err := up.RunWithContext(ctx, r.name, ch, r.values)
+	res, err := up.RunWithContext(ctx, r.name, ch, r.values)
 	if err != nil {
 		return nil, fmt.Errorf("upgrading release %s/%s to chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
 	}
-	return rel, nil
+	return asRelease(res)
 }
 
 // render renders release r of chart ch as Helm's client-only dry run
 // does, and returns the manifest; nothing is read or written.
 func (h *helmRunner) render(ctx context.Context, ch *chart.Chart, r releaseSpec) (string, error) {
-	cfg := &action.Configuration{Log: func(string, ...any) {}}
-	in := action.NewInstall(cfg)
+	in := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler)))
 	in.ReleaseName, in.Namespace = r.name, r.namespace
-	in.DryRun, in.ClientOnly, in.Replace = true, true, true
-	rel, err := in.RunWithContext(ctx, ch, r.values)
-	if err != nil {
-		return "", fmt.Errorf("rendering release %s/%s of chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
+	in.DryRunStrategy, in.Replace, in.WaitStrategy = action.DryRunClient, true, kube.HookOnlyStrategy
+	res, err := in.RunWithContext(ctx, ch, r.values)
+	if err == nil {
+		var rel *release.Release
+		if rel, err = asRelease(res); err == nil {
+			return rel.Manifest, nil
+		}
 	}
-	return rel.Manifest, nil
+	return "", fmt.Errorf("rendering release %s/%s of chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
 }
 
 // setStatus sets the status of revision of release ref, as Helm does when
 // its wait for the rollout ends (deployed, or failed with the reason).
-func (h *helmRunner) setStatus(ref releaseRef, revision int, status release.Status, description string) error {
+func (h *helmRunner) setStatus(ref releaseRef, revision int, status helmstatus.Status, description string) error {
 	cfg, err := h.configuration(ref.namespace)
 	if err != nil {
 		return err
 	}
-	rel, err := cfg.Releases.Get(ref.name, revision)
+	res, err := cfg.Releases.Get(ref.name, revision)
+	if err != nil {
+		return fmt.Errorf("reading release %s/%s revision %d: %w", ref.namespace, ref.name, revision, err)
+	}
+	rel, err := asRelease(res)
 	if err != nil {
 		return fmt.Errorf("reading release %s/%s revision %d: %w", ref.namespace, ref.name, revision, err)
 	}
@@ -125,7 +171,7 @@ func (h *helmRunner) setStatus(ref releaseRef, revision int, status release.Stat
 // cluster rejects.
 type rejectedObject struct{ name string }
 
-var _ postrender.PostRenderer = rejectedObject{}
+var _ postrenderer.PostRenderer = rejectedObject{}
 
 func (p rejectedObject) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 	out := bytes.NewBuffer(bytes.Clone(rendered.Bytes()))
@@ -151,7 +197,7 @@ func (h *helmRunner) failInterrupted(cfg *action.Configuration, history []*relea
 		return nil
 	}
 	h.log.Info("marking an interrupted Helm operation failed", "release", last.Namespace+"/"+last.Name, "revision", last.Version, "status", last.Info.Status)
-	last.SetStatus(release.StatusFailed, "interrupted; marked failed by the simulator")
+	last.SetStatus(helmstatus.StatusFailed, "interrupted; marked failed by the simulator")
 	if err := cfg.Releases.Update(last); err != nil {
 		return fmt.Errorf("marking interrupted release %s/%s revision %d failed: %w", last.Namespace, last.Name, last.Version, err)
 	}
@@ -164,8 +210,43 @@ func (h *helmRunner) uninstall(_ context.Context, r releaseRef) error {
 	if err != nil {
 		return err
 	}
-	if _, err := action.NewUninstall(cfg).Run(r.name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+	un := action.NewUninstall(cfg)
+	un.WaitStrategy = kube.HookOnlyStrategy
+	if _, err := un.Run(r.name); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return fmt.Errorf("uninstalling release %s/%s: %w", r.namespace, r.name, err)
 	}
 	return nil
+}
+
+// history is every revision of release name, oldest first.
+func history(cfg *action.Configuration, name string) ([]*release.Release, error) {
+	h, err := cfg.Releases.History(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*release.Release, 0, len(h))
+	for _, r := range h {
+		rel, err := asRelease(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rel)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
+}
+
+// asRelease is a Helm 4 result as the chart v2 release it is.
+func asRelease(r any) (*release.Release, error) {
+	rel, ok := r.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("a Helm release of an unknown type %T", r)
+	}
+	return rel, nil
+}
+
+// isConflict says whether err is a field-manager conflict of a server-side
+// apply: Helm 4 fails the upgrade with it, naming the object and fields.
+func isConflict(err error) bool {
+	return strings.Contains(err.Error(), "conflict occurred while applying object")
 }

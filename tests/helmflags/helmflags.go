@@ -25,8 +25,9 @@ import (
 	"sort"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -48,11 +49,11 @@ func Table(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	user, err := chartutil.ReadValuesFile(filepath.Join(dir, "values.yaml"))
+	user, err := common.ReadValuesFile(filepath.Join(dir, "values.yaml"))
 	if err != nil {
 		return "", err
 	}
-	oldVals, err := chartutil.CoalesceValues(old, user)
+	oldVals, err := chartvalues.CoalesceValues(old, user)
 	if err != nil {
 		return "", err
 	}
@@ -62,10 +63,10 @@ func Table(ctx context.Context, dir string) (string, error) {
 		name string
 		vals func() (map[string]any, error)
 	}{
-		{"`--reuse-values`", func() (map[string]any, error) { return chartutil.CoalesceValues(&reuseChart, user) }},
-		{"`--reset-values`", func() (map[string]any, error) { return chartutil.CoalesceValues(newc, map[string]any{}) }},
-		{"`--reset-then-reuse-values`", func() (map[string]any, error) { return chartutil.CoalesceValues(newc, user) }},
-		{"chart-upgrader", func() (map[string]any, error) { return chartutil.CoalesceValues(newc, res.Values) }},
+		{"`--reuse-values`", func() (map[string]any, error) { return chartvalues.CoalesceValues(&reuseChart, user) }},
+		{"`--reset-values`", func() (map[string]any, error) { return chartvalues.CoalesceValues(newc, map[string]any{}) }},
+		{"`--reset-then-reuse-values`", func() (map[string]any, error) { return chartvalues.CoalesceValues(newc, user) }},
+		{"chart-upgrader", func() (map[string]any, error) { return chartvalues.CoalesceValues(newc, res.Values) }},
 	}
 	leaves := make([]map[string]string, len(cols))
 	paths := map[string]bool{}

@@ -15,13 +15,15 @@ import (
 	"sync"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/cli/values"
-	"helm.sh/helm/v3/pkg/getter"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/cli/values"
+	"helm.sh/helm/v4/pkg/getter"
+	"helm.sh/helm/v4/pkg/kube"
+	helmstatus "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -245,6 +247,8 @@ type job struct {
 	failurePolicy   string
 	timeout         time.Duration
 	configHash      string
+	serverSide      string // SERVER_SIDE: auto (default), true or false
+	forceConflicts  bool   // FORCE_CONFLICTS
 	expected        string // EXPECTED_RELEASE_REVISION
 	sets, setStrs   []string
 	valueFiles      []valueFile
@@ -263,7 +267,10 @@ func readJob(p *corev1.Pod) (job, error) {
 	j := job{name: env["NAME"], namespace: env["TARGET_NAMESPACE"], chartNamespace: p.Namespace,
 		helmChart: p.Labels[LabelChart], version: env["VERSION"], repo: env["REPO"], chartRef: env["CHART"],
 		driver: env["HELM_DRIVER"], failurePolicy: env["FAILURE_POLICY"], configHash: env["CONFIG_HASH"],
-		expected: env["EXPECTED_RELEASE_REVISION"]}
+		expected: env["EXPECTED_RELEASE_REVISION"], serverSide: env["SERVER_SIDE"], forceConflicts: env["FORCE_CONFLICTS"] == "true"}
+	if j.serverSide == "" {
+		j.serverSide = "auto"
+	}
 	if j.namespace == "" {
 		j.namespace = p.Namespace
 	}
@@ -326,8 +333,8 @@ func (e *Executor) run(ctx context.Context, p *corev1.Pod) (termLog []string, er
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cfg := &action.Configuration{}
-	if err := cfg.Init(e.getter.For(j.namespace), j.namespace, j.driver, func(string, ...any) {}); err != nil {
+	cfg, err := cluster.HelmConfiguration(e.getter, j.namespace, j.driver, nil)
+	if err != nil {
 		return nil, err
 	}
 	say := func(s string) { termLog = append(termLog, s) }
@@ -348,7 +355,7 @@ func (e *Executor) run(ctx context.Context, p *corev1.Pod) (termLog []string, er
 			return termLog, nil
 		}
 		say("Uninstalling helm chart")
-		_, _ = action.NewUninstall(cfg).Run(j.name) // klipper-helm: `|| true`
+		_, _ = uninstall(cfg).Run(j.name) // klipper-helm: `|| true`
 		return termLog, nil
 	}
 	ch, err := e.loadChart(ctx, j, dir)
@@ -369,7 +376,7 @@ func (e *Executor) run(ctx context.Context, p *corev1.Pod) (termLog []string, er
 	switch status {
 	case "pending-install", "pending-upgrade", "pending-rollback", "superseded", "uninstalling":
 		say(fmt.Sprintf("Resetting helm release status from '%s' to 'failed'", status))
-		newest.Info.Status = release.StatusFailed
+		newest.Info.Status = helmstatus.StatusFailed
 		if err := cfg.Releases.Update(newest); err != nil {
 			return termLog, err
 		}
@@ -389,7 +396,7 @@ func (e *Executor) run(ctx context.Context, p *corev1.Pod) (termLog []string, er
 		return termLog, fmt.Errorf("release status is %s and failure policy is abort", status)
 	case "", "reinstall":
 		say(fmt.Sprintf("Uninstalling %s helm chart", status))
-		if _, err := action.NewUninstall(cfg).Run(j.name); err != nil {
+		if _, err := uninstall(cfg).Run(j.name); err != nil {
 			return termLog, err
 		}
 		say("Installing helm chart")
@@ -434,8 +441,19 @@ func (e *Executor) install(ctx context.Context, cfg *action.Configuration, j job
 	in := action.NewInstall(cfg)
 	in.ReleaseName, in.Namespace, in.Timeout, in.Labels = j.name, j.namespace, j.timeout, e.labels(j)
 	in.CreateNamespace = true
+	// helm install --server-side (true unless SERVER_SIDE=false)
+	// [--force-conflicts]; klipper-helm waits for hooks only
+	in.ServerSideApply, in.ForceConflicts = j.serverSide != "false", j.forceConflicts
+	in.WaitStrategy = kube.HookOnlyStrategy
 	_, err := in.RunWithContext(ctx, ch, vals)
 	return err
+}
+
+// uninstall is helm uninstall, waiting for hooks only.
+func uninstall(cfg *action.Configuration) *action.Uninstall {
+	un := action.NewUninstall(cfg)
+	un.WaitStrategy = kube.HookOnlyStrategy
+	return un
 }
 
 func (e *Executor) upgrade(ctx context.Context, cfg *action.Configuration, j job, ch *chart.Chart, vals map[string]any) error {
@@ -443,21 +461,32 @@ func (e *Executor) upgrade(ctx context.Context, cfg *action.Configuration, j job
 	e.getter.Reset()
 	up := action.NewUpgrade(cfg)
 	up.Namespace, up.Timeout, up.Labels = j.namespace, j.timeout, e.labels(j)
+	up.ServerSideApply, up.ForceConflicts = j.serverSide, j.forceConflicts
+	up.WaitStrategy = kube.HookOnlyStrategy
 	_, err := up.RunWithContext(ctx, j.name, ch, vals)
 	return err
 }
 
 // newestRelease is the newest revision of the release; nil when none.
 func newestRelease(cfg *action.Configuration, name string) (*release.Release, error) {
-	h, err := cfg.Releases.History(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) || len(h) == 0 {
+	hist, err := cfg.Releases.History(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) || len(hist) == 0 {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(h, func(a, b int) bool { return h[a].Version < h[b].Version })
-	return h[len(h)-1], nil
+	var newest *release.Release
+	for _, r := range hist {
+		rel, ok := r.(*release.Release)
+		if !ok {
+			return nil, fmt.Errorf("release %s: a revision of an unknown type %T", name, r)
+		}
+		if newest == nil || rel.Version > newest.Version {
+			newest = rel
+		}
+	}
+	return newest, nil
 }
 
 // values writes the values files where the pod would see them and merges

@@ -23,7 +23,10 @@ var Descriptor = kind.Descriptor{
 }
 
 // Open is the target port of HelmChart namespace/name; opts are its
-// Options (nil: DefaultOptions).
-func Open(c *cluster.Clients, namespace, name string, opts any) upgrade.Target {
-	return New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name, kind.OptionsOr(opts, DefaultOptions))
+// Options (nil: DefaultOptions); apply its apply settings (spec.serverSide
+// and spec.forceConflicts, where the cluster's CRD has them).
+func Open(c *cluster.Clients, namespace, name string, opts any, apply kind.Apply) upgrade.Target {
+	t := New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name, kind.OptionsOr(opts, DefaultOptions))
+	t.apply = apply
+	return t
 }

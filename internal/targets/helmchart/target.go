@@ -8,11 +8,12 @@ import (
 	"os"
 	"strconv"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	release "helm.sh/helm/v4/pkg/release/v1"
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -23,6 +24,7 @@ type Target struct {
 	c               *Client
 	namespace, name string
 	opts            Options
+	apply           kind.Apply
 	specobject.BackupStore
 }
 
@@ -36,7 +38,7 @@ func New(c *Client, namespace, name string, o Options) *Target {
 		}
 		return UserValues(h)
 	}
-	return &Target{c: c, namespace: namespace, name: name, opts: o,
+	return &Target{c: c, namespace: namespace, name: name, opts: o, apply: kind.DefaultApply,
 		BackupStore: specobject.BackupStore{Kube: c.Kube, Kind: Descriptor, Namespace: namespace, Name: name, Values: backupValues}}
 }
 

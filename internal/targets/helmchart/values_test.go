@@ -34,7 +34,7 @@ func TestUserValuesRefusesBadInputNamingTheField(t *testing.T) {
 		"not YAML":         {Namespace: "ns", Name: "a", ValuesContent: "a: [1, 2\n"},
 		"not a map":        {Namespace: "ns", Name: "a", ValuesContent: "- 1\n- 2\n"},
 		"unparsable set":   {Namespace: "ns", Name: "a", Set: []SetEntry{{Key: "a[x]", Value: "1"}}},
-		"set into a value": {Namespace: "ns", Name: "a", ValuesContent: "a: 1\n", Set: []SetEntry{{Key: "a[0", Value: int64(1)}}},
+		"set into a value": {Namespace: "ns", Name: "a", ValuesContent: "a: 1\n", Set: []SetEntry{{Key: "a.b", Value: int64(1)}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := UserValues(h)

@@ -39,6 +39,9 @@ type Descriptor struct {
 	// Options are the kind's own options in a spec entry; nil when it
 	// takes none.
 	Options *Options
+	// Apply says which apply: settings (serverSide, forceConflicts) the
+	// kind takes.
+	Apply ApplySupport
 	// Plan are the defaults of `plan --kind` for this kind.
 	Plan PlanDefaults
 	// HistoryBackup: the kind keeps no backup Secret; its Helm history is
@@ -193,4 +196,36 @@ func OptionsOr[T any](opts any, def T) T {
 		return o
 	}
 	return def
+}
+
+// Apply is how a chart entry's upgrade is applied (the spec's apply:
+// block): ServerSide is "auto" (keep the method the release recorded),
+// "true" or "false"; ForceConflicts takes the fields other managers own
+// (server-side apply's force).
+type Apply struct {
+	ServerSide     string
+	ForceConflicts bool
+}
+
+// The values of Apply.ServerSide.
+const (
+	ServerSideAuto  = "auto"
+	ServerSideTrue  = "true"
+	ServerSideFalse = "false"
+)
+
+// DefaultApply is the apply of an entry that gives none.
+var DefaultApply = Apply{ServerSide: ServerSideAuto}
+
+// ApplySupport says which of the apply: settings a kind takes. A setting
+// it refuses is bad input naming why (the reason is a sentence for a
+// person). A kind that takes a setting only where the cluster allows it
+// (a HelmChart CRD with the field) takes it here and checks it at preflight.
+type ApplySupport struct {
+	// ServerSideRefused: why serverSide other than auto is refused ("":
+	// taken).
+	ServerSideRefused string
+	// ForceConflictsRefused: why forceConflicts: true is refused ("":
+	// taken).
+	ForceConflictsRefused string
 }

@@ -19,10 +19,14 @@ var Descriptor = kind.Descriptor{
 	Plan: kind.PlanDefaults{Dir: "plans/", Name: "chart-upgrader", NodeSelector: "chart-upgrader.io/upgrade=true",
 		SpecSecret: "chart-upgrader-spec", ServiceAccount: "chart-upgrader"},
 	Legacy: true,
+	Apply: kind.ApplySupport{
+		ServerSideRefused:     "Fleet's agent decides how a ManagedChart's release is applied (v0.16: server-side on install, then what the release recorded); Fleet has no setting for it",
+		ForceConflictsRefused: "Fleet v0.16 has no option to force field-manager conflicts; revert the other manager's change, or make it a value or a rule",
+	},
 }
 
 // Open is the target port of ManagedChart namespace/name; it takes no
-// options.
-func Open(c *cluster.Clients, namespace, name string, _ any) upgrade.Target {
+// options, and no apply settings (Descriptor.Apply refuses them).
+func Open(c *cluster.Clients, namespace, name string, _ any, _ kind.Apply) upgrade.Target {
 	return New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name)
 }

@@ -27,9 +27,11 @@ var Descriptor = kind.Descriptor{
 var DefaultOptions = Options{RollbackOnFailure: true, HistoryMax: 10}
 
 // Open is the target port of release namespace/name; opts are its
-// Options (nil: DefaultOptions).
-func Open(c *cluster.Clients, namespace, name string, opts any) upgrade.Target {
-	return New(NewClient(c), namespace, name, kind.OptionsOr(opts, DefaultOptions))
+// Options (nil: DefaultOptions); apply how Helm applies it.
+func Open(c *cluster.Clients, namespace, name string, opts any, apply kind.Apply) upgrade.Target {
+	t := New(NewClient(c), namespace, name, kind.OptionsOr(opts, DefaultOptions))
+	t.apply = apply
+	return t
 }
 
 // parseOptions reads release: {rollbackOnFailure, historyMax}.

@@ -9,16 +9,18 @@ import (
 	"sort"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
@@ -54,11 +56,12 @@ type Target struct {
 	c               *Client
 	namespace, name string
 	opts            Options
+	apply           kind.Apply
 }
 
 // New returns the target port of release namespace/name.
 func New(c *Client, namespace, name string, o Options) *Target {
-	return &Target{c: c, namespace: namespace, name: name, opts: o}
+	return &Target{c: c, namespace: namespace, name: name, opts: o, apply: kind.DefaultApply}
 }
 
 var (
@@ -137,16 +140,7 @@ func status(rel *release.Release) string {
 // configuration is Helm's action configuration for the release's
 // namespace, Secrets storage.
 func (t *Target) configuration() (*action.Configuration, error) {
-	cfg := &action.Configuration{}
-	debug := func(format string, v ...any) {
-		if t.c.log != nil {
-			t.c.log.Debug(fmt.Sprintf(format, v...), "component", "helm")
-		}
-	}
-	if err := cfg.Init(t.c.helm.For(t.namespace), t.namespace, "secret", debug); err != nil {
-		return nil, fmt.Errorf("setting up Helm for namespace %s: %w", t.namespace, err)
-	}
-	return cfg, nil
+	return cluster.HelmConfiguration(t.c.helm, t.namespace, "secret", t.c.log)
 }
 
 // Apply upgrades the release with Helm's SDK, exactly to the merged
@@ -194,9 +188,15 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 	t.c.helm.Reset() // a new chart may bring CRDs
 	up := action.NewUpgrade(cfg)
 	up.Namespace, up.ResetValues, up.MaxHistory, up.Labels = t.namespace, true, t.opts.HistoryMax, labels
-	rel, err := up.RunWithContext(ctx, t.name, ch, c.Values)
+	up.WaitStrategy = kube.HookOnlyStrategy // the wait phase watches the rollout
+	up.ServerSideApply, up.ForceConflicts = t.apply.ServerSide, t.apply.ForceConflicts
+	res, err := up.RunWithContext(ctx, t.name, ch, c.Values)
 	if err != nil {
 		return nil, t.failed(ctx, cfg, read, fmt.Errorf("helm upgrade of release %s/%s to chart %s %s: %w", t.namespace, t.name, ch.Name(), ch.Metadata.Version, err))
+	}
+	rel, ok := res.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("helm upgrade of release %s/%s: a result of an unknown type %T", t.namespace, t.name, res)
 	}
 	return observe(rel)
 }
@@ -230,7 +230,7 @@ func (t *Target) failed(ctx context.Context, cfg *action.Configuration, from *re
 // rollback rolls the release back to revision to, as `helm rollback`.
 func (t *Target) rollback(ctx context.Context, cfg *action.Configuration, to int) error {
 	rb := action.NewRollback(cfg)
-	rb.Version, rb.MaxHistory = to, t.opts.HistoryMax
+	rb.Version, rb.MaxHistory, rb.WaitStrategy = to, t.opts.HistoryMax, kube.HookOnlyStrategy
 	if err := rb.Run(t.name); err != nil {
 		return fmt.Errorf("helm rollback of release %s/%s to revision %d: %w", t.namespace, t.name, to, err)
 	}
