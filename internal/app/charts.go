@@ -43,7 +43,10 @@ func describe(c *chart.Chart) (*upgrade.Chart, error) {
 	return &upgrade.Chart{Name: c.Name(), Version: c.Metadata.Version, Defaults: d,
 		RegeneratedData: chartpkg.RegeneratedData(c),
 		Archive:         func() ([]byte, error) { return chartpkg.Archive(c) },
-		Check:           func(v map[string]any) error { return chartpkg.Check(c, v) }}, nil
+		Check:           func(v map[string]any) error { return chartpkg.Check(c, v) },
+		Manifest: func(v map[string]any, name, namespace string) (string, error) {
+			return chartpkg.Manifest(c, v, name, namespace)
+		}}, nil
 }
 
 // chartHolder is a target adapter that holds charts itself (docs/design.md

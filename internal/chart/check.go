@@ -36,18 +36,40 @@ const (
 // chart, a dependency missing from charts/) is marked outcome.BadInput.
 // Check changes neither c nor userValues.
 func Check(c *chart.Chart, userValues map[string]any) error {
+	_, err := render(c, userValues, "", checkNamespace)
+	return err
+}
+
+// Manifest renders c with userValues as Check does, as release name in
+// namespace, and returns the objects Helm would apply (hooks and NOTES left
+// out), as one YAML stream in Helm's install order. Errors are Check's.
+func Manifest(c *chart.Chart, userValues map[string]any, name, namespace string) (string, error) {
+	ms, err := render(c, userValues, name, namespace)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	return b.String(), nil
+}
+
+// render is Check's work: the chart's objects, as release name ("": the
+// chart's name) in namespace.
+func render(c *chart.Chart, userValues map[string]any, release, namespace string) ([]releaseutil.Manifest, error) {
 	if c == nil || c.Metadata == nil {
-		return outcome.BadInput(errors.New("checking chart: no chart"))
+		return nil, outcome.BadInput(errors.New("checking chart: no chart"))
 	}
 	name := nameVersion(c)
 	if c.Metadata.Type == "library" {
-		return outcome.BadInput(fmt.Errorf("checking chart %s: a library chart cannot be installed", name))
+		return nil, outcome.BadInput(fmt.Errorf("checking chart %s: a library chart cannot be installed", name))
 	}
 	if err := checkDependencies(c); err != nil {
-		return outcome.BadInput(fmt.Errorf("checking chart %s: %w", name, err))
+		return nil, outcome.BadInput(fmt.Errorf("checking chart %s: %w", name, err))
 	}
 	if err := checkSubchartTables(c, userValues); err != nil {
-		return outcome.Refused(fmt.Errorf("checking the merged values against chart %s: %w", name, err))
+		return nil, outcome.Refused(fmt.Errorf("checking the merged values against chart %s: %w", name, err))
 	}
 
 	cp := clone(c)
@@ -56,32 +78,36 @@ func Check(c *chart.Chart, userValues map[string]any) error {
 		vals = map[string]any{}
 	}
 	if err := chartutil.ProcessDependencies(cp, vals); err != nil {
-		return outcome.Refused(fmt.Errorf("processing the dependencies of chart %s with the merged values: %w", name, err))
+		return nil, outcome.Refused(fmt.Errorf("processing the dependencies of chart %s with the merged values: %w", name, err))
+	}
+	if release == "" {
+		release = c.Name()
 	}
 	opts := common.ReleaseOptions{
-		Name:      c.Name(),
-		Namespace: checkNamespace,
+		Name:      release,
+		Namespace: namespace,
 		Revision:  checkRevision,
 		IsUpgrade: true,
 	}
 	top, err := chartvalues.ToRenderValues(cp, vals, opts, common.DefaultCapabilities.Copy())
 	if err != nil {
-		return outcome.Refused(fmt.Errorf("validating the merged values against chart %s: %w", name, trimmed{err}))
+		return nil, outcome.Refused(fmt.Errorf("validating the merged values against chart %s: %w", name, trimmed{err}))
 	}
 	var e engine.Engine // no client: lookup returns nothing, no DNS
 	files, err := e.Render(cp, top)
 	if err != nil {
-		return outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
+		return nil, outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
 	}
 	for f := range files {
 		if strings.HasSuffix(f, "NOTES.txt") {
 			delete(files, f)
 		}
 	}
-	if _, _, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder); err != nil {
-		return outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
+	_, ms, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
 	}
-	return nil
+	return ms, nil
 }
 
 // checkDependencies fails when Chart.yaml lists a dependency that charts/

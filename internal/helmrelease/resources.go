@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 
 	release "helm.sh/helm/v4/pkg/release/v1"
-	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
 )
 
 // Resources is the readiness of a release revision's objects.
@@ -56,18 +55,12 @@ func (m manifestObject) String() string {
 // manifestObjects are the objects of a release's manifest, their
 // namespace defaulted to the release's (Helm's releaseutil split).
 func manifestObjects(rel *release.Release) ([]manifestObject, error) {
-	var out []manifestObject
-	for name, doc := range releaseutil.SplitManifests(rel.Manifest) {
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			return nil, fmt.Errorf("helm release %s/%s revision %d: manifest %s: %w", rel.Namespace, rel.Name, rel.Version, name, err)
-		}
-		if u.Object == nil || u.GetKind() == "" {
-			continue
-		}
+	objs, err := applycheck.Objects(rel.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("helm release %s/%s revision %d: manifest: %w", rel.Namespace, rel.Name, rel.Version, err)
+	}
+	out := make([]manifestObject, 0, len(objs))
+	for _, u := range objs {
 		out = append(out, manifestObject{u: u})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })

@@ -229,6 +229,10 @@ type Chart struct {
 	// wraps outcome.ErrRefused when the chart rejects them (exit 3), any
 	// other error is a failure (exit 1).
 	Check func(userValues map[string]any) error
+	// Manifest renders the chart with user values as release name in
+	// namespace: the objects Helm would apply, one YAML stream (errors as
+	// Check's). For a target's conflict check.
+	Manifest func(userValues map[string]any, name, namespace string) (string, error)
 }
 
 // Journal is the local record of which steps finished, per target and

@@ -27,6 +27,6 @@ var Descriptor = kind.Descriptor{
 // and spec.forceConflicts, where the cluster's CRD has them).
 func Open(c *cluster.Clients, namespace, name string, opts any, apply kind.Apply) upgrade.Target {
 	t := New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name, kind.OptionsOr(opts, DefaultOptions))
-	t.apply = apply
+	t.apply = apply.OrDefault()
 	return t
 }

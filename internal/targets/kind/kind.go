@@ -217,6 +217,15 @@ const (
 // DefaultApply is the apply of an entry that gives none.
 var DefaultApply = Apply{ServerSide: ServerSideAuto}
 
+// OrDefault is a with ServerSide auto when it gives none (the zero Apply:
+// DefaultApply).
+func (a Apply) OrDefault() Apply {
+	if a.ServerSide == "" {
+		a.ServerSide = ServerSideAuto
+	}
+	return a
+}
+
 // ApplySupport says which of the apply: settings a kind takes. A setting
 // it refuses is bad input naming why (the reason is a sentence for a
 // person). A kind that takes a setting only where the cluster allows it

@@ -30,7 +30,7 @@ var DefaultOptions = Options{RollbackOnFailure: true, HistoryMax: 10}
 // Options (nil: DefaultOptions); apply how Helm applies it.
 func Open(c *cluster.Clients, namespace, name string, opts any, apply kind.Apply) upgrade.Target {
 	t := New(NewClient(c), namespace, name, kind.OptionsOr(opts, DefaultOptions))
-	t.apply = apply
+	t.apply = apply.OrDefault()
 	return t
 }
 
