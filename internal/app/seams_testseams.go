@@ -64,6 +64,14 @@ func (b *beforeApply) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.
 	return b.Target.Apply(ctx, o, c)
 }
 
+// Conflicts is the wrapped target's conflict check, when it has one.
+func (b *beforeApply) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
+	if cc, ok := b.Target.(upgrade.ConflictChecker); ok {
+		return cc.Conflicts(ctx, o, c)
+	}
+	return upgrade.Conflicts{}, nil
+}
+
 // CrashAfterEnv names a step after whose journal record the process kills
 // itself with SIGKILL: the crash-and-resume tests and the soak set it.
 const CrashAfterEnv = "CHART_UPGRADER_TEST_CRASH_AFTER"

@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"sigs.k8s.io/yaml"
 )
@@ -39,6 +41,12 @@ type Conflict struct {
 	Live, New        string // the values, for people; redacted in a Secret
 	// Secret: the object is a Secret (Live and New are redacted).
 	Secret bool
+	// AppliedAs is the field manager the object was applied as.
+	AppliedAs string
+	// Unchanged: Request.Old sets the field to the value the upgrade sets
+	// (the chart does not change it): a client-side three-way merge leaves
+	// the live value alone.
+	Unchanged bool
 }
 
 // String is the conflict in one line: object, field, owner, values.
@@ -56,6 +64,9 @@ type Request struct {
 	// Manager is the field manager to apply as; "" to take, per object,
 	// the one that holds its Apply entry (ApplyManager), else Fallback.
 	Manager, Fallback string
+	// Old is the manifest deployed now ("": unknown), to tell the fields
+	// the chart changes from those it does not (Conflict.Unchanged).
+	Old string
 }
 
 // Result is what the check found.
@@ -88,6 +99,16 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("reading the rendered manifest: %w", err)
 	}
+	old := map[string]map[string]any{} // by kind/name
+	if r.Old != "" {
+		olds, err := Objects(r.Old)
+		if err != nil {
+			return Result{}, fmt.Errorf("reading the deployed manifest: %w", err)
+		}
+		for _, o := range olds {
+			old[o.GetKind()+"/"+o.GetName()] = o.Object
+		}
+	}
 	type answer struct {
 		conflicts []Conflict
 		checked   bool
@@ -104,7 +125,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			a := &answers[i]
-			a.conflicts, a.checked, a.requests, a.manager, a.err = c.one(ctx, obj, r)
+			a.conflicts, a.checked, a.requests, a.manager, a.err = c.one(ctx, obj, r, old[obj.GetKind()+"/"+obj.GetName()])
 		}()
 	}
 	wg.Wait()
@@ -131,7 +152,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 
 // one checks one object: the conflicts of its dry-run apply, whether it
 // exists, the requests made and the manager applied as.
-func (c Checker) one(ctx context.Context, obj *unstructured.Unstructured, r Request) ([]Conflict, bool, int, string, error) {
+func (c Checker) one(ctx context.Context, obj *unstructured.Unstructured, r Request, old map[string]any) ([]Conflict, bool, int, string, error) {
 	gvk := obj.GroupVersionKind()
 	mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
@@ -174,11 +195,14 @@ func (c Checker) one(ctx context.Context, obj *unstructured.Unstructured, r Requ
 	if err == nil {
 		return nil, true, requests, manager, nil
 	}
-	if apierrors.IsNotFound(err) {
-		return nil, false, requests, "", nil // its namespace does not exist yet
-	}
 	causes := conflictCauses(err)
 	if causes == nil {
+		if refusedObject(err) {
+			// not a conflict: the apply itself meets it and says so (a
+			// namespace not there yet, an object the API server or an
+			// admission webhook refuses)
+			return nil, false, requests, "", nil
+		}
 		return nil, true, requests, manager, fmt.Errorf("a server-side dry-run apply of %s as %q: %w", describe(obj), manager, err)
 	}
 	if live == nil {
@@ -191,9 +215,14 @@ func (c Checker) one(ctx context.Context, obj *unstructured.Unstructured, r Requ
 	var out []Conflict
 	for _, cause := range causes {
 		owner := strings.TrimPrefix(cause.Message, "conflict with ")
-		k := Conflict{Object: describe(obj), Field: cause.Field, Owner: owner, OwnerName: ownerName(owner), Secret: secret}
+		k := Conflict{Object: describe(obj), Field: cause.Field, Owner: owner, OwnerName: ownerName(owner), Secret: secret, AppliedAs: manager}
 		if path, err := ParsePath(cause.Field); err == nil {
 			k.Live, k.New = show(path.Lookup(live.Object)), show(path.Lookup(obj.Object))
+			if old != nil {
+				ov, ook := path.Lookup(old)
+				nv, nok := path.Lookup(obj.Object)
+				k.Unchanged = ook == nok && sameValue(ov, nv)
+			}
 		} else {
 			k.Live, k.New = "(unread)", "(unread)"
 		}
@@ -219,6 +248,14 @@ func conflictCauses(err error) []metav1.StatusCause {
 		}
 	}
 	return out
+}
+
+// refusedObject says whether err is the API server's answer about the
+// object itself (not found, invalid, forbidden, refused by admission…),
+// rather than a failure to ask.
+func refusedObject(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)
 }
 
 // ownerName is the bare manager name of an owner as the API server
@@ -311,4 +348,49 @@ func show(v any, ok bool) string {
 		s = s[:maxShown] + "…"
 	}
 	return s
+}
+
+// WaysOut says what an operator can do about conflicts, as one line.
+const WaysOut = "the ways out: revert the other manager's change; or make it the chart's, as a value or a rule of the spec; " +
+	"or set apply.forceConflicts: true in the spec, and the upgrade takes the fields (the other manager's change is lost)"
+
+// How an apply treats a field another manager owns.
+type How struct {
+	// ServerSide: the apply is server-side; else client-side (a three-way
+	// merge, which meets no conflict and overwrites what the chart
+	// changes).
+	ServerSide bool
+	// Force: a server-side apply takes the conflicting fields.
+	Force bool
+	// Applier names who applies, for people: `Helm applies this release`.
+	Applier string
+	// Self is the applier's field manager: its own entries (of an earlier
+	// client-side apply) are no conflict.
+	Self string
+}
+
+// Judge sorts what Check found for an apply made as how says: a conflict
+// of a server-side apply that does not force is refused (one line each,
+// then WaysOut); one it forces, and a field a client-side apply
+// overwrites, is a warning.
+func Judge(res Result, how How) (refused []string, warnings []values.Warning) {
+	for _, k := range res.Conflicts {
+		if k.OwnerName == how.Self || k.OwnerName == k.AppliedAs {
+			continue // the applier's own entries
+		}
+		switch {
+		case how.ServerSide && !how.Force:
+			refused = append(refused, fmt.Sprintf("field-manager conflict: %s; %s server-side as %q and would fail", k, how.Applier, k.AppliedAs))
+		case how.ServerSide:
+			warnings = append(warnings, values.Warning{Kind: values.WarnFieldOwner, Path: k.Object + " " + k.Field,
+				Message: fmt.Sprintf("%s; apply.forceConflicts is true: the upgrade takes the field", k)})
+		case !k.Unchanged:
+			warnings = append(warnings, values.Warning{Kind: values.WarnFieldOwner, Path: k.Object + " " + k.Field,
+				Message: fmt.Sprintf("%s; %s client-side and overwrites it", k, how.Applier)})
+		}
+	}
+	if len(refused) > 0 {
+		refused = append(refused, WaysOut)
+	}
+	return refused, warnings
 }

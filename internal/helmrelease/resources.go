@@ -78,9 +78,9 @@ type Client struct {
 	restMapper meta.RESTMapper
 }
 
-// mapper maps kinds to resources through the API server's discovery,
+// Mapper maps kinds to resources through the API server's discovery,
 // cached for the Client.
-func (c *Client) mapper() meta.RESTMapper {
+func (c *Client) Mapper() meta.RESTMapper {
 	c.mapperOnce.Do(func() {
 		c.restMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Kube.Discovery()))
 	})
@@ -98,7 +98,7 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 	res := &Resources{Revision: rel.Version, Total: len(objs)}
 	for _, m := range objs {
 		gvk := m.u.GroupVersionKind()
-		mapping, err := c.mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		mapping, err := c.Mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			res.NotReady = append(res.NotReady, fmt.Sprintf("%s: kind unknown to the API server: %v", m, err))
 			continue

@@ -137,7 +137,7 @@ func (w *Watcher) watchResources(rel *release.Release) {
 	var synced []cache.InformerSynced
 	for _, m := range objs {
 		gvk := m.u.GroupVersionKind()
-		mapping, err := w.c.mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		mapping, err := w.c.Mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			w.resources = append(w.resources, watchedObject{m: m})
 			continue

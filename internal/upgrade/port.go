@@ -129,6 +129,25 @@ type Reverter interface {
 	RevertFailed(ctx context.Context, want Want) (string, error)
 }
 
+// ConflictChecker is a target whose apply can meet field-manager
+// conflicts (a server-side apply): Conflicts says, before anything is
+// written, which fields of the objects c would write another manager owns.
+type ConflictChecker interface {
+	Conflicts(ctx context.Context, o *Observed, c Change) (Conflicts, error)
+}
+
+// Conflicts is what a conflict check found.
+type Conflicts struct {
+	// Refused are the conflicts that would fail the apply, one line a
+	// person can act on each (object, field, owner, values, the ways out):
+	// preflight refuses them.
+	Refused []string
+	// Warnings are fields another manager set that the apply overwrites.
+	Warnings []values.Warning
+	// Note says what was checked and how, for preflight's log.
+	Note string
+}
+
 // Health is a target's fitness for an upgrade now.
 type Health struct {
 	// Problems are reasons to refuse (not ready, in error, a release

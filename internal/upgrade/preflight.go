@@ -20,7 +20,7 @@ type Checked struct {
 	// DriftOwned counts the drifted objects a live rule reads (each one a
 	// warning of the merge).
 	DriftOwned int
-	// Notes are the target's (Health.Notes).
+	// Notes are the target's (Health.Notes) and its conflict check's.
 	Notes []string
 }
 
@@ -78,6 +78,14 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		}
 		refuse("%v", err)
 	}
+	// the objects the change writes must not meet another field manager
+	var conflicts Conflicts
+	if cc, ok := j.job.Target.(ConflictChecker); ok && err == nil && !intent.NoChange {
+		if conflicts, err = cc.Conflicts(ctx, o, intent.Change); err != nil {
+			return nil, err
+		}
+		problems = append(problems, conflicts.Refused...)
+	}
 	if len(problems) == 0 {
 		for i, d := range health.Drift {
 			r := owned[i]
@@ -86,7 +94,12 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 			intent.Merge.Warnings = append(intent.Merge.Warnings, values.Warning{Kind: values.WarnDriftOwned, Path: r.Pattern.String(), Message: msg})
 		}
 		intent.Merge.Warnings = append(intent.Merge.Warnings, health.Warnings...)
-		return &Checked{Intent: intent, DriftOwned: len(owned), Notes: health.Notes}, nil
+		intent.Merge.Warnings = append(intent.Merge.Warnings, conflicts.Warnings...)
+		notes := health.Notes
+		if conflicts.Note != "" {
+			notes = append(notes, conflicts.Note)
+		}
+		return &Checked{Intent: intent, DriftOwned: len(owned), Notes: notes}, nil
 	}
 	// another process may have applied the target since resolve read it:
 	// what looks unhealthy (not ready, a release pending) is then its

@@ -38,6 +38,11 @@ const (
 	// operator chose to keep (a HelmChart whose failure policy uninstalls
 	// the chart when an upgrade fails); the path names the setting.
 	WarnTarget WarningKind = "target"
+	// WarnFieldOwner: another field manager set a field of an object the
+	// upgrade writes, and the upgrade overwrites it (a client-side apply,
+	// or a server-side one that forces conflicts); the path names the
+	// object and field.
+	WarnFieldOwner WarningKind = "field-owned-by-another-manager"
 )
 
 // Value is an optional value: Set false means "not set", which differs from

@@ -99,9 +99,22 @@ func (f *fixture) install(name string) *release.Release {
 	return f.installWith(name, nil, true)
 }
 
+// installClientSide installs as install does, client-side, as Helm 3
+// did (the release records no apply method, its objects are Updates).
+func (f *fixture) installClientSide(name string) *release.Release {
+	f.t.Helper()
+	return f.installAs(name, nil, true, false)
+}
+
 // installWith installs with extra values over the installer's; wait
 // waits for the objects to be ready, as helm install --wait.
 func (f *fixture) installWith(name string, extra map[string]any, wait bool) *release.Release {
+	f.t.Helper()
+	return f.installAs(name, extra, wait, true)
+}
+
+// installAs installs as installWith does, server-side or not.
+func (f *fixture) installAs(name string, extra map[string]any, wait, serverSide bool) *release.Release {
 	f.t.Helper()
 	cfg, err := cluster.HelmConfiguration(f.helm, f.ns, "secret", nil)
 	require.NoError(f.t, err)
@@ -110,6 +123,7 @@ func (f *fixture) installWith(name string, extra map[string]any, wait bool) *rel
 	in := action.NewInstall(cfg)
 	// as helm install (v4) does: server-side, as field manager "helm"
 	in.ReleaseName, in.Namespace, in.WaitStrategy, in.Timeout = name, f.ns, kube.HookOnlyStrategy, 60e9
+	in.ServerSideApply = serverSide
 	if wait {
 		in.WaitStrategy = kube.StatusWatcherStrategy
 	}

@@ -116,8 +116,9 @@ func TestTimeoutRollsBack(t *testing.T) {
 	assert.Equal(t, installed.Config, h[2].Config, "the values of revision 1")
 }
 
-// A chart Helm cannot render in the release's namespace: exit 1, and
-// nothing changed (Helm renders before it writes a revision).
+// A chart Helm cannot render in the release's namespace: preflight's
+// conflict check renders it as the release and refuses it (exit 3), and
+// nothing changed.
 func TestRenderFailureChangesNothing(t *testing.T) {
 	f := newFixture(t, "")
 	name := releaseName()
@@ -126,13 +127,11 @@ func TestRenderFailureChangesNothing(t *testing.T) {
 	require.NoError(t, writeTemplate(f.charts, "2.0.0", "fail.yaml", tmpl))
 	before := f.writesBy()
 	r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, outcome.ExitFailure, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stderr, "this chart refuses the namespace")
-	assert.Contains(t, r.stderr, "nothing changed: the release is still at revision 1")
+	assert.Contains(t, r.stderr, "preflight")
 	assert.Len(t, f.history(name), 1)
-	for _, w := range f.writesBy()[len(before):] {
-		assert.False(t, strings.Contains(w, "secrets/sh.helm.release"), "a release revision was written: %s", w)
-	}
+	assert.Equal(t, before, f.writesBy(), "nothing written")
 }
 
 // Five nodes race: one upgrade, one new revision.

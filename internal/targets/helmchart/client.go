@@ -176,6 +176,10 @@ type Update struct {
 	ChartContent  string // set only for a HelmChart that carries its chart
 	// FailurePolicy is written in spec.failurePolicy when set.
 	FailurePolicy string
+	// ServerSide is written in spec.serverSide when set; ForceConflicts,
+	// when true, in spec.forceConflicts (apply:).
+	ServerSide     string
+	ForceConflicts bool
 	Annotations   map[string]string
 	// Spec, when set, replaces the whole spec (rollback).
 	Spec map[string]any
@@ -213,6 +217,12 @@ func (c *Client) Apply(ctx context.Context, h *HelmChart, up Update, annotate fu
 		}
 		if up.FailurePolicy != "" {
 			spec["failurePolicy"] = up.FailurePolicy
+		}
+		if up.ServerSide != "" {
+			spec["serverSide"] = up.ServerSide
+		}
+		if up.ForceConflicts {
+			spec["forceConflicts"] = true
 		}
 		u.Object["spec"] = spec
 	}

@@ -229,7 +229,11 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 				t.c.Log.Info("spec.set entry", "key", n.Key, "fate", string(n.Fate), "why", n.Why)
 			}
 		}
-		up = Update{Version: c.Version, ValuesContent: w.ValuesContent, Set: w.Set, FailurePolicy: policy}
+		up = Update{Version: c.Version, ValuesContent: w.ValuesContent, Set: w.Set, FailurePolicy: policy,
+			ForceConflicts: t.apply.ForceConflicts}
+		if t.apply.ServerSide != kind.ServerSideAuto {
+			up.ServerSide = t.apply.ServerSide
+		}
 		if h.ChartContent != "" {
 			if c.Chart == nil || c.Chart.Archive == nil {
 				return nil, fmt.Errorf("%s carries its chart in spec.chartContent, and chart %s is not at hand to write there", t.Ref(), c.Version)

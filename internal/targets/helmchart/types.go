@@ -55,6 +55,7 @@ type HelmChart struct {
 	Values          map[string]any // spec.values
 	Set             []SetEntry     // spec.set, sorted by key
 	FailurePolicy   string         // spec.failurePolicy; "" when not set
+	ServerSide      string         // spec.serverSide (auto, true, false); "" when not set
 	ValuesSecrets   []SecretRef
 	Annotations     map[string]string
 	Conditions      []Condition
@@ -107,7 +108,7 @@ func ParseHelmChart(u *unstructured.Unstructured) (*HelmChart, error) {
 		to    *string
 	}{{"chart", &h.Chart}, {"repo", &h.Repo}, {"version", &h.Version}, {"chartContent", &h.ChartContent},
 		{"targetNamespace", &h.TargetNamespace}, {"driver", &h.Driver}, {"valuesContent", &h.ValuesContent},
-		{"failurePolicy", &h.FailurePolicy}}
+		{"failurePolicy", &h.FailurePolicy}, {"serverSide", &h.ServerSide}}
 	for _, s := range strs {
 		v, ok := spec[s.field]
 		if !ok || v == nil {
@@ -184,6 +185,9 @@ type HelmChartConfig struct {
 	// FailurePolicy is spec.failurePolicy, which overrides the
 	// HelmChart's; "" when not set.
 	FailurePolicy string
+	// ServerSide is spec.serverSide, which overrides the HelmChart's; ""
+	// when not set.
+	ServerSide string
 }
 
 // ParseHelmChartConfig reads a HelmChartConfig object.
@@ -203,6 +207,13 @@ func ParseHelmChartConfig(u *unstructured.Unstructured) (*HelmChartConfig, error
 			return nil, fmt.Errorf("helmchartconfig %s/%s spec.failurePolicy: want a string, got %T", c.Namespace, c.Name, v)
 		}
 		c.FailurePolicy = s
+	}
+	if v, ok := spec["serverSide"]; ok && v != nil {
+		s, isStr := v.(string)
+		if !isStr {
+			return nil, fmt.Errorf("helmchartconfig %s/%s spec.serverSide: want a string, got %T", c.Namespace, c.Name, v)
+		}
+		c.ServerSide = s
 	}
 	if v, ok := spec["values"]; ok && v != nil {
 		m, isMap := values.Normalize(v).(map[string]any)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v4/pkg/action"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
@@ -189,7 +191,8 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 	up := action.NewUpgrade(cfg)
 	up.Namespace, up.ResetValues, up.MaxHistory, up.Labels = t.namespace, true, t.opts.HistoryMax, labels
 	up.WaitStrategy = kube.HookOnlyStrategy // the wait phase watches the rollout
-	up.ServerSideApply, up.ForceConflicts = t.apply.ServerSide, t.apply.ForceConflicts
+	up.ServerSideApply = t.apply.ServerSide
+	up.ForceConflicts = t.apply.ForceConflicts && serverSide(t.apply.ServerSide, read.ApplyMethod) // Helm forces only server-side
 	res, err := up.RunWithContext(ctx, t.name, ch, c.Values)
 	if err != nil {
 		return nil, t.failed(ctx, cfg, read, fmt.Errorf("helm upgrade of release %s/%s to chart %s %s: %w", t.namespace, t.name, ch.Name(), ch.Metadata.Version, err))
@@ -227,10 +230,25 @@ func (t *Target) failed(ctx context.Context, cfg *action.Configuration, from *re
 		err, t.namespace, t.name, now.Version, from.Version, chartVersion(from), as)
 }
 
-// rollback rolls the release back to revision to, as `helm rollback`.
+// rollback rolls the release back to revision to, as `helm rollback
+// --force-conflicts`: a rollback puts that revision back as it was, so a
+// server-side one takes the fields other managers changed since (a
+// client-side one overwrites them anyway); it must not fail half-way
+// after a failed upgrade.
 func (t *Target) rollback(ctx context.Context, cfg *action.Configuration, to int) error {
 	rb := action.NewRollback(cfg)
 	rb.Version, rb.MaxHistory, rb.WaitStrategy = to, t.opts.HistoryMax, kube.HookOnlyStrategy
+	hist, err := t.c.releases.History(t.namespace, t.name, "secret")
+	if err != nil {
+		return err
+	}
+	for _, r := range hist {
+		if r.Version == to {
+			// auto applies as revision to recorded; Helm takes force only
+			// with a server-side apply
+			rb.ForceConflicts = r.ApplyMethod == "ssa"
+		}
+	}
 	if err := rb.Run(t.name); err != nil {
 		return fmt.Errorf("helm rollback of release %s/%s to revision %d: %w", t.namespace, t.name, to, err)
 	}
@@ -412,3 +430,53 @@ func (t *Target) DeployedChart(_ context.Context) (*chart.Chart, error) {
 
 // OwnSource is nil: a release names no chart source; the spec gives it.
 func (t *Target) OwnSource(context.Context) (chartpkg.Source, error) { return nil, nil }
+
+// serverSide says whether Helm applies an upgrade server-side: setting is
+// apply.serverSide; auto keeps what the release recorded (Helm 4's
+// apply_method "ssa"; a Helm 3 release records none: client-side).
+func serverSide(setting string, recorded string) bool {
+	switch setting {
+	case kind.ServerSideTrue:
+		return true
+	case kind.ServerSideFalse:
+		return false
+	}
+	return recorded == "ssa"
+}
+
+// Conflicts renders the new chart with the merged values and applies each
+// object that exists in a server-side dry run, as Helm's field manager.
+// When Helm will apply server-side, a field another manager owns is
+// refused, unless apply.forceConflicts (then it is a warning: the upgrade
+// takes the field). A client-side apply meets no conflict: each such field
+// whose value the chart changes is a warning, the upgrade overwrites it.
+func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
+	rel := o.Source.(*release.Release)
+	if c.Restore != nil || c.Chart == nil || c.Chart.Manifest == nil {
+		return upgrade.Conflicts{}, nil
+	}
+	manifest, err := c.Chart.Manifest(c.Values, t.name, t.namespace)
+	if err != nil {
+		return upgrade.Conflicts{}, err
+	}
+	ssa := serverSide(t.apply.ServerSide, rel.ApplyMethod)
+	start := time.Now()
+	res, err := applycheck.Checker{Dynamic: t.c.releases.Dynamic, Mapper: t.c.releases.Mapper()}.Check(ctx,
+		applycheck.Request{Manifest: manifest, Namespace: t.namespace, Manager: cluster.HelmFieldManager, Old: rel.Manifest})
+	if err != nil {
+		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of helm release %s/%s for field-manager conflicts: %w", t.namespace, t.name, err)
+	}
+	method := "client-side"
+	if ssa {
+		method = "server-side"
+	}
+	recorded := rel.ApplyMethod
+	if recorded == "" {
+		recorded = "none"
+	}
+	out := upgrade.Conflicts{Note: fmt.Sprintf("conflict check: %d objects applied in a server-side dry run as %q in %s, %d requests; helm applies %s (apply.serverSide %s, the release records %s)",
+		res.Checked, cluster.HelmFieldManager, time.Since(start).Round(time.Millisecond), res.Requests, method, t.apply.ServerSide, recorded)}
+	out.Refused, out.Warnings = applycheck.Judge(res, applycheck.How{ServerSide: ssa, Force: t.apply.ForceConflicts,
+		Applier: "Helm applies this release", Self: cluster.HelmFieldManager})
+	return out, nil
+}

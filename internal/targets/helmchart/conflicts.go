@@ -1,0 +1,108 @@
+package helmchart
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// Conflicts checks, before anything is written, what helm-controller's
+// Job would meet applying the new chart: the apply: settings must be
+// fields the cluster's HelmChart CRD has (else bad input, saying why);
+// then the chart is rendered with the merged values and the
+// HelmChartConfig's over them, as the release, and each object that exists
+// is applied in a server-side dry run as the field manager that holds its
+// Apply entry (klipper-helm runs the Helm CLI: "helm" when there is none).
+// Helm applies server-side when spec.serverSide (the HelmChartConfig's,
+// else the HelmChart's, else apply.serverSide) says so, or with auto when
+// the release recorded it.
+func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
+	r := o.Source.(*read)
+	h := r.chart
+	if c.Restore != nil || c.Chart == nil || c.Chart.Manifest == nil {
+		return upgrade.Conflicts{}, nil
+	}
+	if err := t.checkApplyFields(ctx, h); err != nil {
+		return upgrade.Conflicts{}, err
+	}
+	vals := c.Values
+	if len(o.Overlay) > 0 {
+		vals = values.Overlay(c.Values, o.Overlay)
+	}
+	manifest, err := c.Chart.Manifest(vals, h.ReleaseName(), h.TargetNamespace)
+	if err != nil {
+		return upgrade.Conflicts{}, err
+	}
+	setting := h.ServerSide
+	if t.apply.ServerSide != kind.ServerSideAuto {
+		setting = t.apply.ServerSide
+	}
+	if r.config != nil && r.config.ServerSide != "" {
+		setting = r.config.ServerSide
+	}
+	recorded, old := "", ""
+	if r.release != nil {
+		recorded, old = r.release.ApplyMethod, r.release.Manifest
+	}
+	ssa := setting == kind.ServerSideTrue || (setting != kind.ServerSideFalse && recorded == "ssa")
+	start := time.Now()
+	res, err := applycheck.Checker{Dynamic: t.c.Dynamic, Mapper: t.c.Releases().Mapper()}.Check(ctx,
+		applycheck.Request{Manifest: manifest, Namespace: h.TargetNamespace, Fallback: cluster.HelmFieldManager, Old: old})
+	if err != nil {
+		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", t.Ref(), err)
+	}
+	method := "client-side"
+	if ssa {
+		method = "server-side"
+	}
+	out := upgrade.Conflicts{Note: fmt.Sprintf("conflict check: %d objects applied in a server-side dry run as %v in %s, %d requests; helm-controller's Job applies %s",
+		res.Checked, res.Managers, time.Since(start).Round(time.Millisecond), res.Requests, method)}
+	out.Refused, out.Warnings = applycheck.Judge(res, applycheck.How{ServerSide: ssa, Force: t.apply.ForceConflicts,
+		Applier: "helm-controller's Job applies this chart", Self: cluster.HelmFieldManager})
+	return out, nil
+}
+
+// checkApplyFields makes sure the cluster's HelmChart CRD has the fields
+// apply: writes (spec.serverSide, spec.forceConflicts: helm-controller
+// v0.17.9 and later): a dry-run patch with strict field validation, which
+// stores nothing. Without them the write would be dropped without a word,
+// so it is refused as bad input.
+func (t *Target) checkApplyFields(ctx context.Context, h *HelmChart) error {
+	spec := map[string]any{}
+	if t.apply.ForceConflicts {
+		spec["forceConflicts"] = true
+	}
+	if t.apply.ServerSide != kind.ServerSideAuto {
+		spec["serverSide"] = t.apply.ServerSide
+	}
+	if len(spec) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		return err
+	}
+	_, err = t.c.Dynamic.Resource(HelmChartGVR).Namespace(h.Namespace).Patch(ctx, h.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict", FieldManager: "chart-upgrader"})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsBadRequest(err) || apierrors.IsInvalid(err):
+		return outcome.BadInput(fmt.Errorf("%s: the spec's apply: settings need spec.serverSide and spec.forceConflicts on the HelmChart, "+
+			"and this cluster's HelmChart CRD does not have them (helm-controller v0.17.9 and later do): %w", t.Ref(), err))
+	default:
+		return fmt.Errorf("%s: checking that the HelmChart CRD takes the apply: settings: %w", t.Ref(), err)
+	}
+}
