@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -75,6 +76,9 @@ type Result struct {
 	// Checked counts the objects that exist (each was applied in a dry
 	// run); Requests the API requests made.
 	Checked, Requests int
+	// Forbidden names the objects this process may not read or patch:
+	// they were not checked (RBAC cannot grant a dry run alone).
+	Forbidden []string
 	// Managers are the field managers applied as, by name (with Manager
 	// set: that one).
 	Managers []string
@@ -112,6 +116,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	type answer struct {
 		conflicts []Conflict
 		checked   bool
+		forbidden string
 		requests  int
 		manager   string
 		err       error
@@ -126,6 +131,9 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			defer func() { <-sem; wg.Done() }()
 			a := &answers[i]
 			a.conflicts, a.checked, a.requests, a.manager, a.err = c.one(ctx, obj, r, old[obj.GetKind()+"/"+obj.GetName()])
+			if apierrors.IsForbidden(a.err) {
+				a.forbidden, a.err = describe(obj), nil
+			}
 		}()
 	}
 	wg.Wait()
@@ -141,6 +149,9 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 		}
 		if a.err != nil {
 			errs = append(errs, a.err)
+		}
+		if a.forbidden != "" {
+			res.Forbidden = append(res.Forbidden, a.forbidden)
 		}
 	}
 	for m := range managers {
@@ -197,6 +208,9 @@ func (c Checker) one(ctx context.Context, obj *unstructured.Unstructured, r Requ
 	}
 	causes := conflictCauses(err)
 	if causes == nil {
+		if apierrors.IsForbidden(err) {
+			return nil, false, requests, "", err
+		}
 		if refusedObject(err) {
 			// not a conflict: the apply itself meets it and says so (a
 			// namespace not there yet, an object the API server or an
@@ -254,7 +268,7 @@ func conflictCauses(err error) []metav1.StatusCause {
 // object itself (not found, invalid, forbidden, refused by admission…),
 // rather than a failure to ask.
 func refusedObject(err error) bool {
-	return apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) ||
+	return apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
 		apierrors.IsMethodNotSupported(err) || apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)
 }
 
@@ -353,6 +367,22 @@ func show(v any, ok bool) string {
 // WaysOut says what an operator can do about conflicts, as one line.
 const WaysOut = "the ways out: revert the other manager's change; or make it the chart's, as a value or a rule of the spec; " +
 	"or set apply.forceConflicts: true in the spec, and the upgrade takes the fields (the other manager's change is lost)"
+
+// WaysOutNoForce is WaysOut for an applier that cannot force (Fleet).
+const WaysOutNoForce = "the ways out: revert the other manager's change; or make it the chart's, as a value or a rule of the spec " +
+	"(Fleet cannot force conflicts, so apply.forceConflicts is not one)"
+
+// Note is what the check did, for the log: objects, managers, requests,
+// time, and the objects it could not check.
+func (r Result) Note(took time.Duration) string {
+	s := fmt.Sprintf("conflict check: %d objects applied in a server-side dry run as %s in %s, %d requests",
+		r.Checked, strings.Join(r.Managers, ", "), took.Round(time.Millisecond), r.Requests)
+	if len(r.Forbidden) > 0 {
+		s += fmt.Sprintf("; %d not checked, this process may not read or patch them (grant get and patch on their kinds to check them): %s",
+			len(r.Forbidden), strings.Join(r.Forbidden, ", "))
+	}
+	return s
+}
 
 // How an apply treats a field another manager owns.
 type How struct {

@@ -67,8 +67,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	if ssa {
 		method = "server-side"
 	}
-	out := upgrade.Conflicts{Note: fmt.Sprintf("conflict check: %d objects applied in a server-side dry run as %v in %s, %d requests; helm-controller's Job applies %s",
-		res.Checked, res.Managers, time.Since(start).Round(time.Millisecond), res.Requests, method)}
+	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; helm-controller's Job applies %s", res.Note(time.Since(start)), method)}
 	out.Refused, out.Warnings = applycheck.Judge(res, applycheck.How{ServerSide: ssa, Force: t.apply.ForceConflicts,
 		Applier: "helm-controller's Job applies this chart", Self: cluster.HelmFieldManager})
 	return out, nil

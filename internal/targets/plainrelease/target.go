@@ -474,8 +474,8 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	if recorded == "" {
 		recorded = "none"
 	}
-	out := upgrade.Conflicts{Note: fmt.Sprintf("conflict check: %d objects applied in a server-side dry run as %q in %s, %d requests; helm applies %s (apply.serverSide %s, the release records %s)",
-		res.Checked, cluster.HelmFieldManager, time.Since(start).Round(time.Millisecond), res.Requests, method, t.apply.ServerSide, recorded)}
+	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; helm applies %s (apply.serverSide %s, the release records %s)",
+		res.Note(time.Since(start)), method, t.apply.ServerSide, recorded)}
 	out.Refused, out.Warnings = applycheck.Judge(res, applycheck.How{ServerSide: ssa, Force: t.apply.ForceConflicts,
 		Applier: "Helm applies this release", Self: cluster.HelmFieldManager})
 	return out, nil

@@ -1,0 +1,65 @@
+package managedchart
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// AgentFieldManager is the field manager Fleet's agent applies as when an
+// object names no Apply entry: Fleet v0.16 sets none, so Helm 4 names it
+// after the agent's binary.
+const AgentFieldManager = "fleetagent"
+
+// Conflicts checks, before anything is written, what Fleet's agent would
+// meet applying the new chart on this cluster: the chart is rendered with
+// the merged values as the release Fleet deploys, and each object that
+// exists is applied in a server-side dry run as the field manager that
+// holds its Apply entry (AgentFieldManager when none does). Fleet v0.16
+// upgrades with Helm 4's auto (what the release recorded) and cannot
+// force, so every conflict of a server-side release is refused: Fleet
+// would fail every try and report nothing of it. Only the release on this
+// (the local) cluster can be read; with none here, nothing is checked.
+func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
+	mc := o.Source.(*ManagedChart)
+	if c.Restore != nil || c.Chart == nil || c.Chart.Manifest == nil {
+		return upgrade.Conflicts{}, nil
+	}
+	ns := mc.DefaultNamespace
+	if ns == "" {
+		ns = "default"
+	}
+	rel, err := t.c.Releases().Newest(ns, mc.Release(), "secret")
+	if err != nil {
+		return upgrade.Conflicts{}, err
+	}
+	if rel == nil {
+		return upgrade.Conflicts{Note: fmt.Sprintf("conflict check: no helm release %s/%s on this cluster, nothing checked", ns, mc.Release())}, nil
+	}
+	manifest, err := c.Chart.Manifest(c.Values, mc.Release(), ns)
+	if err != nil {
+		return upgrade.Conflicts{}, err
+	}
+	ssa := rel.ApplyMethod == "ssa"
+	start := time.Now()
+	res, err := applycheck.Checker{Dynamic: t.c.Dynamic, Mapper: t.c.Releases().Mapper()}.Check(ctx,
+		applycheck.Request{Manifest: manifest, Namespace: ns, Fallback: AgentFieldManager, Old: rel.Manifest})
+	if err != nil {
+		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", t.Ref(), err)
+	}
+	method := "client-side"
+	if ssa {
+		method = "server-side"
+	}
+	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; Fleet's agent applies %s (the release records %q)", res.Note(time.Since(start)), method, rel.ApplyMethod)}
+	out.Refused, out.Warnings = applycheck.Judge(res, applycheck.How{ServerSide: ssa,
+		Applier: "Fleet's agent applies this chart", Self: AgentFieldManager})
+	if len(out.Refused) > 0 {
+		// Fleet has no force: the way out through the spec is not there
+		out.Refused[len(out.Refused)-1] = applycheck.WaysOutNoForce
+	}
+	return out, nil
+}
