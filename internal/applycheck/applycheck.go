@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -88,6 +89,18 @@ type Result struct {
 type Checker struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.RESTMapper
+	// Access, when set, is asked first whether this process may get and
+	// patch the objects of a resource in a namespace ("" for a
+	// cluster-scoped one); the objects it may not are left unchecked
+	// (Result.Forbidden) without a refused request. A process that applies
+	// the chart itself (a release) needs no such question.
+	Access Access
+}
+
+// Access says whether this process may get and patch resource in
+// namespace.
+type Access interface {
+	Allowed(ctx context.Context, resource schema.GroupVersionResource, namespace string) (bool, error)
 }
 
 // parallel is how many objects are checked at once.
@@ -182,6 +195,15 @@ func (c Checker) one(ctx context.Context, obj *unstructured.Unstructured, r Requ
 		obj.SetNamespace("")
 	}
 	requests := 0
+	if c.Access != nil {
+		ok, err := c.Access.Allowed(ctx, mapping.Resource, obj.GetNamespace())
+		if err != nil {
+			return nil, false, 0, "", fmt.Errorf("%s: asking whether this process may read and patch it: %w", describe(obj), err)
+		}
+		if !ok {
+			return nil, false, 0, "", apierrors.NewForbidden(mapping.Resource.GroupResource(), obj.GetName(), errors.New("no get and patch"))
+		}
+	}
 	manager := r.Manager
 	var live *unstructured.Unstructured
 	if manager == "" {

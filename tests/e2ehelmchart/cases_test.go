@@ -76,7 +76,8 @@ func TestHelmChartConfigOverlay(t *testing.T) {
 }
 
 // A new chart that fails to render in Helm (not in chart-upgrader's own
-// check: the template fails on the release namespace only Helm knows):
+// render, where `lookup` finds nothing: the template fails when it finds
+// the release namespace, which only Helm in the Job does):
 // the Job's pod fails, the upgrade exits 1 naming the Job and its
 // termination message, and a retried run waits again and fails again
 // without a second apply.
@@ -84,7 +85,7 @@ func TestFailingJobExitsOneWithoutASecondApply(t *testing.T) {
 	f := newFixture(t)
 	name := release()
 	f.installExample(name, map[string]any{"backOffLimit": int64(0)})
-	f.charts = f.chartSet(map[string]string{"fail.yaml": `{{ if ne .Release.Namespace "default" }}{{ fail "this chart refuses the namespace" }}{{ end }}`}, nil)
+	f.charts = f.chartSet(map[string]string{"fail.yaml": `{{ if lookup "v1" "Namespace" "" .Release.Namespace }}{{ fail "this chart refuses the namespace" }}{{ end }}`}, nil)
 	n := newNode(t, "node-1")
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--timeout", "60s")...)
 	require.Equal(t, outcome.ExitFailure, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)

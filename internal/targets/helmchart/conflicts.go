@@ -58,7 +58,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	ssa := setting == kind.ServerSideTrue || (setting != kind.ServerSideFalse && recorded == "ssa")
 	start := time.Now()
-	res, err := applycheck.Checker{Dynamic: t.c.Dynamic, Mapper: t.c.Releases().Mapper()}.Check(ctx,
+	res, err := applycheck.Checker{Dynamic: t.c.Dynamic, Mapper: t.c.Releases().Mapper(), Access: &applycheck.SelfAccess{Kube: t.c.Kube}}.Check(ctx,
 		applycheck.Request{Manifest: manifest, Namespace: h.TargetNamespace, Fallback: cluster.HelmFieldManager, Old: old})
 	if err != nil {
 		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", t.Ref(), err)

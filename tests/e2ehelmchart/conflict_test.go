@@ -1,0 +1,79 @@
+package e2ehelmchart
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+// An operator's hotfix (the real kubectl) of a field the chart sets, under
+// a HelmChart whose release helm-controller's Job installed server-side:
+// preflight names the conflict and exits 3, the HelmChart untouched; with
+// apply.forceConflicts the upgrade writes spec.forceConflicts, the Job
+// forces, and the chart's value is back.
+func TestAHotfixUnderAHelmChart(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.installExample(name, nil)
+	f.demoteStorageClass(name + "-longhorn")
+	kubectl, err := f.env.Binary("kubectl")
+	require.NoError(t, err)
+	out, err := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", f.env.KubeconfigPath(), "-n", f.ns,
+		"patch", "configmap", name+"-config", "--type", "merge", "-p", `{"data":{"replicaCount":"9"}}`).CombinedOutput()
+	require.NoError(t, err, string(out))
+	before := f.get(name)
+
+	n := newNode(t, "node-1")
+	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	for _, want := range []string{
+		"field-manager conflict: ConfigMap " + f.ns + "/" + name + "-config .data.replicaCount",
+		`owned by "kubectl-patch"`,
+		"live: 9; the upgrade sets:",
+		`helm-controller's Job applies this chart server-side as "helm" and would fail`,
+		"apply.forceConflicts: true",
+	} {
+		assert.Contains(t, r.stderr, want)
+	}
+	assert.Equal(t, before.ResourceVersion, f.get(name).ResourceVersion, "the HelmChart is untouched")
+
+	spec := f.writeFile("spec.yaml", `apiVersion: chart-upgrader.io/v1alpha1
+kind: UpgradeSpec
+charts:
+- target: {kind: HelmChart, namespace: `+f.ns+`, name: `+name+`}
+  chart: {source: `+f.charts+`}
+  apply: {forceConflicts: true}
+`+indented(t, f.policy(name)))
+	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "field-owned-by-another-manager")
+	h := f.get(name)
+	force, _, _ := unstructured.NestedBool(h.Object.Object, "spec", "forceConflicts")
+	assert.True(t, force, "spec.forceConflicts written")
+	assert.NotEqual(t, "9", f.configMap(name+"-config").Data["replicaCount"], "the upgrade took the field")
+	env := map[string]string{}
+	for _, e := range f.job(name).Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	assert.Equal(t, "true", env["FORCE_CONFLICTS"], "helm-controller passed it to the Job")
+}
+
+// indented is the policy file at path as the rules and migrations of a
+// spec entry.
+func indented(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		b.WriteString("  " + line + "\n")
+	}
+	return b.String()
+}
