@@ -22,7 +22,13 @@ type SelfAccess struct {
 // Allowed says whether this process may get and patch resource in
 // namespace.
 func (s *SelfAccess) Allowed(ctx context.Context, resource schema.GroupVersionResource, namespace string) (bool, error) {
-	for _, verb := range []string{"get", "patch"} {
+	return s.May(ctx, resource, namespace, "get", "patch")
+}
+
+// May says whether this process may do each of verbs on resource in
+// namespace.
+func (s *SelfAccess) May(ctx context.Context, resource schema.GroupVersionResource, namespace string, verbs ...string) (bool, error) {
+	for _, verb := range verbs {
 		ok, err := s.may(ctx, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb,
 			Group: resource.Group, Resource: resource.Resource})
 		if err != nil || !ok {

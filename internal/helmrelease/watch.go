@@ -29,6 +29,7 @@ type Watcher struct {
 	namespace, name string
 	signal          func()
 	storage         cache.SharedIndexInformer
+	storageOnly     bool // the revisions only, not their objects
 
 	mu        sync.Mutex
 	newest    *release.Release
@@ -49,7 +50,17 @@ type watchedObject struct {
 // signal is called after anything watched changed. It returns once the
 // storage objects are listed; it ends with ctx.
 func (c *Client) Watch(ctx context.Context, namespace, name, driverName string, signal func()) (*Watcher, error) {
-	w := &Watcher{c: c, ctx: ctx, namespace: namespace, name: name, signal: signal}
+	return c.watch(ctx, namespace, name, driverName, signal, false)
+}
+
+// WatchRevisions watches the release's storage only: Newest, never
+// Resources.
+func (c *Client) WatchRevisions(ctx context.Context, namespace, name, driverName string, signal func()) (*Watcher, error) {
+	return c.watch(ctx, namespace, name, driverName, signal, true)
+}
+
+func (c *Client) watch(ctx context.Context, namespace, name, driverName string, signal func(), storageOnly bool) (*Watcher, error) {
+	w := &Watcher{c: c, ctx: ctx, namespace: namespace, name: name, signal: signal, storageOnly: storageOnly}
 	sel := func(opts *metav1.ListOptions) {
 		opts.LabelSelector = labels.Set{"owner": "helm", "name": name}.String()
 	}
@@ -112,7 +123,7 @@ func (w *Watcher) storageChanged() {
 	}
 	rel.Labels = newestObj.GetLabels()
 	w.newest, w.newestRV = rel, newestObj.GetResourceVersion()
-	if rel.Version != w.resRev {
+	if rel.Version != w.resRev && !w.storageOnly {
 		w.watchResources(rel)
 	}
 }

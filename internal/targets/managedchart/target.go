@@ -5,6 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	helmstatus "helm.sh/helm/v4/pkg/release/common"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -125,12 +131,60 @@ func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Wan
 }
 
 // Watch starts the informers of the ManagedChart and its Bundle.
+// Where this process may read the Helm release Fleet deploys (the local
+// cluster), its revisions are watched too: a failed newest revision at the
+// version waited for is a failure of the wait (failedRevisionWatch).
 func (t *Target) Watch(ctx context.Context) (upgrade.Watch, error) {
 	obs, err := t.c.Observe(ctx, t.namespace, t.name)
 	if err != nil {
 		return nil, err
 	}
-	return WatchOf(obs), nil
+	w := WatchOf(obs)
+	mc, _ := obs.parsed()
+	if mc == nil {
+		return w, nil
+	}
+	ns := mc.DefaultNamespace
+	if ns == "" {
+		ns = "default"
+	}
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	if ok, err := (&applycheck.SelfAccess{Kube: t.c.Kube}).May(ctx, secrets, ns, "list", "watch"); err != nil || !ok {
+		if t.c.Log != nil {
+			t.c.Log.Debug("not watching the helm release's revisions: this process may not list and watch them", "namespace", ns, "release", mc.Release())
+		}
+		return w, nil
+	}
+	revs, err := t.c.Releases().WatchRevisions(ctx, ns, mc.Release(), "secret", obs.changed.Notify)
+	if err != nil {
+		return nil, err
+	}
+	return failedRevisionWatch{Watch: w, revs: revs}, nil
+}
+
+// failedRevisionWatch is a ManagedChart's watch that also reads the
+// newest revision of the release Fleet deploys: Fleet's agent can fail
+// every try of a deployment (Helm 4's field-manager conflict) while the
+// Bundle shows only WaitApplied, with no message; the failed revision at
+// the version waited for, with Helm's description, is then the failure.
+type failedRevisionWatch struct {
+	upgrade.Watch
+	revs *helmrelease.Watcher
+}
+
+func (w failedRevisionWatch) Readiness(want upgrade.Want) upgrade.Readiness {
+	r := w.Watch.Readiness(want)
+	if r.Ready || r.Failed != "" {
+		return r
+	}
+	rel := w.revs.Newest()
+	if rel == nil || rel.Info == nil || rel.Info.Status != helmstatus.StatusFailed || rel.Chart == nil || rel.Chart.Metadata == nil ||
+		rel.Chart.Metadata.Version != want.Version {
+		return r
+	}
+	r.Failed = fmt.Sprintf("helm release %s/%s revision %d (chart %s) failed in Fleet's agent: %s",
+		rel.Namespace, rel.Name, rel.Version, want.Version, rel.Info.Description)
+	return r
 }
 
 // WatchOf is an Observer seen through the upgrade.Watch port.
