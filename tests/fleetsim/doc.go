@@ -19,8 +19,16 @@
 //     (summary, unavailable, display, Ready condition, observedGeneration) is
 //     computed from the BundleDeployments the way Fleet does.
 //   - Agent: for the first cluster, "local", the chart is really installed or
-//     upgraded with the Helm SDK, the Bundle values being the complete user
-//     values with no reuse or reset flag (so, as with Helm itself, an
+//     upgraded with the Helm 4 SDK as Fleet v0.16.1's agent calls it:
+//     install server-side (client-side with helm.takeOwnership or
+//     helm.force), upgrade with "auto" (the apply method the release
+//     recorded; client-side with helm.force, which replaces objects) and
+//     takeOwnership, under the agent's field manager "fleetagent" (Fleet
+//     sets none, so Helm names it after the binary; the simulator's writes
+//     get that name on the way out, since Helm's field manager is one
+//     variable of the process and the tool under test sets it to "helm"),
+//     the Bundle values being the complete user values with no reuse or
+//     reset flag (so, as with Helm itself, an
 //     upgrade given no values at all keeps the previous release's values);
 //     the other clusters only report, with the objects the deployment
 //     renders (rendered once per deploymentID, client-side). Each
@@ -31,7 +39,14 @@
 //     dozen-object chart weighs about 12 KB, as real ones do. A release left
 //     pending by an interrupted upgrade is marked failed before the next one.
 //
-// A failing deployment (Fault.ErrApplied, or a Helm error) is reported as
+// A field-manager conflict of the server-side apply (an operator's hotfix
+// of a field the chart changes) is retried with the same back-off, each
+// try a failed Helm revision with the conflict as its description, and, as
+// real Fleet v0.16.1 does, reported nowhere: the BundleDeployment keeps the
+// deployment before as applied and ready, the Bundle says WaitApplied with
+// no message.
+//
+// A failing deployment (Fault.ErrApplied, or another Helm error) is reported as
 // real Fleet v0.16 reports it: appliedDeploymentID stays the one before,
 // the Deployed condition is False with the error, while status.ready and
 // the Ready condition keep what the deployment before left (true for a
