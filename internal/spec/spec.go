@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -319,7 +320,11 @@ func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply
 		case kind.ServerSideAuto, kind.ServerSideTrue, kind.ServerSideFalse:
 			out.ServerSide = s
 		default:
-			return out, w.Failf(sn, f.Path("serverSide"), "want auto, true or false, not %s", yamlfile.Describe(sn))
+			got := yamlfile.Describe(sn)
+			if sn.Kind == yaml.ScalarNode {
+				got = strconv.Quote(sn.Value)
+			}
+			return out, w.Failf(sn, f.Path("serverSide"), "want auto, true or false, not %s", got)
 		}
 		if why := k.Apply.ServerSideRefused; why != "" && s != kind.ServerSideAuto {
 			return out, w.Failf(sn, f.Path("serverSide"), "a %s takes only auto: %s", k.Spelling, why)

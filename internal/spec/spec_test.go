@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/plainrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
@@ -314,6 +315,18 @@ func TestBadInput(t *testing.T) {
 			`spec.yaml:6: charts[1].release.rollbackOnFailure: `, `want true or false`},
 		{"release unknown option", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {wait: true}`),
 			`spec.yaml:6: charts[1].release.wait: `, `unknown field (want one of rollbackOnFailure, historyMax)`},
+		{"apply serverSide not one of three", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {serverSide: yes}`),
+			`spec.yaml:6: charts[1].apply.serverSide: `, `want auto, true or false, not "yes"`},
+		{"apply forceConflicts not a bool", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {forceConflicts: 1}`),
+			`spec.yaml:6: charts[1].apply.forceConflicts: `, `want true or false`},
+		{"apply unknown field", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {force: true}`),
+			`spec.yaml:6: charts[1].apply.force: `, `unknown field (want one of serverSide, forceConflicts)`},
+		{"apply forceConflicts client-side", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {serverSide: false, forceConflicts: true}`),
+			`spec.yaml:6: charts[1].apply: `, `forceConflicts: true needs server-side apply, and serverSide is false`},
+		{"apply forceConflicts on a ManagedChart", true, doc(specHead, target1, chart1, `  apply: {forceConflicts: true}`),
+			`spec.yaml:6: charts[1].apply.forceConflicts: `, `a ManagedChart cannot force conflicts: Fleet v0.16 has no option to force field-manager conflicts`},
+		{"apply serverSide on a ManagedChart", true, doc(specHead, target1, chart1, `  apply: {serverSide: true}`),
+			`spec.yaml:6: charts[1].apply.serverSide: `, `a ManagedChart takes only auto: Fleet's agent decides`},
 		{"release without a chart source", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, `  chart: {name: app}`),
 			`spec.yaml:5: charts[1].chart: `, `missing required field "source"`},
 		{"managedchart without chart", true, doc(specHead, target1),
@@ -461,4 +474,28 @@ charts:
 	assert.Equal(t, plainrelease.Options{RollbackOnFailure: false, HistoryMax: 0}, sp.Charts[0].Options)
 	assert.Equal(t, plainrelease.DefaultOptions, sp.Charts[1].Options)
 	assert.Equal(t, "oci://registry.example.com/charts", sp.Charts[0].Chart.Source)
+}
+
+// apply: is read per chart, with its defaults when left out; serverSide
+// takes the YAML booleans as well as the strings.
+func TestApplySettings(t *testing.T) {
+	sp, err := ParseSpec("spec.yaml", []byte(`apiVersion: chart-upgrader.io/v1alpha1
+kind: UpgradeSpec
+charts:
+- target: {kind: Release, namespace: demo, name: a}
+  chart: {name: a, source: /charts}
+  apply: {serverSide: true, forceConflicts: true}
+- target: {kind: Release, namespace: demo, name: b}
+  chart: {name: b, source: /charts}
+  apply: {serverSide: "false"}
+- target: {kind: HelmChart, namespace: kube-system, name: c}
+  apply: {forceConflicts: true}
+- target: {kind: ManagedChart, namespace: fleet-local, name: d}
+  chart: {name: d, source: /charts}
+`), kinds)
+	require.NoError(t, err)
+	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideTrue, ForceConflicts: true}, sp.Charts[0].Apply)
+	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideFalse}, sp.Charts[1].Apply)
+	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, ForceConflicts: true}, sp.Charts[2].Apply)
+	assert.Equal(t, kind.DefaultApply, sp.Charts[3].Apply)
 }

@@ -20,8 +20,14 @@ import (
 // scripts/testenv), upgraded by chart-upgrader, is then upgraded with
 // --reuse-values --set and rolled back by the same CLI, which carries on
 // from the tool's revision: the values the tool decided are the ones it
-// reuses, and the rollback restores them.
+// reuses, and the rollback restores them. Each revision keeps the apply
+// method of the install: Helm 4's server-side release stays server-side
+// through the tool, its upgrade and its rollback (with no field-manager
+// conflict: the tool applies as "helm"); Helm 3's stays client-side (Helm
+// 3 records no method; the tool's Helm 4 records "csa").
 func TestHelmCLICarriesOnAfterTheTool(t *testing.T) {
+	method := map[string]string{"helm3": "", "helm4": "ssa"}
+	toolMethod := map[string]string{"helm3": "csa", "helm4": "ssa"}
 	for _, cli := range []string{"helm3", "helm4"} {
 		t.Run(cli, func(t *testing.T) {
 			f := newFixture(t, "")
@@ -38,6 +44,7 @@ func TestHelmCLICarriesOnAfterTheTool(t *testing.T) {
 			h := f.history(name)
 			require.Len(t, h, 1)
 			require.Equal(t, "deployed", h[0].Info.Status.String())
+			require.Equal(t, method[cli], h[0].ApplyMethod, "the install's apply method")
 
 			r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
 			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
@@ -47,6 +54,7 @@ func TestHelmCLICarriesOnAfterTheTool(t *testing.T) {
 			require.Equal(t, "2.0.0", h[1].Chart.Metadata.Version)
 			promote, _ := decided["promote"].(map[string]any)
 			require.Equal(t, "10.52.0.0/16", promote["clusterPodCIDR"], "the tool's decision is in its revision")
+			assert.Equal(t, toolMethod[cli], h[1].ApplyMethod, "the tool kept the release's apply method")
 
 			helm("upgrade", name, filepath.Join(f.charts, "demo-app-2.0.0"), "--reuse-values", "--set", "fromCLI=yes")
 			h = f.history(name)
@@ -56,6 +64,7 @@ func TestHelmCLICarriesOnAfterTheTool(t *testing.T) {
 			want := maps.Clone(decided)
 			want["fromCLI"] = "yes"
 			assert.Equal(t, want, h[2].Config, "--reuse-values reused the tool's values")
+			assert.Equal(t, method[cli], h[2].ApplyMethod, "helm upgrade kept the apply method")
 
 			helm("rollback", name, "2")
 			h = f.history(name)
@@ -63,6 +72,7 @@ func TestHelmCLICarriesOnAfterTheTool(t *testing.T) {
 			assert.Equal(t, "deployed", h[3].Info.Status.String())
 			assert.Equal(t, "2.0.0", h[3].Chart.Metadata.Version)
 			assert.Equal(t, decided, h[3].Config, "the rollback restored the tool's revision")
+			assert.Equal(t, method[cli], h[3].ApplyMethod, "helm rollback kept the apply method")
 		})
 	}
 }
