@@ -65,7 +65,7 @@ func TestManifestObjectsNamesTheReleaseOfABadDocument(t *testing.T) {
 		Manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: [unclosed\n"}
 	_, err := manifestObjects(rel)
 	require.Error(t, err)
-	assert.True(t, strings.HasPrefix(err.Error(), "helm release apps/web revision 7: manifest manifest-0: "), err.Error())
+	assert.True(t, strings.HasPrefix(err.Error(), "helm release apps/web revision 7: manifest: document 1: "), err.Error())
 }
 
 func TestManifestObjectsOfAnEmptyManifest(t *testing.T) {

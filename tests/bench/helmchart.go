@@ -153,7 +153,7 @@ func helmChartReport(r *report, f upgradeFlags, mc []sample, hc []hcSample) {
 	r.line("")
 	r.line("The same example as a HelmChart (kube-system/demo-app, its chart in `spec.chartContent`), upgraded %d times "+
 		"by chart-upgrader, alternating 1.0.0 ⇄ 2.0.0, on a control plane with workloads: the real helm-controller makes "+
-		"a Job per change, `tests/klipperhelm` runs it (Helm SDK), the real Job controller completes it. \"Controllers\" is "+
+		"a Job per change, `tests/klipperhelm` runs it (Helm 4 SDK), the real Job controller completes it. \"Controllers\" is "+
 		"chart-upgrader's write of the HelmChart → the Job controller's write of the Job's Complete status (helm-controller, "+
 		"the Job, Helm); the ManagedChart column repeats chart-upgrader's figures above (Fleet simulator, %s delay).", f.runs, f.delay)
 	r.line("")

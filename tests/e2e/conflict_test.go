@@ -6,13 +6,18 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 )
@@ -113,4 +118,65 @@ func TestAConflictInFleetsAgentEndsTheWait(t *testing.T) {
 	last := f.lastRevision(name)
 	assert.Equal(t, "failed", last.Status)
 	assert.Equal(t, "2.0.0", last.Chart)
+}
+
+// A HelmChart CRD from before helm-controller v0.17.9 has neither
+// spec.serverSide nor spec.forceConflicts, and the API server would drop
+// them without a word: apply: settings for such a HelmChart are bad input
+// (exit 2) saying why, with nothing written. (This package runs no
+// helm-controller, so the CRD can be made old here and put back after.)
+func TestApplySettingsNeedTheHelmChartCRDsFields(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	crds := f.env.Dynamic().Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	crd, err := crds.Get(ctx, "helmcharts.helm.cattle.io", metav1.GetOptions{})
+	require.NoError(t, err)
+	original := crd.DeepCopy()
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for i, v := range versions {
+		props, found, _ := unstructured.NestedMap(v.(map[string]any), "schema", "openAPIV3Schema", "properties", "spec", "properties")
+		require.True(t, found)
+		delete(props, "serverSide")
+		delete(props, "forceConflicts")
+		require.NoError(t, unstructured.SetNestedMap(versions[i].(map[string]any), props, "schema", "openAPIV3Schema", "properties", "spec", "properties"))
+	}
+	require.NoError(t, unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"))
+	_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		now, err := crds.Get(context.Background(), "helmcharts.helm.cattle.io", metav1.GetOptions{})
+		if err == nil {
+			original.SetResourceVersion(now.GetResourceVersion())
+			_, err = crds.Update(context.Background(), original, metav1.UpdateOptions{})
+		}
+		assert.NoError(t, err, "putting the HelmChart CRD back")
+	})
+
+	hc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "helm.cattle.io/v1", "kind": "HelmChart",
+		"metadata": map[string]any{"name": "old-crd", "namespace": f.ns},
+		"spec":     map[string]any{"chart": "demo-app", "version": "1.0.0", "targetNamespace": f.ns, "valuesContent": "a: 1\n"},
+	}}
+	_, err = f.env.Dynamic().Resource(helmchart.HelmChartGVR).Namespace(f.ns).Create(ctx, hc, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// the CRD change reaches the API server's handlers shortly after
+	require.Eventually(t, func() bool {
+		_, err := f.env.Dynamic().Resource(helmchart.HelmChartGVR).Namespace(f.ns).Patch(ctx, "old-crd", types.MergePatchType,
+			[]byte(`{"spec":{"forceConflicts":true}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
+		return err != nil
+	}, 30*time.Second, 100*time.Millisecond, "the strict dry run refuses the field once the CRD lacks it")
+	created, err := f.env.Dynamic().Resource(helmchart.HelmChartGVR).Namespace(f.ns).Get(ctx, "old-crd", metav1.GetOptions{})
+	require.NoError(t, err)
+
+	spec := f.writeFile("spec.yaml", "apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts:\n"+
+		"- target: {kind: HelmChart, namespace: "+f.ns+", name: old-crd}\n"+
+		"  chart: {name: demo-app, source: "+f.charts+"}\n"+
+		"  apply: {forceConflicts: true}\n")
+	r := f.cli(f.node, "preflight", "--spec", spec, "--version", "2.0.0")
+	require.Equal(t, outcome.ExitBadInput, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "helmchart/"+f.ns+"/old-crd")
+	assert.Contains(t, r.stderr, "this cluster's HelmChart CRD does not have them (helm-controller v0.17.9 and later do)")
+	after, err := f.env.Dynamic().Resource(helmchart.HelmChartGVR).Namespace(f.ns).Get(ctx, "old-crd", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, created.GetResourceVersion(), after.GetResourceVersion(), "nothing written")
 }
