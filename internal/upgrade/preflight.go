@@ -81,8 +81,12 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 	// the objects the change writes must not meet another field manager
 	var conflicts Conflicts
 	if cc, ok := j.job.Target.(ConflictChecker); ok && err == nil && !intent.NoChange {
-		if conflicts, err = cc.Conflicts(ctx, o, intent.Change); err != nil {
-			return nil, err
+		var cerr error
+		switch conflicts, cerr = cc.Conflicts(ctx, o, intent.Change); {
+		case errors.Is(cerr, outcome.ErrRefused): // the chart does not render as the release
+			refuse("%v", cerr)
+		case cerr != nil:
+			return nil, cerr
 		}
 		problems = append(problems, conflicts.Refused...)
 	}
