@@ -29,6 +29,10 @@ type requests struct {
 	Applied time.Time
 	// AppliedTo is Applied per target name.
 	AppliedTo map[string]time.Time
+	// DryRuns counts the server-side dry runs (the conflict check);
+	// DryRunSpan is from the first one's arrival to the last one's answer.
+	DryRuns    int
+	DryRunSpan time.Duration
 }
 
 // attribute returns the requests whose user agent starts with agent and
@@ -36,6 +40,7 @@ type requests struct {
 // time, so the window and the agent together name one run.
 func attribute(events []testenv.AuditEvent, agent string, from, to time.Time) requests {
 	r := requests{ByVerb: map[string]int{}, ByKind: map[string]int{}, AppliedTo: map[string]time.Time{}}
+	var first time.Time
 	for _, ev := range events {
 		if !strings.HasPrefix(ev.UserAgent, agent) {
 			continue
@@ -44,6 +49,15 @@ func attribute(events []testenv.AuditEvent, agent string, from, to time.Time) re
 			continue
 		}
 		r.Total++
+		if strings.Contains(ev.RequestURI, "dryRun=All") {
+			if r.DryRuns == 0 {
+				first = ev.RequestReceivedTimestamp
+			}
+			r.DryRuns++
+			if span := ev.StageTimestamp.Sub(first); span > r.DryRunSpan {
+				r.DryRunSpan = span
+			}
+		}
 		r.ByVerb[ev.Verb]++
 		r.ByKind[kindOf(ev)]++
 		if ref := ev.ObjectRef; ref != nil && (ref.Resource == "managedcharts" || ref.Resource == "helmcharts") && ref.Subresource == "" &&

@@ -189,6 +189,8 @@ func releaseReport(r *report, f upgradeFlags, samples []relSample) {
 		wall, overhead, settle, exit, cpu []time.Duration
 		rss                               []int64
 		reqs                              []int
+		dryRuns                           []int
+		dryRunSpan                        []time.Duration
 	}
 	cols := map[string]*col{toolCU: {}, toolHelm: {}, toolHelm4: {}}
 	for _, s := range samples {
@@ -196,6 +198,7 @@ func releaseReport(r *report, f upgradeFlags, samples []relSample) {
 		c.wall, c.overhead, c.settle = append(c.wall, s.proc.Wall), append(c.overhead, s.overhead()), append(c.settle, s.settle())
 		c.exit, c.cpu = append(c.exit, s.proc.End.Sub(s.ready)), append(c.cpu, s.proc.CPU)
 		c.rss, c.reqs = append(c.rss, s.proc.MaxRSS), append(c.reqs, s.req.Total)
+		c.dryRuns, c.dryRunSpan = append(c.dryRuns, s.req.DryRuns), append(c.dryRunSpan, s.req.DryRunSpan)
 	}
 	cu, hm, h4 := cols[toolCU], cols[toolHelm], cols[toolHelm4]
 	r.line("")
@@ -236,7 +239,7 @@ func releaseReport(r *report, f upgradeFlags, samples []relSample) {
 	overhead := func(c *col) []time.Duration { return c.overhead }
 	exit := func(c *col) []time.Duration { return c.exit }
 	cpu := func(c *col) []time.Duration { return c.cpu }
-	r.table([]string{"per upgrade", "chart-upgrader", "helm 3 (SDK)", "helm 4 (CLI)", "helm 3 ÷ chart-upgrader", "helm 4 ÷ chart-upgrader"}, [][]string{
+	r.table([]string{"per upgrade", "chart-upgrader", "helm 3 (CLI)", "helm 4 (CLI)", "helm 3 ÷ chart-upgrader", "helm 4 ÷ chart-upgrader"}, [][]string{
 		row("wall time, median", dur(wall, 50, secs, true)),
 		row("of which the controllers (write → ready), median", dur(settle, 50, secs, false)),
 		row("**overhead** (wall − controllers), median", dur(overhead, 50, secs, true)),
@@ -247,6 +250,12 @@ func releaseReport(r *report, f upgradeFlags, samples []relSample) {
 		row("**API requests**, median (p90)", fig{show: func(c *col) string {
 			return fmt.Sprintf("%d (%d)", median(c.reqs), percentile(c.reqs, 90))
 		}, ratio: func(c *col) float64 { return float64(median(c.reqs)) }}),
+		row("of which the conflict check's dry runs, median: requests, first sent → last answered", fig{show: func(c *col) string {
+			if median(c.dryRuns) == 0 {
+				return "none"
+			}
+			return fmt.Sprintf("%d, %.1f ms", median(c.dryRuns), float64(median(c.dryRunSpan).Microseconds())/1000)
+		}}),
 	})
 	r.line("")
 	r.line("chart-upgrader decides every value (the report), waits by watch, and rolls back on a failed wait; Helm's " +
