@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // Path is a field path as the API server prints it in a conflict:
@@ -165,26 +167,8 @@ func (e element) matches(i int, item any) bool {
 	return true
 }
 
-// sameValue compares JSON values, numbers by their value.
+// sameValue compares JSON values, numbers by their value (values.Normalize:
+// 80 from YAML and 80 from JSON are the same).
 func sameValue(a, b any) bool {
-	if fa, ok := number(a); ok {
-		fb, ok := number(b)
-		return ok && fa == fb
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case int64:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
+	return reflect.DeepEqual(values.Normalize(a), values.Normalize(b))
 }
