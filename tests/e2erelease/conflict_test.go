@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,7 +66,9 @@ func TestAHotfixConflictsWithAServerSideRelease(t *testing.T) {
 	before := len(f.writesBy())
 
 	n := newNode(t, "node-1")
+	start := time.Now()
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0")...)
+	t.Logf("a conflicting upgrade, start → exit 3: %s", time.Since(start).Round(time.Millisecond))
 	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	for _, want := range []string{
 		"field-manager conflict: Deployment " + f.ns + "/" + name + "-web",
