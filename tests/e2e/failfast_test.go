@@ -79,9 +79,11 @@ func TestErrAppliedFailsFastWithFleetsError(t *testing.T) {
 	wc.mu.Unlock()
 	assert.Equal(t, before.ResourceVersion, f.get(name).ResourceVersion)
 
-	// the agent's retry succeeds (the cause was fixed): a re-run finishes
+	// the agent's retry succeeds (the cause was fixed): a re-run finishes.
+	// Its grace outlasts the agent's back-off, which has grown with every
+	// failed try so far (how many depends on the machine's speed)
 	f.sim.SetFault(f.ns, name, fleetsim.Fault{})
-	logs, _, err = f.upgradeCounting(other, opts)
+	logs, _, err = f.upgradeCounting(other, app.Options{SpecFile: f.failFastSpec(name, f.charts, "2m"), Version: "2.0.0"})
 	require.NoError(t, err, logs)
 	assert.Equal(t, "registry.example.com/demo/webhook:v0.5.6", f.configMap(name + "-config")["webhookImage"], "2.0.0 deployed")
 }
