@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -115,6 +116,12 @@ func Overrides(files, sets []string) ([]values.Override, error) {
 		v := map[string]any{}
 		if err := strvals.ParseInto(s, v); err != nil {
 			return nil, outcome.BadInput(setError(s, err))
+		}
+		if len(v) == 0 {
+			// Helm 4's parser drops an item it cannot read (an unclosed
+			// index) without an error: an item that sets nothing is a
+			// mistake to name, not to ignore
+			return nil, outcome.BadInput(setError(s, errors.New("sets no value (an unclosed [ ?)")))
 		}
 		// the origin names the paths, never the values (they may be secret)
 		out = append(out, values.Override{Origin: "--set " + strings.Join(values.LeafPaths(v), ","), Values: values.Normalize(v).(map[string]any)})

@@ -202,3 +202,15 @@ func TestMergeOfflineStopsAtBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, outcome.ErrBadInput)
 	assert.Equal(t, outcome.ExitBadInput, outcome.Code(err))
 }
+
+// An item Helm 4's parser drops without an error (an unclosed index) is
+// bad input naming it, not a --set that silently sets nothing; one with a
+// secret-looking key is named without its value.
+func TestOverridesRefuseAnItemThatSetsNothing(t *testing.T) {
+	_, err := Overrides(nil, []string{"replicas[0=3"})
+	require.ErrorIs(t, err, outcome.ErrBadInput)
+	assert.Contains(t, err.Error(), `--set "replicas[0=3": sets no value`)
+	_, err = Overrides(nil, []string{"auth.password[=hunter2"})
+	require.ErrorIs(t, err, outcome.ErrBadInput)
+	assert.NotContains(t, err.Error(), "hunter2")
+}
