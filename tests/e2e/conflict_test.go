@@ -118,6 +118,15 @@ func TestAConflictInFleetsAgentEndsTheWait(t *testing.T) {
 	last := f.lastRevision(name)
 	assert.Equal(t, "failed", last.Status)
 	assert.Equal(t, "2.0.0", last.Chart)
+
+	// someone else's write of the same version (as when the ManagedChart
+	// was set to 2.0.0 by hand) meets a Fleet stuck in WaitApplied:
+	// preflight says why, from the failed revision
+	f.patchManagedChart(t.Context(), name, `{"metadata":{"annotations":null}}`)
+	r := f.cli(f.node, "preflight", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "failed in Fleet's agent")
+	assert.Contains(t, r.stderr, `conflict with "kubectl-patch"`)
 }
 
 // A HelmChart CRD from before helm-controller v0.17.9 has neither

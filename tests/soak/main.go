@@ -98,7 +98,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "soak: %v (seed %d)\n", err, s.seed)
 		os.Exit(1)
 	}
-	if s.total() > 0 {
+	if s.total() > 0 || s.cycles == 0 {
 		os.Exit(1)
 	}
 }
@@ -326,9 +326,12 @@ func (s *soak) summary(total time.Duration) {
 	}
 	row("duration (cycles)", s.cycleTime.Round(time.Second))
 	row("duration (total, setup and teardown included)", total.Round(time.Second))
-	if s.total() > 0 {
+	switch {
+	case s.total() > 0:
 		fmt.Fprintf(w, "FAIL: %d invariant violation(s); replay the same draws with scripts/soak -seed %d\n", s.total(), s.seed)
-	} else {
+	case s.cycles == 0:
+		fmt.Fprintln(w, "FAIL: no cycle ran (the builds and setup took the whole -duration?): nothing was checked")
+	default:
 		fmt.Fprintln(w, "PASS: no invariant violated")
 	}
 }
