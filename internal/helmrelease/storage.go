@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 
+	releaser "helm.sh/helm/v4/pkg/release"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,16 +43,45 @@ func (c *Client) History(namespace, name, driverName string) ([]*release.Release
 	if err != nil {
 		return nil, fmt.Errorf("reading helm release %s/%s: %w", namespace, name, err)
 	}
+	out, err := Revisions(rels)
+	if err != nil {
+		return nil, fmt.Errorf("reading helm release %s/%s: %w", namespace, name, err)
+	}
+	return out, nil
+}
+
+// Revisions are revisions as Helm 4's storage returns them, as the chart
+// v2 releases they are, oldest first.
+func Revisions(rels []releaser.Releaser) ([]*release.Release, error) {
 	out := make([]*release.Release, 0, len(rels))
 	for _, r := range rels {
-		rel, ok := r.(*release.Release)
-		if !ok {
-			return nil, fmt.Errorf("reading helm release %s/%s: a revision of an unknown type %T", namespace, name, r)
+		rel, err := AsRelease(r)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, rel)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, nil
+}
+
+// AsRelease is a release Helm 4 returns (its storage, or an action's
+// result) as the chart v2 release it is.
+func AsRelease(r any) (*release.Release, error) {
+	rel, ok := r.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("a helm release revision of an unknown type %T", r)
+	}
+	return rel, nil
+}
+
+// ChartVersion is the version of the chart a revision deployed; "" when
+// it holds none.
+func ChartVersion(rel *release.Release) string {
+	if rel == nil || rel.Chart == nil || rel.Chart.Metadata == nil {
+		return ""
+	}
+	return rel.Chart.Metadata.Version
 }
 
 // Newest reads the newest revision of release name; nil when there is

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sort"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 )
 
 var yamlUnmarshal = yaml.Unmarshal
@@ -103,7 +103,7 @@ func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec, 
 		if err != nil {
 			return nil, fmt.Errorf("installing release %s/%s of chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
 		}
-		return asRelease(res)
+		return helmrelease.AsRelease(res)
 	} else if err != nil {
 		return nil, fmt.Errorf("reading the history of release %s/%s: %w", r.namespace, r.name, err)
 	}
@@ -124,7 +124,7 @@ func (h *helmRunner) apply(ctx context.Context, ch *chart.Chart, r releaseSpec, 
 	if err != nil {
 		return nil, fmt.Errorf("upgrading release %s/%s to chart %s %s: %w", r.namespace, r.name, r.chart, r.version, err)
 	}
-	return asRelease(res)
+	return helmrelease.AsRelease(res)
 }
 
 // render renders release r of chart ch as Helm's client-only dry run
@@ -136,7 +136,7 @@ func (h *helmRunner) render(ctx context.Context, ch *chart.Chart, r releaseSpec)
 	res, err := in.RunWithContext(ctx, ch, r.values)
 	if err == nil {
 		var rel *release.Release
-		if rel, err = asRelease(res); err == nil {
+		if rel, err = helmrelease.AsRelease(res); err == nil {
 			return rel.Manifest, nil
 		}
 	}
@@ -154,7 +154,7 @@ func (h *helmRunner) setStatus(ref releaseRef, revision int, status helmstatus.S
 	if err != nil {
 		return fmt.Errorf("reading release %s/%s revision %d: %w", ref.namespace, ref.name, revision, err)
 	}
-	rel, err := asRelease(res)
+	rel, err := helmrelease.AsRelease(res)
 	if err != nil {
 		return fmt.Errorf("reading release %s/%s revision %d: %w", ref.namespace, ref.name, revision, err)
 	}
@@ -224,25 +224,7 @@ func history(cfg *action.Configuration, name string) ([]*release.Release, error)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*release.Release, 0, len(h))
-	for _, r := range h {
-		rel, err := asRelease(r)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rel)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	return out, nil
-}
-
-// asRelease is a Helm 4 result as the chart v2 release it is.
-func asRelease(r any) (*release.Release, error) {
-	rel, ok := r.(*release.Release)
-	if !ok {
-		return nil, fmt.Errorf("a Helm release of an unknown type %T", r)
-	}
-	return rel, nil
+	return helmrelease.Revisions(h)
 }
 
 // isConflict says whether err is a field-manager conflict of a server-side

@@ -36,6 +36,7 @@ import (
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 )
 
 // LabelChart is on the pods of helm-controller's Jobs: the HelmChart.
@@ -476,17 +477,11 @@ func newestRelease(cfg *action.Configuration, name string) (*release.Release, er
 	if err != nil {
 		return nil, err
 	}
-	var newest *release.Release
-	for _, r := range hist {
-		rel, ok := r.(*release.Release)
-		if !ok {
-			return nil, fmt.Errorf("release %s: a revision of an unknown type %T", name, r)
-		}
-		if newest == nil || rel.Version > newest.Version {
-			newest = rel
-		}
+	revs, err := helmrelease.Revisions(hist)
+	if err != nil {
+		return nil, fmt.Errorf("release %s: %w", name, err)
 	}
-	return newest, nil
+	return revs[len(revs)-1], nil
 }
 
 // values writes the values files where the pod would see them and merges

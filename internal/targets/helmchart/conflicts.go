@@ -56,7 +56,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	if r.release != nil {
 		recorded, old = r.release.ApplyMethod, r.release.Manifest
 	}
-	ssa := setting == kind.ServerSideTrue || (setting != kind.ServerSideFalse && recorded == "ssa")
+	ssa := kind.ServerSide(setting, recorded)
 	start := time.Now()
 	res, err := applycheck.Checker{Dynamic: t.c.Dynamic, Mapper: t.c.Releases().Mapper(), Access: &applycheck.SelfAccess{Kube: t.c.Kube}}.Check(ctx,
 		applycheck.Request{Manifest: manifest, Namespace: h.TargetNamespace, Fallback: cluster.HelmFieldManager, Old: old})

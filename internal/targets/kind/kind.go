@@ -217,6 +217,21 @@ const (
 // DefaultApply is the apply of an entry that gives none.
 var DefaultApply = Apply{ServerSide: ServerSideAuto}
 
+// ServerSide says whether Helm applies server-side under setting (a
+// serverSide value: auto, true, false; "" is auto), for a release that
+// recorded the apply method recorded (Helm 4's apply_method, "ssa" or
+// "csa"; a Helm 3 release records none: client-side), as Helm's upgrade
+// decides it.
+func ServerSide(setting, recorded string) bool {
+	switch setting {
+	case ServerSideTrue:
+		return true
+	case ServerSideFalse:
+		return false
+	}
+	return recorded == "ssa"
+}
+
 // OrDefault is a with ServerSide auto when it gives none (the zero Apply:
 // DefaultApply).
 func (a Apply) OrDefault() Apply {

@@ -65,3 +65,19 @@ func TestOptionsOr(t *testing.T) {
 	assert.Equal(t, opts{N: 1}, OptionsOr(nil, opts{N: 1}), "none given: the default")
 	assert.Equal(t, opts{N: 1}, OptionsOr(any("other kind's"), opts{N: 1}))
 }
+
+// serverSide decides as Helm's upgrade does: true and false say so, auto
+// (or nothing) keeps what the release recorded; no record is client-side.
+func TestServerSide(t *testing.T) {
+	for _, c := range []struct {
+		setting, recorded string
+		want              bool
+	}{
+		{ServerSideTrue, "", true}, {ServerSideTrue, "csa", true},
+		{ServerSideFalse, "ssa", false},
+		{ServerSideAuto, "ssa", true}, {ServerSideAuto, "csa", false}, {ServerSideAuto, "", false},
+		{"", "ssa", true},
+	} {
+		assert.Equal(t, c.want, ServerSide(c.setting, c.recorded), "%q with %q recorded", c.setting, c.recorded)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -43,7 +44,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	if err != nil {
 		return upgrade.Conflicts{}, err
 	}
-	ssa := rel.ApplyMethod == "ssa"
+	ssa := kind.ServerSide(kind.ServerSideAuto, rel.ApplyMethod) // Fleet upgrades with auto
 	start := time.Now()
 	res, err := applycheck.Checker{Dynamic: t.c.Dynamic, Mapper: t.c.Releases().Mapper(), Access: &applycheck.SelfAccess{Kube: t.c.Kube}}.Check(ctx,
 		applycheck.Request{Manifest: manifest, Namespace: ns, Fallback: AgentFieldManager, Old: rel.Manifest})

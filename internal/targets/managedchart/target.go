@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	helmstatus "helm.sh/helm/v4/pkg/release/common"
-	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -89,7 +88,7 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 		// field-manager conflict leaves the Bundle in WaitApplied)
 		if rel, err := t.c.Releases().Newest(ns, mc.Release(), "secret"); err == nil && rel != nil && rel.Info != nil {
 			problems = append(problems, fmt.Sprintf("helm release %s/%s revision %d (chart %s) failed in Fleet's agent: %s",
-				ns, mc.Release(), rel.Version, chartVersionOf(rel), rel.Info.Description))
+				ns, mc.Release(), rel.Version, helmrelease.ChartVersion(rel), rel.Info.Description))
 		}
 	}
 	return upgrade.Health{Problems: problems, Drift: health.Drift}, nil
@@ -187,7 +186,7 @@ func (w failedRevisionWatch) Readiness(want upgrade.Want) upgrade.Readiness {
 		return r
 	}
 	rel := w.revs.Newest()
-	if rel == nil || rel.Info == nil || rel.Info.Status != helmstatus.StatusFailed || chartVersionOf(rel) != want.Version {
+	if rel == nil || rel.Info == nil || rel.Info.Status != helmstatus.StatusFailed || helmrelease.ChartVersion(rel) != want.Version {
 		return r
 	}
 	r.Failed = fmt.Sprintf("helm release %s/%s revision %d (chart %s) failed in Fleet's agent: %s",
@@ -206,11 +205,3 @@ func (w observerWatch) Current() *upgrade.Observed { return w.o.Current().Observ
 func (w observerWatch) Readiness(want upgrade.Want) upgrade.Readiness { return w.o.Readiness(want) }
 
 func (w observerWatch) Changed() <-chan struct{} { return w.o.Changed() }
-
-// chartVersionOf is the chart version a release revision deployed.
-func chartVersionOf(rel *release.Release) string {
-	if rel.Chart == nil || rel.Chart.Metadata == nil {
-		return ""
-	}
-	return rel.Chart.Metadata.Version
-}

@@ -192,14 +192,14 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 	up.Namespace, up.ResetValues, up.MaxHistory, up.Labels = t.namespace, true, t.opts.HistoryMax, labels
 	up.WaitStrategy = kube.HookOnlyStrategy // the wait phase watches the rollout
 	up.ServerSideApply = t.apply.ServerSide
-	up.ForceConflicts = t.apply.ForceConflicts && serverSide(t.apply.ServerSide, read.ApplyMethod) // Helm forces only server-side
+	up.ForceConflicts = t.apply.ForceConflicts && kind.ServerSide(t.apply.ServerSide, read.ApplyMethod) // Helm forces only server-side
 	res, err := up.RunWithContext(ctx, t.name, ch, c.Values)
 	if err != nil {
 		return nil, t.failed(ctx, cfg, read, fmt.Errorf("helm upgrade of release %s/%s to chart %s %s: %w", t.namespace, t.name, ch.Name(), ch.Metadata.Version, err))
 	}
-	rel, ok := res.(*release.Release)
-	if !ok {
-		return nil, fmt.Errorf("helm upgrade of release %s/%s: a result of an unknown type %T", t.namespace, t.name, res)
+	rel, err := helmrelease.AsRelease(res)
+	if err != nil {
+		return nil, fmt.Errorf("helm upgrade of release %s/%s: %w", t.namespace, t.name, err)
 	}
 	return observe(rel)
 }
@@ -227,7 +227,7 @@ func (t *Target) failed(ctx context.Context, cfg *action.Configuration, from *re
 		as = fmt.Sprintf(" as revision %d", back.Version)
 	}
 	return fmt.Errorf("%w\n  rolled back helm release %s/%s from revision %d to revision %d (chart %s)%s",
-		err, t.namespace, t.name, now.Version, from.Version, chartVersion(from), as)
+		err, t.namespace, t.name, now.Version, from.Version, helmrelease.ChartVersion(from), as)
 }
 
 // rollback rolls the release back to revision to, as `helm rollback
@@ -246,7 +246,7 @@ func (t *Target) rollback(ctx context.Context, cfg *action.Configuration, to int
 		if r.Version == to {
 			// auto applies as revision to recorded; Helm takes force only
 			// with a server-side apply
-			rb.ForceConflicts = r.ApplyMethod == "ssa"
+			rb.ForceConflicts = kind.ServerSide(kind.ServerSideAuto, r.ApplyMethod)
 		}
 	}
 	if err := rb.Run(t.name); err != nil {
@@ -295,13 +295,6 @@ func helmChart(c *upgrade.Chart) (*chart.Chart, error) {
 	return loader.LoadArchive(bytes.NewReader(data))
 }
 
-func chartVersion(rel *release.Release) string {
-	if rel == nil || rel.Chart == nil || rel.Chart.Metadata == nil {
-		return ""
-	}
-	return rel.Chart.Metadata.Version
-}
-
 // Backup writes nothing: Helm's history is the backup. The apply records
 // the revision it starts from in the labels of the revision it makes.
 func (t *Target) Backup(_ context.Context, o *upgrade.Observed) (string, bool, error) {
@@ -334,7 +327,7 @@ func (t *Target) ReadBackup(_ context.Context, fromVersion string) (*upgrade.Bac
 		}
 	} else {
 		for _, r := range hist[:len(hist)-1] {
-			if strings.TrimPrefix(chartVersion(r), "v") == strings.TrimPrefix(fromVersion, "v") {
+			if strings.TrimPrefix(helmrelease.ChartVersion(r), "v") == strings.TrimPrefix(fromVersion, "v") {
 				target = r
 			}
 		}
@@ -359,7 +352,7 @@ func (t *Target) Backups(_ context.Context) ([]string, error) {
 	var out []string
 	for i := len(hist) - 1; i >= 0; i-- {
 		r := hist[i]
-		out = append(out, fmt.Sprintf("helm revision %d (chart %s, %s)", r.Version, chartVersion(r), status(r)))
+		out = append(out, fmt.Sprintf("helm revision %d (chart %s, %s)", r.Version, helmrelease.ChartVersion(r), status(r)))
 	}
 	return out, nil
 }
@@ -415,7 +408,7 @@ func (t *Target) RevertFailed(ctx context.Context, want upgrade.Want) (string, e
 		return "", err
 	}
 	return fmt.Sprintf("rolled back helm release %s/%s from revision %d (chart %s) to revision %d (chart %s) as revision %d (release.rollbackOnFailure)",
-		t.namespace, t.name, now.Version, chartVersion(now), from, chartVersion(back), back.Version), nil
+		t.namespace, t.name, now.Version, helmrelease.ChartVersion(now), from, helmrelease.ChartVersion(back), back.Version), nil
 }
 
 // DeployedChart is the chart the newest revision deployed, as Helm stores
@@ -430,19 +423,6 @@ func (t *Target) DeployedChart(_ context.Context) (*chart.Chart, error) {
 
 // OwnSource is nil: a release names no chart source; the spec gives it.
 func (t *Target) OwnSource(context.Context) (chartpkg.Source, error) { return nil, nil }
-
-// serverSide says whether Helm applies an upgrade server-side: setting is
-// apply.serverSide; auto keeps what the release recorded (Helm 4's
-// apply_method "ssa"; a Helm 3 release records none: client-side).
-func serverSide(setting string, recorded string) bool {
-	switch setting {
-	case kind.ServerSideTrue:
-		return true
-	case kind.ServerSideFalse:
-		return false
-	}
-	return recorded == "ssa"
-}
 
 // Conflicts renders the new chart with the merged values and applies each
 // object that exists in a server-side dry run, as Helm's field manager.
@@ -459,7 +439,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	if err != nil {
 		return upgrade.Conflicts{}, err
 	}
-	ssa := serverSide(t.apply.ServerSide, rel.ApplyMethod)
+	ssa := kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod)
 	start := time.Now()
 	res, err := applycheck.Checker{Dynamic: t.c.releases.Dynamic, Mapper: t.c.releases.Mapper()}.Check(ctx,
 		applycheck.Request{Manifest: manifest, Namespace: t.namespace, Manager: cluster.HelmFieldManager, Old: rel.Manifest})
