@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -79,11 +78,8 @@ func (f *fixture) installIgnoringReplicaCount(name string) {
 // data.replicaCount: the field's owner becomes "kubectl-patch".
 func (f *fixture) hotfixReplicaCount(name string) {
 	f.t.Helper()
-	kubectl, err := f.env.Binary("kubectl")
+	_, err := f.env.Kubectl(f.t.Context(), "-n", f.ns, "patch", "configmap", name+"-config", "--type", "merge", "-p", `{"data":{"replicaCount":"9"}}`)
 	require.NoError(f.t, err)
-	out, err := exec.CommandContext(f.t.Context(), kubectl, "--kubeconfig", f.env.KubeconfigPath(), "-n", f.ns,
-		"patch", "configmap", name+"-config", "--type", "merge", "-p", `{"data":{"replicaCount":"9"}}`).CombinedOutput()
-	require.NoError(f.t, err, string(out))
 }
 
 // The same hotfix made after preflight (as the upgrade applies): Fleet's

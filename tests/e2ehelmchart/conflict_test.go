@@ -2,7 +2,6 @@ package e2ehelmchart
 
 import (
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -23,11 +22,8 @@ func TestAHotfixUnderAHelmChart(t *testing.T) {
 	name := release()
 	f.installExample(name, nil)
 	f.demoteStorageClass(name + "-longhorn")
-	kubectl, err := f.env.Binary("kubectl")
+	_, err := f.env.Kubectl(t.Context(), "-n", f.ns, "patch", "configmap", name+"-config", "--type", "merge", "-p", `{"data":{"replicaCount":"9"}}`)
 	require.NoError(t, err)
-	out, err := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", f.env.KubeconfigPath(), "-n", f.ns,
-		"patch", "configmap", name+"-config", "--type", "merge", "-p", `{"data":{"replicaCount":"9"}}`).CombinedOutput()
-	require.NoError(t, err, string(out))
 	before := f.get(name)
 
 	n := newNode(t, "node-1")
@@ -57,7 +53,7 @@ charts:
 	h := f.get(name)
 	force, _, _ := unstructured.NestedBool(h.Object.Object, "spec", "forceConflicts")
 	assert.True(t, force, "spec.forceConflicts written")
-	assert.NotEqual(t, "9", f.configMap(name+"-config").Data["replicaCount"], "the upgrade took the field")
+	assert.NotEqual(t, "9", f.configMap(name + "-config").Data["replicaCount"], "the upgrade took the field")
 	env := map[string]string{}
 	for _, e := range f.job(name).Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value

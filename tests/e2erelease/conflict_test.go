@@ -2,7 +2,6 @@ package e2erelease
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -18,14 +17,10 @@ import (
 // Deployment: the real kubectl, so the field's owner is "kubectl-set".
 func (f *fixture) hotfix(name, image string) {
 	f.t.Helper()
-	kubectl, err := f.env.Binary("kubectl")
+	_, err := f.env.Kubectl(f.t.Context(), "-n", f.ns, "set", "image", "deployment/"+name+"-web", "web="+image)
 	require.NoError(f.t, err)
-	out, err := exec.CommandContext(f.t.Context(), kubectl, "--kubeconfig", f.env.KubeconfigPath(), "-n", f.ns,
-		"set", "image", "deployment/"+name+"-web", "web="+image).CombinedOutput()
-	require.NoError(f.t, err, string(out))
-	out, err = exec.CommandContext(f.t.Context(), kubectl, "--kubeconfig", f.env.KubeconfigPath(), "-n", f.ns,
-		"rollout", "status", "deployment/"+name+"-web", "--timeout", "60s").CombinedOutput()
-	require.NoError(f.t, err, string(out))
+	_, err = f.env.Kubectl(f.t.Context(), "-n", f.ns, "rollout", "status", "deployment/"+name+"-web", "--timeout", "60s")
+	require.NoError(f.t, err)
 }
 
 // image is the image of the release's Deployment now.

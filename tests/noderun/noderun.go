@@ -61,8 +61,8 @@ func Writes(t *testing.T, env *testenv.Env, namespace string) []string {
 		if !strings.HasPrefix(e.UserAgent, "chart-upgrader") || e.ObjectRef == nil || e.ObjectRef.Namespace != namespace {
 			continue
 		}
-		if strings.Contains(e.RequestURI, "dryRun=All") || e.ObjectRef.Resource == "selfsubjectaccessreviews" {
-			continue // the conflict check's dry runs and questions store nothing
+		if testenv.StoresNothing(e.RequestURI) {
+			continue // the conflict check's dry runs and questions
 		}
 		switch e.Verb {
 		case "create", "update", "patch", "delete", "deletecollection":

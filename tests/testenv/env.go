@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -199,6 +201,29 @@ func (e *Env) Binary(name string) (string, error) {
 		return "", fmt.Errorf("%s is not among the test binaries (run scripts/testenv): %w", name, err)
 	}
 	return path, nil
+}
+
+// Kubectl runs the real kubectl against the API server, as an operator
+// would (its field manager is kubectl's own: "kubectl-set",
+// "kubectl-patch"…); the error carries its output.
+func (e *Env) Kubectl(ctx context.Context, args ...string) (string, error) {
+	bin, err := e.Binary("kubectl")
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", e.KubeconfigPath()}, args...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// StoresNothing says whether a request (its URI, path and query) writes
+// nothing though its verb does: a server-side dry run, or a question
+// about this client's own permissions (a SelfSubjectAccessReview). The
+// conflict check makes both; tests that count writes leave them out.
+func StoresNothing(requestURI string) bool {
+	return strings.Contains(requestURI, "dryRun=All") || strings.Contains(requestURI, "/selfsubjectaccessreviews")
 }
 
 // HelmCLIEnv is the environment that keeps a Helm CLI's configuration,

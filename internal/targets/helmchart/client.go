@@ -180,7 +180,7 @@ type Update struct {
 	// when true, in spec.forceConflicts (apply:).
 	ServerSide     string
 	ForceConflicts bool
-	Annotations   map[string]string
+	Annotations    map[string]string
 	// Spec, when set, replaces the whole spec (rollback).
 	Spec map[string]any
 }
