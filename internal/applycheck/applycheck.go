@@ -1,10 +1,12 @@
 // Package applycheck finds, before anything is written, the field-manager
-// conflicts a server-side apply of a chart's objects would meet. Each object
-// that exists is applied with dryRun=All and without force, as the field
-// manager that really applies it (Helm's "helm", Fleet's agent…); the API
-// server answers a conflict with the fields another manager owns, and
-// nothing is stored. The package reads the live value of each such field
-// and the value the chart would set, for the report (redacted in a
+// conflicts a server-side apply of a chart's objects would meet, and the
+// objects Helm would refuse to adopt. It reads each live object (with its
+// managedFields) and the cluster's OpenAPI v3 schema of its kind, and runs
+// the apply the API server would run, with the same library
+// (k8s.io/apimachinery's managedfields, on structured-merge-diff), in this
+// process: no dry run, so it needs only read access to the chart's
+// objects (docs/design.md §7). It reads the live value of each conflicting
+// field and the value the chart would set, for the report (redacted in a
 // Secret).
 package applycheck
 
@@ -13,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -22,10 +25,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -56,6 +62,14 @@ func (c Conflict) String() string {
 	return fmt.Sprintf("%s %s is owned by %s (live: %s; the upgrade sets: %s)", c.Object, c.Field, c.Owner, c.Live, c.New)
 }
 
+// Unowned is an object the new chart adds that exists already without
+// this release's ownership metadata: Helm refuses to adopt it ("invalid
+// ownership metadata") unless it takes ownership.
+type Unowned struct {
+	Object string
+	Why    string // what the ownership metadata lacks, as Helm says it
+}
+
 // Request is what to check.
 type Request struct {
 	// Manifest is the chart's objects, one YAML stream.
@@ -63,200 +77,149 @@ type Request struct {
 	// Namespace is the namespace of namespaced objects that name none
 	// (the release's).
 	Namespace string
+	// Release is the release's name: the ownership metadata Helm adds to
+	// every object (and requires of an object it adopts); "" checks no
+	// ownership.
+	Release string
 	// Manager is the field manager to apply as; "" to take, per object,
 	// the one that holds its Apply entry (ApplyManager), else Fallback.
 	Manager, Fallback string
 	// Old is the manifest deployed now ("": unknown), to tell the fields
-	// the chart changes from those it does not (Conflict.Unchanged).
+	// the chart changes from those it does not (Conflict.Unchanged), and
+	// the objects the upgrade adds (Unowned).
 	Old string
 }
 
 // Result is what the check found.
 type Result struct {
 	Conflicts []Conflict
-	// Checked counts the objects that exist (each was applied in a dry
-	// run); Requests the API requests made.
+	Unowned   []Unowned
+	// Checked counts the objects that exist and were checked; Requests
+	// the API requests made (reads, access questions, schemas).
 	Checked, Requests int
-	// Forbidden names the objects this process may not read or patch:
-	// they were not checked (RBAC cannot grant a dry run alone).
-	Forbidden []string
-	// Managers are the field managers applied as, by name (with Manager
-	// set: that one).
+	// NotChecked names each object that exists, or may, and was not
+	// checked, with the reason (unreadable: the rule to add; no schema).
+	NotChecked []string
+	// Managers are the field managers applied as, by name.
 	Managers []string
 }
 
 // Checker checks against one API server.
 type Checker struct {
-	Dynamic dynamic.Interface
-	Mapper  meta.RESTMapper
-	// Access, when set, is asked first whether this process may get and
-	// patch the objects of a resource in a namespace ("" for a
-	// cluster-scoped one); the objects it may not are left unchecked
-	// (Result.Forbidden) without a refused request. A process that applies
-	// the chart itself (a release) needs no such question.
-	Access Access
+	Reader  liveobjects.Reader
+	Schemas *Schemas
 }
 
-// Access says whether this process may get and patch resource in
-// namespace.
-type Access interface {
-	Allowed(ctx context.Context, resource schema.GroupVersionResource, namespace string) (bool, error)
-}
-
-// parallel is how many objects are checked at once.
-const parallel = 8
-
-// Check applies each object of r.Manifest in a dry run and collects the
-// conflicts, in manifest order. An object of a kind the cluster does not
-// serve yet (a CRD the chart brings) or that does not exist is new: it
-// cannot conflict, and is skipped. Any other error of the API server fails
-// the check, naming the object.
+// Check reads the live copy of each object of r.Manifest and computes the
+// conflicts of its apply, in manifest order. An object of a kind the
+// cluster does not serve yet (a CRD the chart brings) or that does not
+// exist is new: it cannot conflict. It writes nothing.
 func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	objs, err := Objects(r.Manifest)
 	if err != nil {
 		return Result{}, fmt.Errorf("reading the rendered manifest: %w", err)
 	}
 	old := map[string]map[string]any{} // by kind/name
+	var olds []*unstructured.Unstructured
 	if r.Old != "" {
-		olds, err := Objects(r.Old)
-		if err != nil {
+		if olds, err = Objects(r.Old); err != nil {
 			return Result{}, fmt.Errorf("reading the deployed manifest: %w", err)
 		}
 		for _, o := range olds {
 			old[o.GetKind()+"/"+o.GetName()] = o.Object
 		}
 	}
+	read, err := c.Reader.Read(ctx, objs, r.Namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Requests: read.Requests}
+	deployed := c.keys(olds, r.Namespace)
+
 	type answer struct {
 		conflicts []Conflict
-		checked   bool
-		forbidden string
-		requests  int
+		reason    string
 		manager   string
-		err       error
 	}
-	answers := make([]answer, len(objs))
-	sem := make(chan struct{}, parallel)
+	answers := make([]answer, len(read.Objects))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
-	for i, obj := range objs {
+	for i, o := range read.Objects {
+		if o.Unread != "" {
+			answers[i].reason = o.Unread
+			continue
+		}
+		if o.Live == nil {
+			continue
+		}
+		if r.Release != "" && r.Old != "" && !deployed[key(o.Want)] {
+			if why := ownership(o.Live, r.Release, r.Namespace); why != "" {
+				res.Unowned = append(res.Unowned, Unowned{Object: o.Name(), Why: why})
+			}
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			a := &answers[i]
-			a.conflicts, a.checked, a.requests, a.manager, a.err = c.one(ctx, obj, r, old[obj.GetKind()+"/"+obj.GetName()])
-			if apierrors.IsForbidden(a.err) {
-				a.forbidden, a.err = describe(obj), nil
+			a.manager = r.Manager
+			if a.manager == "" {
+				if a.manager = ApplyManager(o.Live); a.manager == "" {
+					a.manager = r.Fallback
+				}
 			}
+			want := o.Want.DeepCopy()
+			if r.Release != "" {
+				setOwnership(want, r.Release, r.Namespace)
+			}
+			a.conflicts, a.reason = c.one(ctx, o, want, a.manager, old[o.Want.GetKind()+"/"+o.Want.GetName()])
 		}()
 	}
 	wg.Wait()
-	var res Result
-	var errs []error
 	managers := map[string]bool{}
-	for _, a := range answers {
+	for i, a := range answers {
 		res.Conflicts = append(res.Conflicts, a.conflicts...)
-		res.Requests += a.requests
-		if a.checked {
+		switch {
+		case a.reason != "":
+			res.NotChecked = append(res.NotChecked, read.Objects[i].Name()+": "+a.reason)
+		case a.manager != "":
 			res.Checked++
 			managers[a.manager] = true
-		}
-		if a.err != nil {
-			errs = append(errs, a.err)
-		}
-		if a.forbidden != "" {
-			res.Forbidden = append(res.Forbidden, a.forbidden)
 		}
 	}
 	for m := range managers {
 		res.Managers = append(res.Managers, m)
 	}
 	sort.Strings(res.Managers)
-	return res, errors.Join(errs...)
+	if c.Schemas != nil {
+		res.Requests += c.Schemas.fetched()
+	}
+	return res, nil
 }
 
-// one checks one object: the conflicts of its dry-run apply, whether it
-// exists, the requests made and the manager applied as.
-func (c Checker) one(ctx context.Context, obj *unstructured.Unstructured, r Request, old map[string]any) ([]Conflict, bool, int, string, error) {
-	gvk := obj.GroupVersionKind()
-	mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		return nil, false, 0, "", nil // a kind the chart brings: new
-	}
+// one computes the conflicts of applying want over o.Live as manager; a
+// reason when it cannot (no schema for the kind; an object its schema
+// refuses, which the apply itself will meet and name).
+func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any) ([]Conflict, string) {
+	gvk := want.GroupVersionKind()
+	tc, err := c.Schemas.Converter(ctx, gvk.GroupVersion())
 	if err != nil {
-		return nil, false, 0, "", fmt.Errorf("%s: %w", describe(obj), err)
+		return nil, "not checked: " + err.Error()
 	}
-	var client dynamic.ResourceInterface = c.Dynamic.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if obj.GetNamespace() == "" {
-			obj.SetNamespace(r.Namespace)
-		}
-		client = c.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
-	} else {
-		obj.SetNamespace("")
-	}
-	requests := 0
-	if c.Access != nil {
-		ok, err := c.Access.Allowed(ctx, mapping.Resource, obj.GetNamespace())
-		if err != nil {
-			return nil, false, 0, "", fmt.Errorf("%s: asking whether this process may read and patch it: %w", describe(obj), err)
-		}
-		if !ok {
-			return nil, false, 0, "", apierrors.NewForbidden(mapping.Resource.GroupResource(), obj.GetName(), errors.New("no get and patch"))
-		}
-	}
-	manager := r.Manager
-	var live *unstructured.Unstructured
-	if manager == "" {
-		requests++
-		if live, err = client.Get(ctx, obj.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			return nil, false, requests, "", nil
-		} else if err != nil {
-			return nil, false, requests, "", fmt.Errorf("reading %s: %w", describe(obj), err)
-		}
-		if manager = ApplyManager(live); manager == "" {
-			manager = r.Fallback
-		}
-	}
-	data, err := json.Marshal(obj.Object)
+	causes, err := ApplyConflicts(tc, o.Live, want, manager)
 	if err != nil {
-		return nil, false, requests, "", fmt.Errorf("%s: %w", describe(obj), err)
-	}
-	force := false
-	requests++
-	_, err = client.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: manager, Force: &force})
-	if err == nil {
-		return nil, true, requests, manager, nil
-	}
-	causes := conflictCauses(err)
-	if causes == nil {
-		if apierrors.IsForbidden(err) {
-			return nil, false, requests, "", err
-		}
-		if refusedObject(err) {
-			// not a conflict: the apply itself meets it and says so (a
-			// namespace not there yet, an object the API server or an
-			// admission webhook refuses)
-			return nil, false, requests, "", nil
-		}
-		return nil, true, requests, manager, fmt.Errorf("a server-side dry-run apply of %s as %q: %w", describe(obj), manager, err)
-	}
-	if live == nil {
-		requests++
-		if live, err = client.Get(ctx, obj.GetName(), metav1.GetOptions{}); err != nil {
-			return nil, true, requests, manager, fmt.Errorf("reading %s: %w", describe(obj), err)
-		}
+		return nil, "not checked: " + err.Error()
 	}
 	secret := gvk.Group == "" && gvk.Kind == "Secret"
 	var out []Conflict
 	for _, cause := range causes {
 		owner := strings.TrimPrefix(cause.Message, "conflict with ")
-		k := Conflict{Object: describe(obj), Field: cause.Field, Owner: owner, OwnerName: ownerName(owner), Secret: secret, AppliedAs: manager}
+		k := Conflict{Object: o.Name(), Field: cause.Field, Owner: owner, OwnerName: ownerName(owner), Secret: secret, AppliedAs: manager}
 		if path, err := ParsePath(cause.Field); err == nil {
-			k.Live, k.New = show(path.Lookup(live.Object)), show(path.Lookup(obj.Object))
+			k.Live, k.New = show(path.Lookup(o.Live.Object)), show(path.Lookup(want.Object))
 			if old != nil {
 				ov, ook := path.Lookup(old)
-				nv, nok := path.Lookup(obj.Object)
+				nv, nok := path.Lookup(want.Object)
 				k.Unchanged = ook == nok && sameValue(ov, nv)
 			}
 		} else {
@@ -267,7 +230,150 @@ func (c Checker) one(ctx context.Context, obj *unstructured.Unstructured, r Requ
 		}
 		out = append(out, k)
 	}
-	return out, true, requests, manager, nil
+	return out, ""
+}
+
+// ApplyConflicts runs, in this process, the server-side apply (without
+// force) of want over live as manager, as the API server runs it: the
+// same field manager of k8s.io/apimachinery over tc, the type converter of
+// the cluster's schema for the kind. It returns the conflicts as the API
+// server reports them (the causes of its 409); an error when the apply
+// fails for another reason (the schema refuses want, say).
+func ApplyConflicts(tc managedfields.TypeConverter, live, want *unstructured.Unstructured, manager string) ([]metav1.StatusCause, error) {
+	gvk := want.GroupVersionKind()
+	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{gvk.GroupVersion()}, noDefaults{}, creater{}, gvk, gvk.GroupVersion(), "", nil)
+	if err != nil {
+		return nil, err
+	}
+	applied, err := asDecoded(want)
+	if err != nil {
+		return nil, err
+	}
+	applied.SetManagedFields(nil)
+	_, err = fm.Apply(live.DeepCopy(), applied, manager, false)
+	if err == nil {
+		return nil, nil
+	}
+	if causes := conflictCauses(err); causes != nil {
+		return causes, nil
+	}
+	return nil, err
+}
+
+// asDecoded is obj as the API server decodes a request body: integers as
+// int64 (a YAML decoder gives float64).
+func asDecoded(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := unstructured.UnstructuredJSONScheme.Decode(data, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return out.(*unstructured.Unstructured), nil
+}
+
+// sameVersion converts nothing: the object and its managers are at the
+// version applied. A manager recorded at another version is one only the
+// API server could convert to, so the field manager drops it, as the API
+// server drops a version it no longer serves.
+type sameVersion struct{ gv schema.GroupVersion }
+
+func (c sameVersion) Convert(in, out, context any) error {
+	return errors.New("applycheck: no conversion")
+}
+
+func (c sameVersion) ConvertToVersion(in kruntime.Object, target kruntime.GroupVersioner) (kruntime.Object, error) {
+	gvk := in.GetObjectKind().GroupVersionKind()
+	if want, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{gvk}); ok && want == gvk {
+		return in, nil
+	}
+	return nil, kruntime.NewNotRegisteredGVKErrForTarget("applycheck", gvk, target)
+}
+
+func (c sameVersion) ConvertFieldLabel(schema.GroupVersionKind, string, string) (string, string, error) {
+	return "", "", errors.New("applycheck: no field labels")
+}
+
+type noDefaults struct{}
+
+func (noDefaults) Default(kruntime.Object) {}
+
+type creater struct{}
+
+func (creater) New(gvk schema.GroupVersionKind) (kruntime.Object, error) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// Helm's ownership metadata (helm.sh/helm/v4/pkg/action/validate.go).
+const (
+	managedByLabel      = "app.kubernetes.io/managed-by"
+	managedByHelm       = "Helm"
+	releaseNameKey      = "meta.helm.sh/release-name"
+	releaseNamespaceKey = "meta.helm.sh/release-namespace"
+)
+
+// ownership is what obj lacks to be adopted by release name in namespace,
+// in Helm's words; "" when nothing.
+func ownership(obj *unstructured.Unstructured, name, namespace string) string {
+	var why []string
+	need := func(m map[string]string, what, k, v string) {
+		actual, ok := m[k]
+		switch {
+		case !ok:
+			why = append(why, fmt.Sprintf("%s %q missing: must be set to %q", what, k, v))
+		case actual != v:
+			why = append(why, fmt.Sprintf("%s %q must equal %q: current value is %q", what, k, v, actual))
+		}
+	}
+	need(obj.GetLabels(), "label", managedByLabel, managedByHelm)
+	need(obj.GetAnnotations(), "annotation", releaseNameKey, name)
+	need(obj.GetAnnotations(), "annotation", releaseNamespaceKey, namespace)
+	return strings.Join(why, "; ")
+}
+
+// setOwnership adds the metadata Helm sets on every object it applies.
+func setOwnership(obj *unstructured.Unstructured, name, namespace string) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[managedByLabel] = managedByHelm
+	obj.SetLabels(labels)
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[releaseNameKey], ann[releaseNamespaceKey] = name, namespace
+	obj.SetAnnotations(ann)
+}
+
+// key is an object's identity as Helm compares a release's manifests:
+// apiVersion, kind, namespace, name.
+func key(obj *unstructured.Unstructured) string {
+	return obj.GetAPIVersion() + "/" + obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// keys are the identities of objs, a namespaced object without a
+// namespace put in namespace.
+func (c Checker) keys(objs []*unstructured.Unstructured, namespace string) map[string]bool {
+	out := map[string]bool{}
+	for _, o := range objs {
+		o = o.DeepCopy()
+		gvk := o.GroupVersionKind()
+		if m, err := c.Reader.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			if m.Scope.Name() == meta.RESTScopeNameNamespace && o.GetNamespace() == "" {
+				o.SetNamespace(namespace)
+			} else if m.Scope.Name() != meta.RESTScopeNameNamespace {
+				o.SetNamespace("")
+			}
+		}
+		out[key(o)] = true
+	}
+	return out
 }
 
 // conflictCauses are the field-manager conflicts of a failed apply; nil
@@ -284,14 +390,6 @@ func conflictCauses(err error) []metav1.StatusCause {
 		}
 	}
 	return out
-}
-
-// refusedObject says whether err is the API server's answer about the
-// object itself (not found, invalid, forbidden, refused by admission…),
-// rather than a failure to ask.
-func refusedObject(err error) bool {
-	return apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
-		apierrors.IsMethodNotSupported(err) || apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)
 }
 
 // ownerName is the bare manager name of an owner as the API server
@@ -356,14 +454,6 @@ func Objects(manifest string) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// describe names an object for people: Kind namespace/name.
-func describe(obj *unstructured.Unstructured) string {
-	if ns := obj.GetNamespace(); ns != "" {
-		return obj.GetKind() + " " + ns + "/" + obj.GetName()
-	}
-	return obj.GetKind() + " " + obj.GetName()
-}
-
 // maxShown is the longest value shown in full.
 const maxShown = 120
 
@@ -395,13 +485,12 @@ const WaysOutNoForce = "the ways out: revert the other manager's change; or make
 	"(Fleet cannot force conflicts, so apply.forceConflicts is not one)"
 
 // Note is what the check did, for the log: objects, managers, requests,
-// time, and the objects it could not check.
+// time, and the objects it could not check, each with the reason.
 func (r Result) Note(took time.Duration) string {
-	s := fmt.Sprintf("conflict check: %d objects applied in a server-side dry run as %s in %s, %d requests",
+	s := fmt.Sprintf("conflict check: %d objects checked against their managedFields as %s in %s, %d requests",
 		r.Checked, strings.Join(r.Managers, ", "), took.Round(time.Millisecond), r.Requests)
-	if len(r.Forbidden) > 0 {
-		s += fmt.Sprintf("; %d not checked, this process may not read or patch them (grant get and patch on their kinds to check them): %s",
-			len(r.Forbidden), strings.Join(r.Forbidden, ", "))
+	if len(r.NotChecked) > 0 {
+		s += fmt.Sprintf("; %d not checked: %s", len(r.NotChecked), strings.Join(r.NotChecked, "; "))
 	}
 	return s
 }
@@ -419,6 +508,10 @@ type How struct {
 	// Self is the applier's field manager: its own entries (of an earlier
 	// client-side apply) are no conflict.
 	Self string
+	// TakesOwnership: the applier adopts an existing object without the
+	// release's ownership metadata (Helm's --take-ownership; Fleet's
+	// agent); else it refuses to.
+	TakesOwnership bool
 }
 
 // Judge sorts what Check found for an apply made as how says: a conflict
@@ -444,5 +537,34 @@ func Judge(res Result, how How) (refused []string, warnings []values.Warning) {
 	if len(refused) > 0 {
 		refused = append(refused, WaysOut)
 	}
+	for _, u := range res.Unowned {
+		if how.TakesOwnership {
+			warnings = append(warnings, values.Warning{Kind: values.WarnTakeOwnership, Path: u.Object,
+				Message: fmt.Sprintf("%s exists without this release's ownership metadata (%s); %s with takeOwnership and adopts it", u.Object, u.Why, how.Applier)})
+			continue
+		}
+		refused = append(refused, fmt.Sprintf("ownership conflict: %s exists and cannot be imported into the release: invalid ownership metadata; %s; %s", u.Object, u.Why, adoptHint(u.Object)))
+	}
+	for _, n := range res.NotChecked {
+		warnings = append(warnings, values.Warning{Kind: values.WarnNotChecked, Path: strings.SplitN(n, ": ", 2)[0], Message: n})
+	}
 	return refused, warnings
+}
+
+// adoptHint says how an operator lets Helm adopt an object: Helm's own
+// ownership metadata, set with kubectl, or the object deleted.
+func adoptHint(object string) string {
+	return "to let the release adopt it, give it the label " + managedByLabel + "=" + managedByHelm +
+		" and the annotations " + releaseNameKey + " and " + releaseNamespaceKey + " of the release (kubectl label and kubectl annotate " +
+		object + "), or delete it"
+}
+
+// New is the Checker of one cluster: its objects read through dyn and
+// mapper, access asked of kube before a list, its schemas read through
+// kube's discovery.
+func New(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper) Checker {
+	return Checker{
+		Reader:  liveobjects.Reader{Dynamic: dyn, Mapper: mapper, Access: &liveobjects.SelfAccess{Kube: kube}},
+		Schemas: &Schemas{OpenAPI: kube.Discovery().OpenAPIV3()},
+	}
 }

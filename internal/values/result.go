@@ -43,6 +43,14 @@ const (
 	// or a server-side one that forces conflicts); the path names the
 	// object and field.
 	WarnFieldOwner WarningKind = "field-owned-by-another-manager"
+	// WarnTakeOwnership: an object the new chart adds exists already
+	// without the release's ownership metadata, and the applier takes it
+	// over (Fleet's agent does); the path names the object.
+	WarnTakeOwnership WarningKind = "takes-ownership"
+	// WarnNotChecked: an object of the chart that exists, or may, could
+	// not be checked for field-manager conflicts; the message says why
+	// (the RBAC rule to add, or the schema the cluster does not publish).
+	WarnNotChecked WarningKind = "conflict-not-checked"
 )
 
 // Value is an optional value: Set false means "not set", which differs from

@@ -58,8 +58,8 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	ssa := kind.ServerSide(setting, recorded)
 	start := time.Now()
-	res, err := applycheck.Checker{Dynamic: t.c.Dynamic, Mapper: t.c.Releases().Mapper(), Access: &applycheck.SelfAccess{Kube: t.c.Kube}}.Check(ctx,
-		applycheck.Request{Manifest: manifest, Namespace: h.TargetNamespace, Fallback: cluster.HelmFieldManager, Old: old})
+	res, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Check(ctx,
+		applycheck.Request{Manifest: manifest, Namespace: h.TargetNamespace, Release: h.ReleaseName(), Fallback: cluster.HelmFieldManager, Old: old})
 	if err != nil {
 		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", t.Ref(), err)
 	}

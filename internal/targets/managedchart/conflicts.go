@@ -46,8 +46,8 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	ssa := kind.ServerSide(kind.ServerSideAuto, rel.ApplyMethod) // Fleet upgrades with auto
 	start := time.Now()
-	res, err := applycheck.Checker{Dynamic: t.c.Dynamic, Mapper: t.c.Releases().Mapper(), Access: &applycheck.SelfAccess{Kube: t.c.Kube}}.Check(ctx,
-		applycheck.Request{Manifest: manifest, Namespace: ns, Fallback: AgentFieldManager, Old: rel.Manifest})
+	res, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Check(ctx,
+		applycheck.Request{Manifest: manifest, Namespace: ns, Release: mc.Release(), Fallback: AgentFieldManager, Old: rel.Manifest})
 	if err != nil {
 		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", t.Ref(), err)
 	}
@@ -57,10 +57,12 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; Fleet's agent applies %s (the release records %q)", res.Note(time.Since(start)), method, rel.ApplyMethod)}
 	out.Refused, out.Warnings = applycheck.Judge(res, applycheck.How{ServerSide: ssa,
-		Applier: "Fleet's agent applies this chart", Self: AgentFieldManager})
-	if len(out.Refused) > 0 {
-		// Fleet has no force: the way out through the spec is not there
-		out.Refused[len(out.Refused)-1] = applycheck.WaysOutNoForce
+		Applier: "Fleet's agent applies this chart", Self: AgentFieldManager, TakesOwnership: true})
+	for i, line := range out.Refused {
+		if line == applycheck.WaysOut {
+			// Fleet has no force: the way out through the spec is not there
+			out.Refused[i] = applycheck.WaysOutNoForce
+		}
 	}
 	return out, nil
 }

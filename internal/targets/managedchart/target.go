@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
@@ -157,7 +157,7 @@ func (t *Target) Watch(ctx context.Context) (upgrade.Watch, error) {
 		ns = "default"
 	}
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	if ok, err := (&applycheck.SelfAccess{Kube: t.c.Kube}).May(ctx, secrets, ns, "list", "watch"); err != nil || !ok {
+	if ok, err := (&liveobjects.SelfAccess{Kube: t.c.Kube}).May(ctx, secrets, ns, "list", "watch"); err != nil || !ok {
 		if t.c.Log != nil {
 			t.c.Log.Debug("not watching the helm release's revisions: this process may not list and watch them", "namespace", ns, "release", mc.Release())
 		}

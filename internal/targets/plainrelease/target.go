@@ -441,8 +441,8 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	ssa := kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod)
 	start := time.Now()
-	res, err := applycheck.Checker{Dynamic: t.c.releases.Dynamic, Mapper: t.c.releases.Mapper()}.Check(ctx,
-		applycheck.Request{Manifest: manifest, Namespace: t.namespace, Manager: cluster.HelmFieldManager, Old: rel.Manifest})
+	res, err := applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper()).Check(ctx,
+		applycheck.Request{Manifest: manifest, Namespace: t.namespace, Release: t.name, Manager: cluster.HelmFieldManager, Old: rel.Manifest})
 	if err != nil {
 		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of helm release %s/%s for field-manager conflicts: %w", t.namespace, t.name, err)
 	}

@@ -1,4 +1,4 @@
-package applycheck
+package liveobjects
 
 import (
 	"context"
@@ -17,12 +17,6 @@ type SelfAccess struct {
 
 	mu    sync.Mutex
 	known map[authorizationv1.ResourceAttributes]bool
-}
-
-// Allowed says whether this process may get and patch resource in
-// namespace.
-func (s *SelfAccess) Allowed(ctx context.Context, resource schema.GroupVersionResource, namespace string) (bool, error) {
-	return s.May(ctx, resource, namespace, "get", "patch")
 }
 
 // May says whether this process may do each of verbs on resource in

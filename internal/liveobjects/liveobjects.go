@@ -1,0 +1,264 @@
+// Package liveobjects reads the live copies of a chart's objects with as few
+// requests as this process's RBAC allows: one list per resource and
+// namespace where it may list and the manifest has two objects or more
+// there, one get each otherwise. An object it may not read is named with
+// the exact RBAC rule that would let it; nothing here ever writes.
+package liveobjects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// Object is one object of the manifest and what the API server has of it.
+type Object struct {
+	// Want is the manifest's object, its namespace defaulted for a
+	// namespaced kind and cleared for a cluster-scoped one.
+	Want *unstructured.Unstructured
+	// Mapping is its kind's resource; nil when the API server does not
+	// serve the kind (a CRD the chart brings: the object is new).
+	Mapping *meta.RESTMapping
+	// Live is the object on the server; nil when there is none or it was
+	// not read (Unread).
+	Live *unstructured.Unstructured
+	// Unread says why the object could not be read ("" when it was): a
+	// refusal naming the rule to add.
+	Unread string
+}
+
+// Name is the object for people: Kind namespace/name.
+func (o Object) Name() string { return Describe(o.Want) }
+
+// Describe names an object for people: Kind namespace/name.
+func Describe(obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return obj.GetKind() + " " + ns + "/" + obj.GetName()
+	}
+	return obj.GetKind() + " " + obj.GetName()
+}
+
+// Access says whether this process may do verbs on a resource in a
+// namespace ("" for a cluster-scoped one).
+type Access interface {
+	May(ctx context.Context, resource schema.GroupVersionResource, namespace string, verbs ...string) (bool, error)
+}
+
+// Reader reads from one API server.
+type Reader struct {
+	Dynamic dynamic.Interface
+	Mapper  meta.RESTMapper
+	// Access, when set, is asked before a list whether this process may
+	// list; else a list is tried and a refusal falls back to gets.
+	Access Access
+}
+
+// Result is what Read found, in manifest order.
+type Result struct {
+	Objects []Object
+	// Requests counts the API requests made (lists, gets and access
+	// questions).
+	Requests int
+}
+
+// parallel is how many reads run at once.
+const parallel = 8
+
+// group is the objects of one resource in one namespace.
+type group struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	index     []int // into Result.Objects
+}
+
+// Read reads the live copy of each of objs (namespaced objects without a
+// namespace are in namespace). An error of the API server other than "not
+// found" and "forbidden" fails the read, naming the object.
+func (r Reader) Read(ctx context.Context, objs []*unstructured.Unstructured, namespace string) (Result, error) {
+	res := Result{Objects: make([]Object, len(objs))}
+	groups := map[string]*group{}
+	var order []string
+	for i, u := range objs {
+		u = u.DeepCopy()
+		o := &res.Objects[i]
+		o.Want = u
+		gvk := u.GroupVersionKind()
+		mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			continue // a kind the chart brings: new
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", Describe(u), err)
+		}
+		o.Mapping = mapping
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			if u.GetNamespace() == "" {
+				u.SetNamespace(namespace)
+			}
+		} else {
+			u.SetNamespace("")
+		}
+		key := mapping.Resource.String() + "|" + u.GetNamespace()
+		g := groups[key]
+		if g == nil {
+			g = &group{gvr: mapping.Resource, namespace: u.GetNamespace()}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.index = append(g.index, i)
+	}
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, key := range order {
+		g := groups[key]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			n, err := r.readGroup(ctx, g, res.Objects)
+			mu.Lock()
+			defer mu.Unlock()
+			res.Requests += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return res, errors.Join(errs...)
+}
+
+// readGroup reads one group's objects into objs: one list when allowed and
+// worth it, else one get each (parallel at most at once).
+func (r Reader) readGroup(ctx context.Context, g *group, objs []Object) (int, error) {
+	client := r.client(g)
+	requests := 0
+	if len(g.index) > 1 {
+		may := true
+		if r.Access != nil {
+			requests++
+			ok, err := r.Access.May(ctx, g.gvr, g.namespace, "list")
+			if err != nil {
+				return requests, fmt.Errorf("asking whether this process may list %s%s: %w", g.gvr.GroupResource(), inNamespace(g.namespace), err)
+			}
+			may = ok
+		}
+		if may {
+			requests++
+			list, err := client.List(ctx, metav1.ListOptions{})
+			switch {
+			case err == nil:
+				byName := map[string]*unstructured.Unstructured{}
+				for i := range list.Items {
+					byName[list.Items[i].GetName()] = &list.Items[i]
+				}
+				for _, i := range g.index {
+					objs[i].Live = byName[objs[i].Want.GetName()]
+				}
+				return requests, nil
+			case apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
+				// fall back to one get each
+			default:
+				return requests, fmt.Errorf("listing %s%s: %w", g.gvr.GroupResource(), inNamespace(g.namespace), err)
+			}
+		}
+	}
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, i := range g.index {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			o := &objs[i]
+			live, err := client.Get(ctx, o.Want.GetName(), metav1.GetOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			requests++
+			switch {
+			case err == nil:
+				o.Live = live
+			case apierrors.IsNotFound(err):
+			case apierrors.IsForbidden(err):
+				o.Unread = "this process may not read it: " + Rule(g.gvr, g.namespace, o.Want.GetName())
+			default:
+				errs = append(errs, fmt.Errorf("reading %s: %w", o.Name(), err))
+			}
+		}()
+	}
+	wg.Wait()
+	return requests, errors.Join(errs...)
+}
+
+func (r Reader) client(g *group) dynamic.ResourceInterface {
+	if g.namespace == "" {
+		return r.Dynamic.Resource(g.gvr)
+	}
+	return r.Dynamic.Resource(g.gvr).Namespace(g.namespace)
+}
+
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " in namespace " + ns
+}
+
+// Rule is the RBAC rule that lets this process read name (a resource of
+// gvr in namespace; "" for a cluster-scoped one), in the words of a Role
+// or ClusterRole: `chart-upgrader plan --check-rbac` prints all of them
+// for a chart.
+func Rule(gvr schema.GroupVersionResource, namespace, name string) string {
+	where := "a ClusterRole"
+	if namespace != "" {
+		where = "a Role in namespace " + namespace
+	}
+	return fmt.Sprintf(`add to %s the rule {apiGroups: [%q], resources: [%s], resourceNames: [%s], verbs: [get]}`,
+		where, gvr.Group, gvr.Resource, name)
+}
+
+// Unread names the objects of res that could not be read, with why, one
+// per line, sorted.
+func (res Result) Unread() []string {
+	var out []string
+	for _, o := range res.Objects {
+		if o.Unread != "" {
+			out = append(out, o.Name()+": "+o.Unread)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Summary is what Read did, for a log line: objects, how many exist, how
+// many could not be read, requests.
+func (res Result) Summary() string {
+	exist, unread := 0, 0
+	for _, o := range res.Objects {
+		if o.Live != nil {
+			exist++
+		}
+		if o.Unread != "" {
+			unread++
+		}
+	}
+	s := fmt.Sprintf("%d objects read (%d exist) in %d requests", len(res.Objects), exist, res.Requests)
+	if unread > 0 {
+		s += fmt.Sprintf(", %d not readable: %s", unread, strings.Join(res.Unread(), "; "))
+	}
+	return s
+}
