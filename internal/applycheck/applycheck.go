@@ -204,11 +204,11 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 	gvk := want.GroupVersionKind()
 	tc, err := c.Schemas.Converter(ctx, gvk.GroupVersion())
 	if err != nil {
-		return nil, "not checked: " + err.Error()
+		return nil, err.Error()
 	}
 	causes, err := ApplyConflicts(tc, o.Live, want, manager)
 	if err != nil {
-		return nil, "not checked: " + err.Error()
+		return nil, err.Error()
 	}
 	secret := gvk.Group == "" && gvk.Kind == "Secret"
 	var out []Conflict

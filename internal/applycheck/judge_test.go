@@ -41,3 +41,31 @@ func TestJudge(t *testing.T) {
 		assert.Contains(t, warnings[0].Message, "Helm applies this release client-side and overwrites it")
 	}
 }
+
+// An object the chart adds that exists without the release's ownership
+// metadata is refused where the applier does not take ownership (with how
+// to let it adopt the object), a warning where it does; an object not
+// checked is a warning naming why.
+func TestJudgeOwnershipAndNotChecked(t *testing.T) {
+	res := Result{
+		Unowned:    []Unowned{{Object: "ConfigMap ns/extra", Why: `label "app.kubernetes.io/managed-by" missing: must be set to "Helm"`}},
+		NotChecked: []string{"Widget ns/w: the cluster publishes no OpenAPI v3 schema for it"},
+	}
+	refused, warnings := Judge(res, How{ServerSide: true, Applier: "Helm applies this release", Self: "helm"})
+	if assert.Len(t, refused, 1, "no WaysOut line without a field conflict") {
+		assert.Contains(t, refused[0], "ownership conflict: ConfigMap ns/extra exists and cannot be imported into the release: invalid ownership metadata")
+		assert.Contains(t, refused[0], "meta.helm.sh/release-name")
+	}
+	if assert.Len(t, warnings, 1) {
+		assert.Equal(t, values.WarnNotChecked, warnings[0].Kind)
+		assert.Equal(t, "Widget ns/w", warnings[0].Path)
+		assert.Contains(t, warnings[0].Message, "no OpenAPI v3 schema")
+	}
+
+	refused, warnings = Judge(res, How{ServerSide: true, Applier: "Fleet's agent applies this chart", Self: "fleetagent", TakesOwnership: true})
+	assert.Empty(t, refused)
+	if assert.Len(t, warnings, 2) {
+		assert.Equal(t, values.WarnTakeOwnership, warnings[0].Kind)
+		assert.Contains(t, warnings[0].Message, "Fleet's agent applies this chart with takeOwnership and adopts it")
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
@@ -39,6 +40,9 @@ func planCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "drain", Usage: "drain the node first: DaemonSets ignored, emptyDir pods evicted, at most 10m"},
 			&ucli.StringFlag{Name: "run-as", Value: suc.DefaultRunAs, Usage: "the `UID:GID` of the upgrade container; 0:0 runs it as root without capabilities and without the prepare container"},
 			&ucli.DurationFlag{Name: "wait-timeout", Value: suc.DefaultWaitTimeout, Usage: "the longest `DURATION` the upgrade may wait for readiness, all charts of the spec together"},
+			&ucli.StringFlag{Name: "check-chart", Usage: "also print the read-only RBAC the conflict check needs: get (and list) on each object this `CHART` (directory or .tgz) renders, bound to the ServiceAccount; regenerate it when the chart changes"},
+			&ucli.StringFlag{Name: "check-values", Usage: "the user values `FILE` to render --check-chart with (default: the chart's own)"},
+			&ucli.StringFlag{Name: "check-release", Usage: "the release --check-chart is rendered as, `NAMESPACE/NAME` (for a ManagedChart: its defaultNamespace and release name)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
@@ -68,6 +72,18 @@ func planCommand() *ucli.Command {
 			})
 			if err != nil {
 				return err
+			}
+			if c.IsSet("check-chart") || c.IsSet("check-release") || c.IsSet("check-values") {
+				if !c.IsSet("check-release") {
+					return outcome.BadInput(fmt.Errorf("--check-chart and --check-values need --check-release NAMESPACE/NAME"))
+				}
+				name := or("name", d.Name)
+				rbac, err := app.CheckRBAC(c.String("check-chart"), c.String("check-values"), c.String("check-release"), suc.CheckRBACOptions{
+					Name: name + "-conflict-check", Namespace: c.String("namespace"), ServiceAccount: or("service-account", d.ServiceAccount)})
+				if err != nil {
+					return err
+				}
+				out = append(append(out, "---\n"...), rbac...)
 			}
 			_, err = c.App.Writer.Write(out)
 			return err

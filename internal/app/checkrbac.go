@@ -1,0 +1,50 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/suc"
+)
+
+// CheckRBAC renders the chart at chartPath with the user values of
+// valuesPath ("": none) as release ("NAMESPACE/NAME") and returns the
+// read-only RBAC the conflict check of opts.ServiceAccount needs for its
+// objects (suc.CheckRBAC). Bad flags are bad input; it reads no cluster.
+func CheckRBAC(chartPath, valuesPath, release string, opts suc.CheckRBACOptions) ([]byte, error) {
+	ns, name, ok := strings.Cut(release, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, outcome.BadInput(fmt.Errorf("--check-release %q: want NAMESPACE/NAME, the release's namespace and name", release))
+	}
+	if chartPath == "" {
+		return nil, outcome.BadInput(errors.New("--check-release needs --check-chart, the chart whose objects to grant reads of"))
+	}
+	c, err := chart.Load(chartPath)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("--check-chart: %w", err))
+	}
+	vals := map[string]any{}
+	if valuesPath != "" {
+		if vals, err = readValues("--check-values", valuesPath); err != nil {
+			return nil, err
+		}
+	}
+	manifest, err := chart.Manifest(c, vals, name, ns)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("--check-chart %s: rendering as release %s: %w", chartPath, release, err))
+	}
+	objs, err := applycheck.Objects(manifest)
+	if err != nil {
+		return nil, fmt.Errorf("--check-chart %s: %w", chartPath, err)
+	}
+	opts.ReleaseNamespace = ns
+	out, err := suc.CheckRBAC(objs, opts)
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("--check-chart %s: %w", chartPath, err))
+	}
+	return out, nil
+}

@@ -1,0 +1,144 @@
+package suc
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// CheckRBACOptions say whose read-only access CheckRBAC grants.
+type CheckRBACOptions struct {
+	Name           string // the Roles' and ClusterRole's name (the Plan's, with -conflict-check)
+	Namespace      string // the ServiceAccount's namespace
+	ServiceAccount string
+	// ReleaseNamespace is the namespace of the chart's namespaced objects
+	// that name none (the release's).
+	ReleaseNamespace string
+}
+
+// clusterScoped are Kubernetes' own kinds that are not namespaced, by
+// group/Kind; a chart's CustomResourceDefinition says its own scope.
+var clusterScoped = map[string]bool{
+	"/Namespace": true, "/Node": true, "/PersistentVolume": true, "/ComponentStatus": true,
+	"rbac.authorization.k8s.io/ClusterRole": true, "rbac.authorization.k8s.io/ClusterRoleBinding": true,
+	"storage.k8s.io/StorageClass": true, "storage.k8s.io/CSIDriver": true, "storage.k8s.io/CSINode": true,
+	"storage.k8s.io/VolumeAttachment": true, "storage.k8s.io/VolumeAttributesClass": true,
+	"apiextensions.k8s.io/CustomResourceDefinition": true, "apiregistration.k8s.io/APIService": true,
+	"scheduling.k8s.io/PriorityClass": true, "node.k8s.io/RuntimeClass": true, "networking.k8s.io/IngressClass": true,
+	"networking.k8s.io/IPAddress": true, "networking.k8s.io/ServiceCIDR": true,
+	"admissionregistration.k8s.io/ValidatingWebhookConfiguration":   true,
+	"admissionregistration.k8s.io/MutatingWebhookConfiguration":     true,
+	"admissionregistration.k8s.io/ValidatingAdmissionPolicy":        true,
+	"admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding": true,
+	"admissionregistration.k8s.io/MutatingAdmissionPolicy":          true,
+	"admissionregistration.k8s.io/MutatingAdmissionPolicyBinding":   true,
+	"flowcontrol.apiserver.k8s.io/FlowSchema":                       true,
+	"flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration":       true,
+	"certificates.k8s.io/CertificateSigningRequest":                 true,
+	"certificates.k8s.io/ClusterTrustBundle":                        true,
+	"resource.k8s.io/DeviceClass":                                   true,
+	"resource.k8s.io/ResourceSlice":                                 true,
+}
+
+// ruleKey is one rule of a Role: a resource of a group in a namespace
+// ("" for the ClusterRole).
+type ruleKey struct{ namespace, group, resource string }
+
+// CheckRBAC builds the read-only RBAC that lets the ServiceAccount's
+// conflict check read every object of a rendered chart (objs): in each
+// namespace a Role, and for cluster-scoped objects a ClusterRole, each
+// bound to the ServiceAccount. A resource with one object, and every
+// Secret, is granted get by resourceNames; a resource with more is
+// granted get and list (one list reads them all). No rule grants a write.
+func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte, error) {
+	crdScope := map[string]bool{} // group/Kind → namespaced, from the chart's CRDs
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+			scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+			crdScope[group+"/"+kind] = scope != "Cluster"
+		}
+	}
+	names := map[ruleKey][]string{}
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if gvk.Kind == "" || o.GetName() == "" {
+			continue
+		}
+		gk := gvk.Group + "/" + gvk.Kind
+		namespaced, known := crdScope[gk]
+		if !known {
+			namespaced = !clusterScoped[gk]
+		}
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		k := ruleKey{group: gvk.Group, resource: plural.Resource}
+		if namespaced {
+			if k.namespace = o.GetNamespace(); k.namespace == "" {
+				k.namespace = opts.ReleaseNamespace
+			}
+		}
+		if !slices.Contains(names[k], o.GetName()) {
+			names[k] = append(names[k], o.GetName())
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("the chart renders no object to grant reads of")
+	}
+	rules := map[string][]rbacv1.PolicyRule{} // by namespace
+	for k, n := range names {
+		r := rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: []string{k.resource}}
+		if len(n) == 1 || (k.group == "" && k.resource == "secrets") {
+			sort.Strings(n)
+			r.ResourceNames, r.Verbs = n, []string{"get"}
+		} else {
+			r.Verbs = []string{"get", "list"}
+		}
+		rules[k.namespace] = append(rules[k.namespace], r)
+	}
+	namespaces := make([]string, 0, len(rules))
+	for ns, rs := range rules {
+		sort.Slice(rs, func(i, j int) bool {
+			return rs[i].APIGroups[0]+"/"+rs[i].Resources[0] < rs[j].APIGroups[0]+"/"+rs[j].Resources[0]
+		})
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: opts.ServiceAccount, Namespace: opts.Namespace}}
+	var docs []any
+	for _, ns := range namespaces {
+		kind, bindingKind := "Role", "RoleBinding"
+		if ns == "" {
+			kind, bindingKind = "ClusterRole", "ClusterRoleBinding"
+		}
+		docs = append(docs,
+			map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+				"metadata": metav1.ObjectMeta{Name: opts.Name, Namespace: ns}, "rules": rules[ns]},
+			map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": bindingKind,
+				"metadata": metav1.ObjectMeta{Name: opts.Name, Namespace: ns},
+				"roleRef":  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: kind, Name: opts.Name},
+				"subjects": subject})
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Read-only RBAC for the conflict check of %s: get (and list) on each object\n"+
+		"# the chart renders, nothing else (chart-upgrader plan --check-chart; regenerate when the chart changes).\n",
+		opts.ServiceAccount)
+	for _, d := range docs {
+		data, err := yaml.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		data = bytes.ReplaceAll(data, []byte("  creationTimestamp: null\n"), nil)
+		b.WriteString("---\n")
+		b.Write(data)
+	}
+	return []byte(strings.TrimRight(b.String(), "\n") + "\n"), nil
+}
