@@ -42,7 +42,7 @@ func planCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "wait-timeout", Value: suc.DefaultWaitTimeout, Usage: "the longest `DURATION` the upgrade may wait for readiness, all charts of the spec together"},
 			&ucli.StringFlag{Name: "check-chart", Usage: "also print the read-only RBAC the conflict check needs: get (and list) on each object this `CHART` (directory or .tgz) renders, bound to the ServiceAccount; regenerate it when the chart changes"},
 			&ucli.StringFlag{Name: "check-values", Usage: "the user values `FILE` to render --check-chart with (default: the chart's own)"},
-			&ucli.StringFlag{Name: "check-release", Usage: "the release --check-chart is rendered as, `NAMESPACE/NAME` (for a ManagedChart: its defaultNamespace and release name)"},
+			&ucli.StringFlag{Name: "check-release", Usage: "the release --check-chart is rendered as, `NAMESPACE/NAME` (the release namespace and name the target deploys)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {

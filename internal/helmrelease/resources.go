@@ -8,9 +8,7 @@ import (
 	"sync"
 
 	release "helm.sh/helm/v4/pkg/release/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -19,6 +17,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 )
 
 // Resources is the readiness of a release revision's objects.
@@ -76,6 +75,8 @@ type Client struct {
 
 	mapperOnce sync.Once
 	restMapper meta.RESTMapper
+	accessOnce sync.Once
+	selfAccess *liveobjects.SelfAccess
 }
 
 // Mapper maps kinds to resources through the API server's discovery,
@@ -87,7 +88,8 @@ func (c *Client) Mapper() meta.RESTMapper {
 	return c.restMapper
 }
 
-// Look judges the objects of a release revision by kstatus, one read each:
+// Look judges the objects of a release revision by kstatus, read by kind
+// and namespace (liveobjects: one list where allowed, else one get each):
 // Current is ready; InProgress, Terminating, NotFound and Unknown are not
 // ready, Failed is a failure.
 func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, error) {
@@ -96,30 +98,39 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 		return nil, err
 	}
 	res := &Resources{Revision: rel.Version, Total: len(objs)}
-	for _, m := range objs {
-		gvk := m.u.GroupVersionKind()
-		mapping, err := c.Mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
+	us := make([]*unstructured.Unstructured, len(objs))
+	for i, m := range objs {
+		us[i] = m.u
+	}
+	read, err := liveobjects.Reader{Dynamic: c.Dynamic, Mapper: c.Mapper(), Access: c.access()}.Read(ctx, us, rel.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("reading the objects of helm release %s/%s: %w", rel.Namespace, rel.Name, err)
+	}
+	for i, o := range read.Objects {
+		m := manifestObject{u: o.Want}
+		switch {
+		case o.Mapping == nil:
+			gvk := objs[i].u.GroupVersionKind()
+			_, err := c.Mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 			res.NotReady = append(res.NotReady, fmt.Sprintf("%s: kind unknown to the API server: %v", m, err))
-			continue
-		}
-		ns := m.u.GetNamespace()
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace && ns == "" {
-			ns = rel.Namespace
-		}
-		live, err := c.Dynamic.Resource(mapping.Resource).Namespace(ns).Get(ctx, m.u.GetName(), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		case o.Unread != "":
+			return nil, fmt.Errorf("reading %s of helm release %s/%s: %s", m, rel.Namespace, rel.Name, o.Unread)
+		case o.Live == nil:
 			res.NotReady = append(res.NotReady, fmt.Sprintf("%s: not found", m))
-			res.Objects = append(res.Objects, ObjectStatus{APIVersion: m.u.GetAPIVersion(), Kind: m.u.GetKind(), Namespace: ns,
-				Name: m.u.GetName(), Status: "NotFound", Message: "not found"})
-			continue
+			res.Objects = append(res.Objects, ObjectStatus{APIVersion: o.Want.GetAPIVersion(), Kind: o.Want.GetKind(), Namespace: o.Want.GetNamespace(),
+				Name: o.Want.GetName(), Status: "NotFound", Message: "not found"})
+		default:
+			judgeObject(res, o.Live)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s of helm release %s/%s: %w", m, rel.Namespace, rel.Name, err)
-		}
-		judgeObject(res, live)
 	}
 	return res, nil
+}
+
+// access asks the API server, once per resource and namespace, whether
+// this process may list.
+func (c *Client) access() liveobjects.Access {
+	c.accessOnce.Do(func() { c.selfAccess = &liveobjects.SelfAccess{Kube: c.Kube} })
+	return c.selfAccess
 }
 
 // judgeObject adds the kstatus judgement of one live object to res.
