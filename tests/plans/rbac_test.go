@@ -77,6 +77,9 @@ func TestRBACIsSufficientAndTight(t *testing.T) {
 	assert.NotContains(t, strings.ToLower(stderr), "forbidden")
 	assert.NotContains(t, stderr, "could not record event")
 	assert.Contains(t, stdout, "upgraded managedchart/"+w.target+"/"+demo+" 1.0.0 → 2.0.0")
+	// the conflict check covered every object of the chart, with reads alone
+	assert.Contains(t, stderr, "conflict check: 3 objects checked against their managedFields as fleetagent")
+	assert.NotContains(t, stderr, "not checked")
 
 	tc := &managedchart.Client{Dynamic: w.env.Dynamic(), Kube: w.env.Kube()}
 	mc, found, err := tc.Get(ctx, w.target, demo)
@@ -117,6 +120,16 @@ func newWorld(t *testing.T) *world {
 		require.NotContains(t, body(text), old, "a name the test does not move is left in 10-rbac.yaml")
 	}
 	w.rbac = objects(t, "10-rbac.yaml", text)
+	// the conflict check's read-only RBAC, as the plans' README says to
+	// make it: derived from the chart by `plan --check-chart`
+	code, out, stderr := runCLI(t, "plan", "--image", "registry.example/chart-upgrader", "--version", "2.0.0", "--namespace", w.suc,
+		"--check-chart", filepath.Join(repoRoot(t), "package", "examples", "charts", "demo-app-2.0.0"), "--check-release", w.release+"/"+demo)
+	require.Equal(t, 0, code, stderr)
+	for _, o := range objects(t, "plan --check-chart", out) {
+		if o.GetKind() != "Plan" {
+			w.rbac = append(w.rbac, o)
+		}
+	}
 	w.create(t, w.rbac)
 	w.kubeconfig = w.impersonating(t)
 	w.waitAuthorized(t)
@@ -192,6 +205,14 @@ func (w *world) waitAuthorized(t *testing.T) {
 		},
 		"ClusterRole chart-upgrader": func() error {
 			_, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			return err
+		},
+		"Role chart-upgrader-conflict-check": func() error {
+			_, err := kube.CoreV1().ConfigMaps(w.release).Get(ctx, demo+"-config", metav1.GetOptions{})
+			return err
+		},
+		"ClusterRole chart-upgrader-conflict-check": func() error {
+			_, err := kube.StorageV1().StorageClasses().Get(ctx, demo+"-longhorn", metav1.GetOptions{})
 			return err
 		},
 	} {
@@ -443,6 +464,28 @@ func (w *world) refusals(t *testing.T) {
 		},
 		"get another storageclass": func() error {
 			_, err := kube.StorageV1().StorageClasses().Get(ctx, "standard", metav1.GetOptions{})
+			return err
+		},
+		"patch a chart object for real (the conflict check only reads)": func() error {
+			_, err := kube.CoreV1().ConfigMaps(w.release).Patch(ctx, demo+"-config", types.MergePatchType, []byte(`{"data":{"x":"y"}}`), metav1.PatchOptions{})
+			return err
+		},
+		"apply a chart object in a dry run (RBAC cannot grant it alone)": func() error {
+			_, err := kube.CoreV1().ConfigMaps(w.release).Patch(ctx, demo+"-config", types.ApplyPatchType,
+				[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+demo+`-config"},"data":{"x":"y"}}`),
+				metav1.PatchOptions{FieldManager: "fleetagent", DryRun: []string{metav1.DryRunAll}})
+			return err
+		},
+		"update the chart's Secret": func() error {
+			s, err := w.env.Kube().CoreV1().Secrets(w.release).Get(ctx, demo+"-webhook-certs", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = kube.CoreV1().Secrets(w.release).Update(ctx, s, metav1.UpdateOptions{})
+			return err
+		},
+		"list configmaps in the release namespace (one object: get by name)": func() error {
+			_, err := kube.CoreV1().ConfigMaps(w.release).List(ctx, metav1.ListOptions{})
 			return err
 		},
 		"patch the storageclass": func() error {
