@@ -36,7 +36,9 @@ var bigChartKinds = []func(i int) string{
 	func(i int) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: svc-%d}\nspec:\n  selector: {app: a%d}\n  ports:\n  - {port: 80, protocol: TCP, targetPort: 8080, name: http}\n", i, i)
 	},
-	func(i int) string { return fmt.Sprintf("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa-%d}\n", i) },
+	func(i int) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa-%d}\n", i)
+	},
 	func(i int) string {
 		return fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: role-%d}\nrules:\n- {apiGroups: [\"\"], resources: [configmaps], verbs: [get]}\n", i)
 	},
