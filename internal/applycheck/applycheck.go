@@ -142,6 +142,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 		manager   string
 	}
 	answers := make([]answer, len(read.Objects))
+	c.Schemas.prefetch(ctx, read.Objects)
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, o := range read.Objects {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/openapi"
 	"k8s.io/kube-openapi/pkg/spec3"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 )
 
 // Schemas are the cluster's OpenAPI v3 schemas, as structured-merge-diff
@@ -55,6 +57,22 @@ func (s *Schemas) Converter(ctx context.Context, gv schema.GroupVersion) (manage
 	s.mu.Unlock()
 	e.once.Do(func() { e.tc, e.err = s.fetch(ctx, gv) })
 	return e.tc, e.err
+}
+
+// prefetch fetches, all at once, the schemas of the group-versions of the
+// objects that exist (a fetch is mostly waiting for the API server).
+func (s *Schemas) prefetch(ctx context.Context, objs []liveobjects.Object) {
+	seen := map[schema.GroupVersion]bool{}
+	var wg sync.WaitGroup
+	for _, o := range objs {
+		gv := o.Want.GroupVersionKind().GroupVersion()
+		if o.Live == nil || seen[gv] {
+			continue
+		}
+		seen[gv] = true
+		wg.Go(func() { _, _ = s.Converter(ctx, gv) })
+	}
+	wg.Wait()
 }
 
 // fetched is how many documents were fetched (for the request count).
