@@ -1,16 +1,20 @@
 package e2erelease
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 )
 
 // hotfix is an operator's `kubectl set image` on the release's
@@ -132,4 +136,57 @@ func TestBadApplySettingsAreRefused(t *testing.T) {
 	}
 	assert.Equal(t, before, len(f.writesBy()))
 	assert.Len(t, f.history(name), 1)
+}
+
+// The same hotfix, with the upgrade run as the release Plan's
+// ServiceAccount (plans/release/10-rbac.yaml, adapted to the chart's
+// Deployment as its README says): preflight and upgrade exit 3 naming the
+// object, the field and the manager; nothing is written.
+func TestAHotfixIsNamedAsTheReleasePlansServiceAccount(t *testing.T) {
+	f := newFixture(t, "")
+	f.addValues("2.0.0", map[string]any{"webImage": "registry.example/web:2"})
+	name := releaseName()
+	sucNS := f.env.Namespace(t)
+	data, err := os.ReadFile(filepath.Join(f.root, "plans", "release", "10-rbac.yaml"))
+	require.NoError(t, err)
+	text := strings.NewReplacer(
+		"namespace: demo-system", "namespace: "+f.ns,
+		"namespace: system-upgrade", "namespace: "+sucNS,
+		"resourceNames: [demo-app-longhorn]", "resourceNames: ["+name+"-longhorn]",
+		"name: chart-upgrader-release\n", "name: chart-upgrader-release-"+name+"\n",
+		// the chart's Deployment: Helm's verbs on it, as for every kind of the chart
+		"- apiGroups: [coordination.k8s.io]", "- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]",
+	).Replace(string(data))
+	objs := rbaccheck.Decode(t, text)
+	rbaccheck.Create(t, f.env, objs)
+	sa := "system:serviceaccount:" + sucNS + ":chart-upgrader-release-" + name
+	installed := f.install(name)
+	require.Equal(t, "ssa", installed.ApplyMethod)
+	f.demoteStorageClass(name + "-longhorn")
+	f.hotfix(name, "registry.example/web:1-hotfix")
+	kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
+	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.AppsV1().Deployments(f.ns).Get(ctx, name+"-web", metav1.GetOptions{})
+		return err
+	})
+	before := len(f.writesBy())
+
+	n := newNode(t, "node-1")
+	for _, cmd := range []string{"preflight", "upgrade"} {
+		r := f.cli(n, cmd, append(f.upgradeArgs(name, "2.0.0"), "--kubeconfig", kubeconfig)...)
+		require.Equal(t, outcome.ExitRefused, r.code, "%s as %s:\nstdout: %s\nstderr: %s", cmd, sa, r.stdout, r.stderr)
+		for _, want := range []string{
+			"field-manager conflict: Deployment " + f.ns + "/" + name + "-web",
+			`.spec.template.spec.containers[name="web"].image`,
+			`owned by "kubectl-set"`,
+		} {
+			assert.Contains(t, r.stderr, want, cmd)
+		}
+		assert.NotContains(t, r.stderr, "not checked", cmd)
+	}
+	assert.Len(t, f.history(name), 1, "no revision written")
+	assert.Equal(t, before, len(f.writesBy()), "nothing written by the tool")
+	assert.Equal(t, "registry.example/web:1-hotfix", f.image(name), "the hotfix stays")
+	_, denied := rbaccheck.Requests(t, f.env, sa)
+	assert.Empty(t, denied, "requests of %s the RBAC refused", sa)
 }
