@@ -387,3 +387,40 @@ func waitServed(t *testing.T, env *testenv.Env, gv schema.GroupVersion) {
 	})
 	require.NoError(t, err, "%s not served", gv)
 }
+
+// An object the new chart adds that exists without the release's
+// ownership metadata is named, with what it lacks (as Helm 4 says it); one
+// that carries this release's metadata, and one the deployed manifest has
+// already, is not.
+func TestObjectsTheChartAddsMustBeTheReleases(t *testing.T) {
+	env := testenv.ForTest(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(env.Kube().Discovery()))
+	create := func(name string, labels, annotations map[string]string) {
+		o := decode(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name+"}\ndata: {a: b}\n")
+		o.SetLabels(labels)
+		o.SetAnnotations(annotations)
+		_, err := env.Dynamic().Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).
+			Apply(ctx, name, o, metav1.ApplyOptions{FieldManager: "kubectl", Force: true})
+		require.NoError(t, err)
+	}
+	helm := map[string]string{"app.kubernetes.io/managed-by": "Helm"}
+	create("stray", nil, nil)
+	create("other-release", helm, map[string]string{"meta.helm.sh/release-name": "other", "meta.helm.sh/release-namespace": ns})
+	create("adoptable", helm, map[string]string{"meta.helm.sh/release-name": "app", "meta.helm.sh/release-namespace": ns})
+	create("deployed", nil, nil)
+	cm := func(name string) string { return "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {a: b}\n" }
+	res, err := applycheck.New(env.Kube(), env.Dynamic(), mapper).Check(ctx, applycheck.Request{
+		Manifest: cm("stray") + cm("other-release") + cm("adoptable") + cm("deployed") + cm("new"),
+		Old:      cm("deployed"), Namespace: ns, Release: "app", Manager: "helm"})
+	require.NoError(t, err)
+	var got []string
+	for _, u := range res.Unowned {
+		got = append(got, u.Object+": "+u.Why)
+	}
+	assert.Equal(t, []string{
+		"ConfigMap " + ns + `/stray: label "app.kubernetes.io/managed-by" missing: must be set to "Helm"; annotation "meta.helm.sh/release-name" missing: must be set to "app"; annotation "meta.helm.sh/release-namespace" missing: must be set to "` + ns + `"`,
+		"ConfigMap " + ns + `/other-release: annotation "meta.helm.sh/release-name" must equal "app": current value is "other"`,
+	}, got)
+}
