@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -146,20 +145,9 @@ func TestAHotfixIsNamedAsTheReleasePlansServiceAccount(t *testing.T) {
 	f := newFixture(t, "")
 	f.addValues("2.0.0", map[string]any{"webImage": "registry.example/web:2"})
 	name := releaseName()
-	sucNS := f.env.Namespace(t)
-	data, err := os.ReadFile(filepath.Join(f.root, "plans", "release", "10-rbac.yaml"))
-	require.NoError(t, err)
-	text := strings.NewReplacer(
-		"namespace: demo-system", "namespace: "+f.ns,
-		"namespace: system-upgrade", "namespace: "+sucNS,
-		"resourceNames: [demo-app-longhorn]", "resourceNames: ["+name+"-longhorn]",
-		"name: chart-upgrader-release\n", "name: chart-upgrader-release-"+name+"\n",
-		// the chart's Deployment: Helm's verbs on it, as for every kind of the chart
-		"- apiGroups: [coordination.k8s.io]", "- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]",
-	).Replace(string(data))
-	objs := rbaccheck.Decode(t, text)
-	rbaccheck.Create(t, f.env, objs)
-	sa := "system:serviceaccount:" + sucNS + ":chart-upgrader-release-" + name
+	// the chart's Deployment: Helm's verbs on it, as for every kind of the chart
+	sucNS, sa, _ := f.releasePlanRBAC(name, "- apiGroups: [coordination.k8s.io]",
+		"- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]")
 	installed := f.install(name)
 	require.Equal(t, "ssa", installed.ApplyMethod)
 	f.demoteStorageClass(name + "-longhorn")

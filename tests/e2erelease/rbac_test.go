@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
@@ -26,18 +27,7 @@ func TestReleasePlanRBACIsSufficientAndTight(t *testing.T) {
 	f.charts = t.TempDir()
 	require.NoError(t, example.CopyDir(filepath.Join(f.root, "package", "examples", "charts"), f.charts))
 	name := releaseName()
-	sucNS := f.env.Namespace(t)
-	data, err := os.ReadFile(filepath.Join(f.root, "plans", "release", "10-rbac.yaml"))
-	require.NoError(t, err)
-	text := strings.NewReplacer(
-		"namespace: demo-system", "namespace: "+f.ns,
-		"namespace: system-upgrade", "namespace: "+sucNS,
-		"resourceNames: [demo-app-longhorn]", "resourceNames: ["+name+"-longhorn]",
-		"name: chart-upgrader-release\n", "name: chart-upgrader-release-"+name+"\n",
-	).Replace(string(data))
-	objs := rbaccheck.Decode(t, text)
-	rbaccheck.Create(t, f.env, objs)
-	sa := "system:serviceaccount:" + sucNS + ":chart-upgrader-release-" + name
+	sucNS, sa, objs := f.releasePlanRBAC(name)
 	f.install(name)
 
 	kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
@@ -73,4 +63,24 @@ func TestReleasePlanRBACIsSufficientAndTight(t *testing.T) {
 		}
 	}
 	assert.Empty(t, unused, "granted and never used (used: %v)", rbaccheck.Keys(used))
+}
+
+// releasePlanRBAC creates plans/release/10-rbac.yaml for release name,
+// moved to the fixture's namespace and a new SUC namespace, with extra
+// (old, new) replacements of its text; it returns that namespace, the
+// ServiceAccount's user name and the objects.
+func (f *fixture) releasePlanRBAC(name string, extra ...string) (sucNS, sa string, objs []*unstructured.Unstructured) {
+	f.t.Helper()
+	sucNS = f.env.Namespace(f.t)
+	data, err := os.ReadFile(filepath.Join(f.root, "plans", "release", "10-rbac.yaml"))
+	require.NoError(f.t, err)
+	text := strings.NewReplacer(append([]string{
+		"namespace: demo-system", "namespace: " + f.ns,
+		"namespace: system-upgrade", "namespace: " + sucNS,
+		"resourceNames: [demo-app-longhorn]", "resourceNames: [" + name + "-longhorn]",
+		"name: chart-upgrader-release\n", "name: chart-upgrader-release-" + name + "\n",
+	}, extra...)...).Replace(string(data))
+	objs = rbaccheck.Decode(f.t, text)
+	rbaccheck.Create(f.t, f.env, objs)
+	return sucNS, "system:serviceaccount:" + sucNS + ":chart-upgrader-release-" + name, objs
 }
