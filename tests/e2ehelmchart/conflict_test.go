@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 )
 
 // An operator's hotfix (the real kubectl) of a field the chart sets, under
@@ -72,4 +73,35 @@ func indented(t *testing.T, path string) string {
 		b.WriteString("  " + line + "\n")
 	}
 	return b.String()
+}
+
+// The same hotfix with preflight and upgrade run as the k3s Plan's
+// ServiceAccount (plans/k3s/10-rbac.yaml and the read-only RBAC of `plan
+// --check-chart`): both exit 3 naming the object, the field and the
+// manager; the HelmChart is untouched and no request was refused.
+func TestAHotfixUnderAHelmChartAsThePlansServiceAccount(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	k := f.k3sPlan(name, true)
+	f.demoteStorageClass(name + "-longhorn")
+	_, err := f.env.Kubectl(t.Context(), "-n", k.relNS, "patch", "configmap", name+"-config", "--type", "merge", "-p", `{"data":{"replicaCount":"9"}}`)
+	require.NoError(t, err)
+	before := f.get(name)
+
+	n := newNode(t, "node-1")
+	for _, cmd := range []string{"preflight", "upgrade"} {
+		r := f.cliAs(k.kubeconfig, n, cmd, "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", k.policy, "--timeout", "90s")
+		require.Equal(t, outcome.ExitRefused, r.code, "%s as %s:\nstdout: %s\nstderr: %s", cmd, k.sa, r.stdout, r.stderr)
+		for _, want := range []string{
+			"field-manager conflict: ConfigMap " + k.relNS + "/" + name + "-config .data.replicaCount",
+			`owned by "kubectl-patch"`,
+			`helm-controller's Job applies this chart server-side as "helm" and would fail`,
+		} {
+			assert.Contains(t, r.stderr, want, cmd)
+		}
+		assert.NotContains(t, r.stderr, "not checked", cmd)
+	}
+	assert.Equal(t, before.ResourceVersion, f.get(name).ResourceVersion, "the HelmChart is untouched")
+	_, denied := rbaccheck.Requests(t, f.env, k.sa)
+	assert.Empty(t, denied, "requests of %s the RBAC refused", k.sa)
 }

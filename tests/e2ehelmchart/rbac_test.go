@@ -1,6 +1,7 @@
 package e2ehelmchart
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -10,8 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -22,42 +25,11 @@ import (
 func TestK3sPlanRBACIsSufficientAndTight(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	hcNS, relNS, sucNS := f.ns, f.env.Namespace(t), f.env.Namespace(t)
-	root, err := testenv.RepoRoot()
-	require.NoError(t, err)
-	data, err := os.ReadFile(filepath.Join(root, "plans", "k3s", "10-rbac.yaml"))
-	require.NoError(t, err)
-	text := strings.NewReplacer(
-		"namespace: kube-system", "namespace: "+hcNS,
-		"namespace: demo-system", "namespace: "+relNS,
-		"namespace: system-upgrade", "namespace: "+sucNS,
-		"resourceNames: [demo-app]", "resourceNames: ["+name+"]",
-		"resourceNames: [helm-install-demo-app]", "resourceNames: [helm-install-"+name+"]",
-		"resourceNames: [demo-app-longhorn]", "resourceNames: ["+name+"-longhorn]",
-		"name: chart-upgrader-helmchart\n", "name: chart-upgrader-helmchart-"+name+"\n",
-	).Replace(string(data))
-	sa := "system:serviceaccount:" + sucNS + ":chart-upgrader-helmchart-" + name
-	objs := rbaccheck.Decode(t, text)
-	rbaccheck.Create(t, f.env, objs)
-
-	// the HelmChart releasing into relNS; the example policy reading there
-	spec := map[string]any{"chart": "demo-app", "version": "1.0.0", "chartContent": f.chartContent(f.exampleChart("1.0.0")),
-		"targetNamespace": relNS, "valuesContent": installerValues(t)}
-	f.create(f.helmChart(name, spec))
-	f.waitDeployed(name, "1.0.0")
-	policyText, err := os.ReadFile(filepath.Join(root, "package", "examples", "policy.yaml"))
-	require.NoError(t, err)
-	policy := f.writeFile("policy.yaml", strings.NewReplacer("namespace: demo-system", "namespace: "+relNS,
-		"name: demo-app-longhorn", "name: "+name+"-longhorn").Replace(string(policyText)))
-
-	kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
-	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
-		_, err := kube.BatchV1().Jobs(hcNS).Get(ctx, "helm-install-"+name, metav1.GetOptions{})
-		return err
-	})
+	k := f.k3sPlan(name, false)
+	policy, sa, objs := k.policy, k.sa, k.objs
 	n := newNode(t, "node-1")
 	as := func(command string, args ...string) result {
-		return f.cliAs(kubeconfig, n, command, args...)
+		return f.cliAs(k.kubeconfig, n, command, args...)
 	}
 	r := as("upgrade", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", policy,
 		"--timeout", "90s", "--require-nodes-ready")
@@ -83,4 +55,63 @@ func TestK3sPlanRBACIsSufficientAndTight(t *testing.T) {
 func (f *fixture) cliAs(kubeconfig string, n node, command string, args ...string) result {
 	f.t.Helper()
 	return f.cli(n, command, append(args, "--kubeconfig", kubeconfig)...)
+}
+
+// k3sPlanWorld is a HelmChart installed at 1.0.0, releasing into relNS,
+// with plans/k3s/10-rbac.yaml created for it (and, with check, the
+// conflict check's RBAC that `plan --check-chart` prints).
+type k3sPlanWorld struct {
+	relNS, sucNS, policy, sa, kubeconfig string
+	objs                                 []*unstructured.Unstructured
+}
+
+func (f *fixture) k3sPlan(name string, check bool) k3sPlanWorld {
+	t := f.t
+	t.Helper()
+	hcNS, relNS, sucNS := f.ns, f.env.Namespace(t), f.env.Namespace(t)
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "plans", "k3s", "10-rbac.yaml"))
+	require.NoError(t, err)
+	text := strings.NewReplacer(
+		"namespace: kube-system", "namespace: "+hcNS,
+		"namespace: demo-system", "namespace: "+relNS,
+		"namespace: system-upgrade", "namespace: "+sucNS,
+		"resourceNames: [demo-app]", "resourceNames: ["+name+"]",
+		"resourceNames: [helm-install-demo-app]", "resourceNames: [helm-install-"+name+"]",
+		"resourceNames: [demo-app-longhorn]", "resourceNames: ["+name+"-longhorn]",
+		"name: chart-upgrader-helmchart\n", "name: chart-upgrader-helmchart-"+name+"\n",
+	).Replace(string(data))
+	w := k3sPlanWorld{relNS: relNS, sucNS: sucNS, sa: "system:serviceaccount:" + sucNS + ":chart-upgrader-helmchart-" + name}
+	w.objs = rbaccheck.Decode(t, text)
+	if check {
+		var out, errb bytes.Buffer
+		code := cli.Run(t.Context(), []string{"chart-upgrader", "plan", "--kind", "helmchart", "--image", "registry.example/chart-upgrader",
+			"--version", "2.0.0", "--namespace", sucNS, "--service-account", "chart-upgrader-helmchart-" + name, "--name", "check-" + name,
+			"--check-chart", f.exampleChart("2.0.0"), "--check-release", relNS + "/" + name}, &out, &errb)
+		require.Equal(t, 0, code, errb.String())
+		for _, o := range rbaccheck.Decode(t, out.String()) {
+			if o.GetKind() != "Plan" {
+				w.objs = append(w.objs, o)
+			}
+		}
+	}
+	rbaccheck.Create(t, f.env, w.objs)
+
+	// the HelmChart releasing into relNS; the example policy reading there
+	spec := map[string]any{"chart": "demo-app", "version": "1.0.0", "chartContent": f.chartContent(f.exampleChart("1.0.0")),
+		"targetNamespace": relNS, "valuesContent": installerValues(t)}
+	f.create(f.helmChart(name, spec))
+	f.waitDeployed(name, "1.0.0")
+	policyText, err := os.ReadFile(filepath.Join(root, "package", "examples", "policy.yaml"))
+	require.NoError(t, err)
+	w.policy = f.writeFile("policy.yaml", strings.NewReplacer("namespace: demo-system", "namespace: "+relNS,
+		"name: demo-app-longhorn", "name: "+name+"-longhorn").Replace(string(policyText)))
+
+	w.kubeconfig = rbaccheck.Impersonating(t, f.env, w.sa, sucNS)
+	rbaccheck.WaitAuthorized(t, w.kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.BatchV1().Jobs(hcNS).Get(ctx, "helm-install-"+name, metav1.GetOptions{})
+		return err
+	})
+	return w
 }
