@@ -107,10 +107,10 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 		return nil, fmt.Errorf("reading the objects of helm release %s/%s: %w", rel.Namespace, rel.Name, err)
 	}
 	for i, o := range read.Objects {
-		m := manifestObject{u: o.Want}
+		m := objs[i] // named as the manifest names it
 		switch {
 		case o.Mapping == nil:
-			gvk := objs[i].u.GroupVersionKind()
+			gvk := m.u.GroupVersionKind()
 			_, err := c.Mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 			res.NotReady = append(res.NotReady, fmt.Sprintf("%s: kind unknown to the API server: %v", m, err))
 		case o.Unread != "":
