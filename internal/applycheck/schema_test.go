@@ -1,0 +1,43 @@
+package applycheck
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/openapi"
+)
+
+// openAPIWithout is an OpenAPI v3 index that lists only the group-versions
+// it is given: the one fault a real API server here cannot show (an
+// aggregated API that publishes no schema).
+type openAPIWithout struct {
+	paths map[string]openapi.GroupVersion
+	err   error
+}
+
+func (o openAPIWithout) Paths() (map[string]openapi.GroupVersion, error) { return o.paths, o.err }
+
+// A group-version the cluster publishes no schema for is a reason, naming
+// it, not a silent skip; so is an index that cannot be read.
+func TestAKindWithoutASchemaIsNamed(t *testing.T) {
+	s := &Schemas{OpenAPI: openAPIWithout{paths: map[string]openapi.GroupVersion{}}}
+	_, err := s.Converter(t.Context(), schema.GroupVersion{Group: "metrics.example.com", Version: "v1beta1"})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, errNoSchema))
+	assert.Equal(t, "metrics.example.com/v1beta1: the cluster publishes no OpenAPI v3 schema for it", err.Error())
+
+	s = &Schemas{OpenAPI: openAPIWithout{err: errors.New("the server could not find the requested resource")}}
+	_, err = s.Converter(t.Context(), schema.GroupVersion{Version: "v1"})
+	assert.EqualError(t, err, "reading the cluster's OpenAPI v3 index (/openapi/v3): the server could not find the requested resource")
+}
+
+// A document without schemas is the same reason.
+func TestADocumentWithoutSchemasIsNamed(t *testing.T) {
+	_, err := typeConverter(schema.GroupVersion{Group: "x.example.com", Version: "v1"}, []byte(`{"openapi":"3.0.0","paths":{}}`))
+	assert.ErrorIs(t, err, errNoSchema)
+	_, err = typeConverter(schema.GroupVersion{Version: "v1"}, []byte(`{`))
+	assert.ErrorContains(t, err, "decoding the OpenAPI v3 schema of v1")
+}
