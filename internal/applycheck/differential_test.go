@@ -37,7 +37,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{})
+	testenv.Main(m, testenv.Options{AuditLog: true}) // the audit log: BenchmarkPreflight300 counts requests
 }
 
 // step is one write made before the check: an apply (server-side, forced)
