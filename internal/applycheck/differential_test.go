@@ -410,7 +410,9 @@ func TestObjectsTheChartAddsMustBeTheReleases(t *testing.T) {
 	create("other-release", helm, map[string]string{"meta.helm.sh/release-name": "other", "meta.helm.sh/release-namespace": ns})
 	create("adoptable", helm, map[string]string{"meta.helm.sh/release-name": "app", "meta.helm.sh/release-namespace": ns})
 	create("deployed", nil, nil)
-	cm := func(name string) string { return "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {a: b}\n" }
+	cm := func(name string) string {
+		return "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {a: b}\n"
+	}
 	res, err := applycheck.New(env.Kube(), env.Dynamic(), mapper).Check(ctx, applycheck.Request{
 		Manifest: cm("stray") + cm("other-release") + cm("adoptable") + cm("deployed") + cm("new"),
 		Old:      cm("deployed"), Namespace: ns, Release: "app", Manager: "helm"})
