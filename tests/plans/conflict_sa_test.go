@@ -16,6 +16,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
 // As the Plan's ServiceAccount, with plans/10-rbac.yaml and the read-only
@@ -25,9 +26,20 @@ import (
 // and `upgrade` exit 3, naming the object, the field and the manager;
 // nothing is written.
 func TestAHotfixIsNamedAsTheServiceAccount(t *testing.T) {
+	// the chart's StorageClass is cluster-scoped: the next test of this API
+	// server installs the same chart (registered first, so it runs last,
+	// once the simulated agent has stopped)
+	var env *testenv.Env
+	t.Cleanup(func() {
+		if env == nil {
+			return
+		}
+		_ = env.Kube().StorageV1().StorageClasses().Delete(context.Background(), demo+"-longhorn", metav1.DeleteOptions{})
+	})
 	w := newWorld(t)
+	env = w.env
 	ctx := t.Context()
-	w.readyNode(t, "rbac-node-1")
+	w.readyNode(t, "rbac-node-hotfix")
 	w.install(t)
 	_, err := w.env.Dynamic().Resource(managedchart.ManagedChartGVR).Namespace(w.target).Patch(ctx, demo, types.MergePatchType,
 		[]byte(`{"spec":{"diff":{"comparePatches":[{"apiVersion":"v1","kind":"ConfigMap","name":"`+demo+`-config","jsonPointers":["/data/replicaCount"]},`+
@@ -54,7 +66,7 @@ func TestAHotfixIsNamedAsTheServiceAccount(t *testing.T) {
 	for k, v := range map[string]string{
 		suc.SpecEnv:                          specFile,
 		"SYSTEM_UPGRADE_PLAN_LATEST_VERSION": "2.0.0",
-		"SYSTEM_UPGRADE_NODE_NAME":           "rbac-node-1",
+		"SYSTEM_UPGRADE_NODE_NAME":           "rbac-node-hotfix",
 		"KUBECONFIG":                         w.kubeconfig,
 	} {
 		t.Setenv(k, v)

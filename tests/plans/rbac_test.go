@@ -155,6 +155,8 @@ func (w *world) create(t *testing.T, objs []*unstructured.Unstructured) {
 			_, err = res.Namespace(o.GetNamespace()).Create(t.Context(), o, metav1.CreateOptions{})
 		} else {
 			_, err = res.Create(t.Context(), o, metav1.CreateOptions{})
+			// cluster-scoped: shared by every test of the API server
+			t.Cleanup(func() { _ = res.Delete(context.Background(), o.GetName(), metav1.DeleteOptions{}) })
 		}
 		require.NoError(t, err, "creating %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
 	}
