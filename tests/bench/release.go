@@ -189,8 +189,8 @@ func releaseReport(r *report, f upgradeFlags, samples []relSample) {
 		wall, overhead, settle, exit, cpu []time.Duration
 		rss                               []int64
 		reqs                              []int
-		dryRuns                           []int
-		dryRunSpan                        []time.Duration
+		schemaReads                       []int
+		schemaSpan                        []time.Duration
 	}
 	cols := map[string]*col{toolCU: {}, toolHelm: {}, toolHelm4: {}}
 	for _, s := range samples {
@@ -198,7 +198,7 @@ func releaseReport(r *report, f upgradeFlags, samples []relSample) {
 		c.wall, c.overhead, c.settle = append(c.wall, s.proc.Wall), append(c.overhead, s.overhead()), append(c.settle, s.settle())
 		c.exit, c.cpu = append(c.exit, s.proc.End.Sub(s.ready)), append(c.cpu, s.proc.CPU)
 		c.rss, c.reqs = append(c.rss, s.proc.MaxRSS), append(c.reqs, s.req.Total)
-		c.dryRuns, c.dryRunSpan = append(c.dryRuns, s.req.DryRuns), append(c.dryRunSpan, s.req.DryRunSpan)
+		c.schemaReads, c.schemaSpan = append(c.schemaReads, s.req.SchemaReads), append(c.schemaSpan, s.req.SchemaSpan)
 	}
 	cu, hm, h4 := cols[toolCU], cols[toolHelm], cols[toolHelm4]
 	r.line("")
@@ -210,7 +210,7 @@ func releaseReport(r *report, f upgradeFlags, samples []relSample) {
 		"(server-side). Helm 3 is the CLI v3.22.0's `helm upgrade --reset-then-reuse-values --wait`, given the same values "+
 		"patch as the script baseline above (client-side, polling every 2 s); Helm 4 is the CLI v4.3.1 with the same flags "+
 		"(its `--wait` is the kstatus watcher; `auto` keeps the release server-side). chart-upgrader applies as the release "+
-		"recorded too, after its conflict check (a server-side dry run of every object). \"Controllers\" is the tool's write of the new revision → the Deployment controller's last "+
+		"recorded too, after its conflict check (every object read, and computed in-process against the cluster's OpenAPI schemas). \"Controllers\" is the tool's write of the new revision → the Deployment controller's last "+
 		"status write; \"ready write → exit\" is how long each tool takes to notice it.", f.runs)
 	r.line("")
 	// a row: chart-upgrader, Helm 3, Helm 4, and each Helm ÷ chart-upgrader
@@ -250,11 +250,11 @@ func releaseReport(r *report, f upgradeFlags, samples []relSample) {
 		row("**API requests**, median (p90)", fig{show: func(c *col) string {
 			return fmt.Sprintf("%d (%d)", median(c.reqs), percentile(c.reqs, 90))
 		}, ratio: func(c *col) float64 { return float64(median(c.reqs)) }}),
-		row("of which the conflict check's dry runs, median: requests, first sent → last answered", fig{show: func(c *col) string {
-			if median(c.dryRuns) == 0 {
+		row("of which the conflict check's schema reads (/openapi/v3), median: requests, first sent → last answered", fig{show: func(c *col) string {
+			if median(c.schemaReads) == 0 {
 				return "none"
 			}
-			return fmt.Sprintf("%d, %.1f ms", median(c.dryRuns), float64(median(c.dryRunSpan).Microseconds())/1000)
+			return fmt.Sprintf("%d, %.1f ms", median(c.schemaReads), float64(median(c.schemaSpan).Microseconds())/1000)
 		}}),
 	})
 	r.line("")
