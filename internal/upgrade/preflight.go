@@ -115,5 +115,8 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 	if now != nil && Assess(now, r.To, false) == SituationApplied {
 		return &Checked{Obs: now, Situation: SituationApplied}, nil
 	}
+	if conflicts.Note != "" {
+		j.note(conflicts.Note) // what the check covered, with the refusal
+	}
 	return nil, outcome.Refused(fmt.Errorf("preflight refused %s %s → %s:\n- %s", j.ref, r.From, r.To, strings.Join(problems, "\n- ")))
 }

@@ -22,9 +22,10 @@ import (
 // Job would meet applying the new chart: the apply: settings must be
 // fields the cluster's HelmChart CRD has (else bad input, saying why);
 // then the chart is rendered with the merged values and the
-// HelmChartConfig's over them, as the release, and each object that exists
-// is applied in a server-side dry run as the field manager that holds its
-// Apply entry (klipper-helm runs the Helm CLI: "helm" when there is none).
+// HelmChartConfig's over them, as the release, and the apply of each
+// object that exists is computed from reads alone (applycheck) as the
+// field manager that holds its Apply entry (klipper-helm runs the Helm
+// CLI: "helm" when there is none); klipper-helm does not take ownership.
 // Helm applies server-side when spec.serverSide (the HelmChartConfig's,
 // else the HelmChart's, else apply.serverSide) says so, or with auto when
 // the release recorded it.

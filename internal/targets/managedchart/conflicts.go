@@ -17,13 +17,15 @@ const AgentFieldManager = "fleetagent"
 
 // Conflicts checks, before anything is written, what Fleet's agent would
 // meet applying the new chart on this cluster: the chart is rendered with
-// the merged values as the release Fleet deploys, and each object that
-// exists is applied in a server-side dry run as the field manager that
-// holds its Apply entry (AgentFieldManager when none does). Fleet v0.16
-// upgrades with Helm 4's auto (what the release recorded) and cannot
-// force, so every conflict of a server-side release is refused: Fleet
-// would fail every try and report nothing of it. Only the release on this
-// (the local) cluster can be read; with none here, nothing is checked.
+// the merged values as the release Fleet deploys, and the apply of each
+// object that exists is computed from reads alone (applycheck) as the
+// field manager that holds its Apply entry (AgentFieldManager when none
+// does). Fleet v0.16 upgrades with Helm 4's auto (what the release
+// recorded), cannot force and takes ownership, so every conflict of a
+// server-side release is refused (Fleet would fail every try and report
+// nothing of it), and an object it would adopt is a warning. Only the
+// release on this (the local) cluster can be read; with none here,
+// nothing is checked.
 func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
 	mc := o.Source.(*ManagedChart)
 	if c.Restore != nil || c.Chart == nil || c.Chart.Manifest == nil {

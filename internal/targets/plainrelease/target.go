@@ -424,8 +424,10 @@ func (t *Target) DeployedChart(_ context.Context) (*chart.Chart, error) {
 // OwnSource is nil: a release names no chart source; the spec gives it.
 func (t *Target) OwnSource(context.Context) (chartpkg.Source, error) { return nil, nil }
 
-// Conflicts renders the new chart with the merged values and applies each
-// object that exists in a server-side dry run, as Helm's field manager.
+// Conflicts renders the new chart with the merged values and computes the
+// apply of each object that exists from reads alone (applycheck), as
+// Helm's field manager; an object the chart adds without the release's
+// ownership metadata is refused (the tool's Helm does not take ownership).
 // When Helm will apply server-side, a field another manager owns is
 // refused, unless apply.forceConflicts (then it is a warning: the upgrade
 // takes the field). A client-side apply meets no conflict: each such field
