@@ -203,7 +203,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 // refuses, which the apply itself will meet and name).
 func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any) ([]Conflict, string) {
 	gvk := want.GroupVersionKind()
-	tc, err := c.Schemas.Converter(ctx, gvk.GroupVersion())
+	tc, err := c.Schemas.Converter(ctx, gvk)
 	if err != nil {
 		return nil, err.Error()
 	}

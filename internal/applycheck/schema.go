@@ -1,66 +1,107 @@
 package applycheck
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"regexp"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/openapi"
-	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 )
 
 // Schemas are the cluster's OpenAPI v3 schemas, as structured-merge-diff
-// type converters, one per group-version, fetched once each
-// (/openapi/v3 and its group-version documents, which Kubernetes' default
-// system:discovery role lets every authenticated user read).
+// type converters, one per kind, each built from its kind's schema and the
+// schemas it refers to, out of its group-version's document, fetched once
+// each (/openapi/v3 and its group-version documents, which Kubernetes'
+// default system:discovery role lets every authenticated user read).
 type Schemas struct {
 	OpenAPI openapi.Client
 
 	mu       sync.Mutex
 	paths    map[string]openapi.GroupVersion
 	pathsErr error
-	byGV     map[schema.GroupVersion]*gvSchema
-	// Requests counts the documents fetched.
+	byGV     map[schema.GroupVersion]*gvDoc
+	// requests counts the documents fetched.
 	requests int
 }
 
-type gvSchema struct {
+// gvDoc is one group-version's document: its schemas undecoded, by name,
+// and the name of each kind's.
+type gvDoc struct {
+	once   sync.Once
+	raw    map[string]json.RawMessage
+	byKind map[string]string
+	err    error
+
+	mu    sync.Mutex
+	kinds map[string]*kindConverter
+}
+
+type kindConverter struct {
 	once sync.Once
 	tc   managedfields.TypeConverter
 	err  error
 }
 
 // errNoSchema is the reason a kind cannot be checked: the cluster
-// publishes no OpenAPI v3 schema for its group-version (an aggregated API
-// that serves none, say).
+// publishes no OpenAPI v3 schema for it (an aggregated API that serves
+// none, say).
 var errNoSchema = errors.New("the cluster publishes no OpenAPI v3 schema for it")
 
-// Converter is the type converter of gv.
-func (s *Schemas) Converter(ctx context.Context, gv schema.GroupVersion) (managedfields.TypeConverter, error) {
-	s.mu.Lock()
-	if s.byGV == nil {
-		s.byGV = map[schema.GroupVersion]*gvSchema{}
+// Converter is the type converter of gvk.
+func (s *Schemas) Converter(ctx context.Context, gvk schema.GroupVersionKind) (managedfields.TypeConverter, error) {
+	d := s.doc(ctx, gvk.GroupVersion())
+	if d.err != nil {
+		return nil, d.err
 	}
-	e := s.byGV[gv]
-	if e == nil {
-		e = &gvSchema{}
-		s.byGV[gv] = e
+	d.mu.Lock()
+	if d.kinds == nil {
+		d.kinds = map[string]*kindConverter{}
 	}
-	s.mu.Unlock()
-	e.once.Do(func() { e.tc, e.err = s.fetch(ctx, gv) })
-	return e.tc, e.err
+	k := d.kinds[gvk.Kind]
+	if k == nil {
+		k = &kindConverter{}
+		d.kinds[gvk.Kind] = k
+	}
+	d.mu.Unlock()
+	k.once.Do(func() { k.tc, k.err = d.converter(gvk) })
+	return k.tc, k.err
 }
 
-// prefetch fetches, all at once, the schemas of the group-versions of the
-// objects that exist (a fetch is mostly waiting for the API server).
+// doc is gv's document, fetched on first use.
+func (s *Schemas) doc(ctx context.Context, gv schema.GroupVersion) *gvDoc {
+	s.mu.Lock()
+	if s.byGV == nil {
+		s.byGV = map[schema.GroupVersion]*gvDoc{}
+	}
+	d := s.byGV[gv]
+	if d == nil {
+		d = &gvDoc{}
+		s.byGV[gv] = d
+	}
+	s.mu.Unlock()
+	d.once.Do(func() {
+		data, err := s.fetch(ctx, gv)
+		if err != nil {
+			d.err = err
+			return
+		}
+		d.raw, d.byKind, d.err = index(gv, data)
+	})
+	return d
+}
+
+// prefetch fetches, all at once, the documents of the group-versions of
+// the objects that exist (a fetch is mostly waiting for the API server).
 func (s *Schemas) prefetch(ctx context.Context, objs []liveobjects.Object) {
 	seen := map[schema.GroupVersion]bool{}
 	var wg sync.WaitGroup
@@ -70,7 +111,7 @@ func (s *Schemas) prefetch(ctx context.Context, objs []liveobjects.Object) {
 			continue
 		}
 		seen[gv] = true
-		wg.Go(func() { _, _ = s.Converter(ctx, gv) })
+		wg.Go(func() { s.doc(ctx, gv) })
 	}
 	wg.Wait()
 }
@@ -82,7 +123,7 @@ func (s *Schemas) fetched() int {
 	return s.requests
 }
 
-func (s *Schemas) fetch(ctx context.Context, gv schema.GroupVersion) (managedfields.TypeConverter, error) {
+func (s *Schemas) fetch(ctx context.Context, gv schema.GroupVersion) ([]byte, error) {
 	s.mu.Lock()
 	if s.paths == nil && s.pathsErr == nil {
 		s.requests++
@@ -111,28 +152,80 @@ func (s *Schemas) fetch(ctx context.Context, gv schema.GroupVersion) (managedfie
 	if err != nil {
 		return nil, fmt.Errorf("reading the OpenAPI v3 schema of %s (/openapi/v3/%s): %w", gv, path, err)
 	}
-	return typeConverter(gv, data)
+	return data, nil
 }
 
-// typeConverter builds the type converter of one group-version's OpenAPI
-// v3 document, as the API server builds its own from the same schemas.
-func typeConverter(gv schema.GroupVersion, data []byte) (managedfields.TypeConverter, error) {
-	var spec spec3.OpenAPI
-	if err := json.Unmarshal(data, &spec); err != nil {
-		return nil, fmt.Errorf("decoding the OpenAPI v3 schema of %s: %w", gv, err)
+// gvkExtension is the extension that names a schema's kinds.
+const gvkExtension = "x-kubernetes-group-version-kind"
+
+// index splits a group-version's document into its schemas, undecoded,
+// and finds the schema of each of its kinds.
+func index(gv schema.GroupVersion, data []byte) (map[string]json.RawMessage, map[string]string, error) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
 	}
-	if spec.Components == nil || len(spec.Components.Schemas) == 0 {
-		return nil, fmt.Errorf("%s: %w", gv, errNoSchema)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, nil, fmt.Errorf("decoding the OpenAPI v3 schema of %s: %w", gv, err)
 	}
-	tc, err := managedfields.NewTypeConverter(spec.Components.Schemas, false)
+	byKind := map[string]string{}
+	for name, raw := range doc.Components.Schemas {
+		if !bytes.Contains(raw, []byte(gvkExtension)) {
+			continue
+		}
+		var ext struct {
+			GVK []struct{ Group, Version, Kind string } `json:"x-kubernetes-group-version-kind"`
+		}
+		if err := json.Unmarshal(raw, &ext); err != nil {
+			return nil, nil, fmt.Errorf("decoding the OpenAPI v3 schema %s of %s: %w", name, gv, err)
+		}
+		for _, g := range ext.GVK {
+			if g.Group == gv.Group && g.Version == gv.Version {
+				byKind[g.Kind] = name
+			}
+		}
+	}
+	if len(byKind) == 0 {
+		return nil, nil, fmt.Errorf("%s: %w", gv, errNoSchema)
+	}
+	return doc.Components.Schemas, byKind, nil
+}
+
+// schemaRef is a reference from one schema to another in a document.
+var schemaRef = regexp.MustCompile(`"\$ref":\s*"#/components/schemas/([^"]+)"`)
+
+// converter builds the type converter of gvk from its schema and those it
+// refers to, as the API server builds its own from the same schemas.
+func (d *gvDoc) converter(gvk schema.GroupVersionKind) (managedfields.TypeConverter, error) {
+	root, ok := d.byKind[gvk.Kind]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", gvk, errNoSchema)
+	}
+	schemas := map[string]*spec.Schema{}
+	queue := []string{root}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		if _, done := schemas[name]; done {
+			continue
+		}
+		raw, ok := d.raw[name]
+		if !ok {
+			return nil, fmt.Errorf("the OpenAPI v3 schema of %s refers to %s, which it does not hold", gvk, name)
+		}
+		sch := &spec.Schema{}
+		if err := json.Unmarshal(raw, sch); err != nil {
+			return nil, fmt.Errorf("decoding the OpenAPI v3 schema %s of %s: %w", name, gvk, err)
+		}
+		schemas[name] = sch
+		for _, m := range schemaRef.FindAllSubmatch(raw, -1) {
+			queue = append(queue, string(m[1]))
+		}
+	}
+	tc, err := managedfields.NewTypeConverter(schemas, false)
 	if err != nil {
-		return nil, fmt.Errorf("the OpenAPI v3 schema of %s: %w", gv, err)
+		return nil, fmt.Errorf("the OpenAPI v3 schema of %s: %w", gvk, err)
 	}
 	return tc, nil
-}
-
-// builtIn says whether group is one of Kubernetes' own API groups (served
-// by the API server itself, not by a CustomResourceDefinition).
-func builtIn(group string) bool {
-	return group == "" || !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
 }

@@ -24,20 +24,32 @@ func (o openAPIWithout) Paths() (map[string]openapi.GroupVersion, error) { retur
 // it, not a silent skip; so is an index that cannot be read.
 func TestAKindWithoutASchemaIsNamed(t *testing.T) {
 	s := &Schemas{OpenAPI: openAPIWithout{paths: map[string]openapi.GroupVersion{}}}
-	_, err := s.Converter(t.Context(), schema.GroupVersion{Group: "metrics.example.com", Version: "v1beta1"})
+	_, err := s.Converter(t.Context(), schema.GroupVersionKind{Group: "metrics.example.com", Version: "v1beta1", Kind: "PodMetrics"})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, errNoSchema))
 	assert.Equal(t, "metrics.example.com/v1beta1: the cluster publishes no OpenAPI v3 schema for it", err.Error())
 
 	s = &Schemas{OpenAPI: openAPIWithout{err: errors.New("the server could not find the requested resource")}}
-	_, err = s.Converter(t.Context(), schema.GroupVersion{Version: "v1"})
+	_, err = s.Converter(t.Context(), schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
 	assert.EqualError(t, err, "reading the cluster's OpenAPI v3 index (/openapi/v3): the server could not find the requested resource")
 }
 
-// A document without schemas is the same reason.
-func TestADocumentWithoutSchemasIsNamed(t *testing.T) {
-	_, err := typeConverter(schema.GroupVersion{Group: "x.example.com", Version: "v1"}, []byte(`{"openapi":"3.0.0","paths":{}}`))
+// A document without schemas, or without the kind's, is the same reason;
+// a schema that refers to one the document lacks is named.
+func TestADocumentWithoutTheKindsSchemaIsNamed(t *testing.T) {
+	gv := schema.GroupVersion{Group: "x.example.com", Version: "v1"}
+	_, _, err := index(gv, []byte(`{"openapi":"3.0.0","paths":{}}`))
 	assert.ErrorIs(t, err, errNoSchema)
-	_, err = typeConverter(schema.GroupVersion{Version: "v1"}, []byte(`{`))
+	_, _, err = index(schema.GroupVersion{Version: "v1"}, []byte(`{`))
 	assert.ErrorContains(t, err, "decoding the OpenAPI v3 schema of v1")
+
+	raw, byKind, err := index(gv, []byte(`{"components":{"schemas":{
+		"x.Widget":{"type":"object","properties":{"spec":{"$ref":"#/components/schemas/x.Missing"}},
+			"x-kubernetes-group-version-kind":[{"group":"x.example.com","version":"v1","kind":"Widget"}]}}}}`))
+	require.NoError(t, err)
+	d := &gvDoc{raw: raw, byKind: byKind}
+	_, err = d.converter(gv.WithKind("Gadget"))
+	assert.ErrorIs(t, err, errNoSchema)
+	_, err = d.converter(gv.WithKind("Widget"))
+	assert.EqualError(t, err, "the OpenAPI v3 schema of x.example.com/v1, Kind=Widget refers to x.Missing, which it does not hold")
 }
