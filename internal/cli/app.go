@@ -106,9 +106,20 @@ func normalizeArgs(args []string) []string {
 }
 
 // prepare makes every flag of the command (and its subcommands) also read
-// CHART_UPGRADER_<FLAG>, and turns its usage errors into exit 2.
+// CHART_UPGRADER_<FLAG>, turns its usage errors into exit 2, and refuses a
+// positional argument: every input is a flag, and urfave stops reading
+// flags at the first word that is not one, so a forgotten flag name would
+// silently drop every flag after it.
 func prepare(c *ucli.Command) {
 	c.OnUsageError = usageError
+	if action := c.Action; action != nil {
+		c.Action = func(ctx *ucli.Context) error {
+			if ctx.NArg() > 0 {
+				return outcome.BadInput(strayArgument(commandPath(ctx), ctx.Command, ctx.Args().Slice()))
+			}
+			return action(ctx)
+		}
+	}
 	for _, f := range c.Flags {
 		// CHART_UPGRADER_<FLAG> comes first: it overrides the variables
 		// system-upgrade-controller sets (SYSTEM_UPGRADE_*)
@@ -129,4 +140,36 @@ func prepare(c *ucli.Command) {
 	for _, sub := range c.Subcommands {
 		prepare(sub)
 	}
+}
+
+// strayArgument says that args[0] is no flag, the flag it probably
+// belongs to (a flag whose name the word contains: policy.yaml →
+// --policy), and that the words after it were not read.
+func strayArgument(name string, c *ucli.Command, args []string) error {
+	word := args[0]
+	msg := fmt.Sprintf("%s: unexpected argument %q (every input is a flag", name, word)
+	base := strings.ToLower(word[strings.LastIndex(word, "/")+1:])
+	for _, f := range c.Flags {
+		name := f.Names()[0]
+		if len(name) > 2 && strings.Contains(base, name) {
+			msg += fmt.Sprintf("; did you mean --%s %s?", name, word)
+			break
+		}
+	}
+	msg += ")"
+	if len(args) > 1 {
+		msg += fmt.Sprintf("; nothing after it was read: %s", strings.Join(args[1:], " "))
+	}
+	return errors.New(msg)
+}
+
+// commandPath is the command as typed: "host prepare".
+func commandPath(ctx *ucli.Context) string {
+	var names []string
+	for _, c := range ctx.Lineage() {
+		if c.Command != nil && c.Command.Name != "" {
+			names = append([]string{c.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
 }

@@ -28,9 +28,6 @@ func hostCommand() *ucli.Command {
 				&ucli.StringFlag{Name: "lock-file", Usage: "host lock `FILE` (default: as for upgrade)"},
 			},
 			Action: func(c *ucli.Context) error {
-				if c.NArg() > 0 {
-					return outcome.BadInput(fmt.Errorf("host prepare: unexpected argument %q (every input is a flag)", c.Args().First()))
-				}
 				if !c.IsSet("owner") {
 					return outcome.BadInput(fmt.Errorf("--owner: required (the UID:GID the upgrade runs as)"))
 				}

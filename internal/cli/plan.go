@@ -45,9 +45,6 @@ func planCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "check-release", Usage: "the release --check-chart is rendered as, `NAMESPACE/NAME` (the release namespace and name the target deploys)"},
 		},
 		Action: func(c *ucli.Context) error {
-			if c.NArg() > 0 {
-				return outcome.BadInput(fmt.Errorf("plan: unexpected argument %q (every input is a flag)", c.Args().First()))
-			}
 			k, err := targets.Lookup("--kind", c.String("kind"))
 			if err != nil {
 				return err

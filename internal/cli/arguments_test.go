@@ -1,0 +1,49 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+// Every command takes its inputs as flags: a word that is no flag is bad
+// input (exit 2) naming it, before anything is read or written, and the
+// flags after it are not silently dropped but named.
+func TestEveryCommandRefusesAStrayArgument(t *testing.T) {
+	leaves := []string{"merge", "upgrade", "preflight", "status", "rollback", "resolve", "channel serve", "plan",
+		"node cordon", "node drain", "node uncordon", "host prepare"}
+	// the list is every command --help names
+	_, help, _ := runCLI(t, "--help")
+	for _, line := range strings.Split(help[strings.Index(help, "COMMANDS:"):], "\n")[1:] {
+		if strings.TrimSpace(line) == "" {
+			break
+		}
+		name := strings.Fields(line)[0]
+		found := false
+		for _, l := range leaves {
+			found = found || strings.Fields(l)[0] == name
+		}
+		assert.True(t, found, "command %s is not in the test's list", name)
+	}
+	for _, cmd := range leaves {
+		t.Run(cmd, func(t *testing.T) {
+			args := append(strings.Fields(cmd), "stray-word", "-o", "json")
+			code, stdout, stderr := runCLI(t, args...)
+			assert.Equal(t, outcome.ExitBadInput, code, "stdout: %s\nstderr: %s", stdout, stderr)
+			assert.Contains(t, stderr, cmd+`: unexpected argument "stray-word" (every input is a flag)`)
+			assert.Contains(t, stderr, "nothing after it was read: -o json")
+		})
+	}
+}
+
+// The flag a stray word probably belongs to is named: the forgotten
+// --policy of issue 31's report, before -o table.
+func TestAStrayFileNamesItsFlag(t *testing.T) {
+	ex := bundledExample(t)
+	code, _, stderr := runCLI(t, "merge", "--values", ex.values, "--old-chart", ex.oldChart, "--chart", ex.chart, ex.policy, "-o", "table")
+	assert.Equal(t, outcome.ExitBadInput, code)
+	assert.Contains(t, stderr, `merge: unexpected argument "`+ex.policy+`" (every input is a flag; did you mean --policy `+ex.policy+`?); nothing after it was read: -o table`)
+}
