@@ -35,7 +35,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chart-upgrader: %v\n", err)
 		return outcome.ExitBadInput
 	}
-	fmt.Fprintf(stderr, "chart-upgrader: %v\n", err)
+	msg := err.Error()
+	// an error of the app itself (before any command) already names it
+	fmt.Fprintf(stderr, "chart-upgrader: %s\n", strings.TrimPrefix(msg, "chart-upgrader: "))
 	return outcome.Code(err)
 }
 

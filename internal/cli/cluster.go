@@ -65,7 +65,7 @@ func targetFlags() []ucli.Flag {
 		&ucli.StringSliceFlag{Name: "set", Usage: "with --target: explicit value `PATH=VALUE` after the rules; repeatable"},
 		&ucli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: "with --target: explicit values `FILE` after the rules; repeatable"},
 		&ucli.StringFlag{Name: "version", EnvVars: []string{"SYSTEM_UPGRADE_PLAN_LATEST_VERSION"}, Usage: "chart `VERSION` to upgrade to (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
-		&ucli.DurationFlag{Name: "timeout", Usage: "how long to wait for readiness, overriding the spec's wait.timeout (`DURATION`, default 20m)"},
+		&ucli.DurationFlag{Name: "timeout", DefaultText: "the spec's wait.timeout, else 20m", Usage: "how long to wait for readiness: `DURATION`, overriding the spec's wait.timeout"},
 		&ucli.BoolFlag{Name: "allow-downgrade", Usage: "allow a target version older than the deployed one"},
 		&ucli.BoolFlag{Name: "unpause", Usage: "upgrade (and unpause) a target that someone else paused"},
 		&ucli.BoolFlag{Name: "require-nodes-ready", Usage: "refuse unless every node is Ready"},

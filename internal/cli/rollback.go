@@ -14,8 +14,9 @@ func rollbackCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "rollback",
 		Usage: "restore a target from its backup, then wait until it is ready",
-		Description: "Restores chart-upgrader-backup-<name>-<version>: the newest backup, or the one\n" +
-			"taken before the upgrade from --version. Safe to re-run.",
+		Description: "Restores the target's backup Secret chart-upgrader-backup-<kind>-<name>-<version>\n" +
+			"(a release: its Helm revision): the newest, or the one taken before the upgrade from\n" +
+			"--version. Safe to re-run.",
 		Flags: flags([]ucli.Flag{
 			&ucli.StringFlag{Name: "target", Usage: "`KIND/NAMESPACE/NAME` to roll back, KIND one of " + kind.Or(targets.Kinds().Names())},
 			&ucli.StringFlag{Name: "version", Usage: "restore the backup taken when upgrading from `VERSION` (default: the newest)"},
