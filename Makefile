@@ -1,6 +1,7 @@
 # Makefile: an index of what can be run. Each target calls go or scripts/.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X github.com/chart-upgrader/chart-upgrader/internal/cli.Version=$(VERSION) -X github.com/chart-upgrader/chart-upgrader/internal/cli.Commit=$(COMMIT)
 GO      ?= go
 EXAMPLES := package/examples
 

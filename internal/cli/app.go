@@ -62,6 +62,7 @@ func newApp(stdout, stderr io.Writer) *ucli.App {
 			planCommand(),
 			nodeCommand(),
 			hostCommand(),
+			versionCommand(),
 		},
 		Writer:    stdout,
 		ErrWriter: stderr,

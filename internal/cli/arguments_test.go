@@ -14,7 +14,7 @@ import (
 // flags after it are not silently dropped but named.
 func TestEveryCommandRefusesAStrayArgument(t *testing.T) {
 	leaves := []string{"merge", "upgrade", "preflight", "status", "rollback", "resolve", "channel serve", "plan",
-		"node cordon", "node drain", "node uncordon", "host prepare"}
+		"node cordon", "node drain", "node uncordon", "host prepare", "version"}
 	// the list is every command --help names
 	_, help, _ := runCLI(t, "--help")
 	for _, line := range strings.Split(help[strings.Index(help, "COMMANDS:"):], "\n")[1:] {
@@ -46,4 +46,20 @@ func TestAStrayFileNamesItsFlag(t *testing.T) {
 	code, _, stderr := runCLI(t, "merge", "--values", ex.values, "--old-chart", ex.oldChart, "--chart", ex.chart, ex.policy, "-o", "table")
 	assert.Equal(t, outcome.ExitBadInput, code)
 	assert.Contains(t, stderr, `merge: unexpected argument "`+ex.policy+`" (every input is a flag; did you mean --policy `+ex.policy+`?); nothing after it was read: -o table`)
+}
+
+// version prints the build's version, commit, Go and Helm SDK versions, as
+// text, JSON or YAML; another format is bad input naming the flag.
+func TestVersion(t *testing.T) {
+	stdout, _ := runOK(t, "version", "-o", "json")
+	v := parseYAML(t, stdout)
+	for _, k := range []string{"version", "commit", "goVersion", "helmSDKVersion"} {
+		assert.NotEmpty(t, v[k], k)
+	}
+	assert.Contains(t, v["goVersion"], "go1.")
+	stdout, _ = runOK(t, "version")
+	assert.Contains(t, stdout, "chart-upgrader ")
+	code, _, stderr := runCLI(t, "version", "-o", "xml")
+	assert.Equal(t, outcome.ExitBadInput, code)
+	assert.Contains(t, stderr, `version: -o "xml": want text, json or yaml`)
 }
