@@ -120,6 +120,9 @@ func prepare(c *ucli.Command) {
 			if ctx.NArg() > 0 {
 				return outcome.BadInput(strayArgument(commandPath(ctx), ctx.Command, ctx.Args().Slice()))
 			}
+			if err := checkDurations(ctx); err != nil {
+				return err
+			}
 			return action(ctx)
 		}
 	}
@@ -175,4 +178,15 @@ func commandPath(ctx *ucli.Context) string {
 		}
 	}
 	return strings.Join(names, " ")
+}
+
+// checkDurations refuses a duration flag given as zero or negative: each
+// bounds a wait, and "no bound" is never what a person means.
+func checkDurations(c *ucli.Context) error {
+	for _, f := range c.Command.Flags {
+		if d, ok := f.(*ucli.DurationFlag); ok && c.IsSet(d.Name) && c.Duration(d.Name) <= 0 {
+			return outcome.BadInput(fmt.Errorf("%s: --%s %s: must be a positive duration", commandPath(c), d.Name, c.Duration(d.Name)))
+		}
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
-	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 )
@@ -74,17 +72,6 @@ func targetFlags() []ucli.Flag {
 		&ucli.DurationFlag{Name: "hook-timeout", Value: host.DefaultHookTimeout, Usage: "how long one hook may run (`DURATION`)"},
 		&ucli.StringFlag{Name: "secrets-dir", Value: host.DefaultSecretsDir, Usage: "without --spec and --target, the spec is `DIR`/<secret>/spec.yaml (where SUC mounts Plan secrets)"},
 	}
-}
-
-// checkDurations refuses a duration flag given as zero or negative: each
-// bounds a wait, and "no bound" is never what a person means.
-func checkDurations(c *ucli.Context) error {
-	for _, name := range []string{"timeout", "lease-duration", "hook-timeout"} {
-		if c.IsSet(name) && c.Duration(name) <= 0 {
-			return outcome.BadInput(fmt.Errorf("--%s %s: must be a positive duration", name, c.Duration(name)))
-		}
-	}
-	return nil
 }
 
 // local gathers the localFlags.

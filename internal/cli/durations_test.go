@@ -13,6 +13,9 @@ func TestDurationFlagsMustBePositive(t *testing.T) {
 		{"upgrade", "--target", "managedchart/a/b", "--chart-source", ".", "--lease-duration", "0s"},
 		{"upgrade", "--target", "managedchart/a/b", "--chart-source", ".", "--hook-timeout", "-1s"},
 		{"rollback", "--target", "managedchart/a/b", "--timeout", "0s"},
+		{"plan", "--image", "x/y", "--version", "1", "--wait-timeout", "0s"},
+		{"resolve", "--channel", "http://127.0.0.1:1/v1/channels/x", "--timeout", "0s"},
+		{"node", "drain", "--node", "n", "--timeout", "-1m"},
 	} {
 		code, stdout, stderr := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%v: %s", args, stderr)

@@ -71,7 +71,7 @@ func nodeFlags() []ucli.Flag {
 // drainFlags are kubectl drain's, with a bounded default timeout.
 func drainFlags() []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.DurationFlag{Name: "timeout", Value: node.DefaultDrainTimeout, Usage: "give up after `DURATION` (exit 4), naming the pods still there; 0 means the default"},
+		&ucli.DurationFlag{Name: "timeout", Value: node.DefaultDrainTimeout, Usage: "give up after `DURATION` (exit 4), naming the pods still there"},
 		&ucli.BoolFlag{Name: "ignore-daemonsets", Usage: "leave DaemonSet-managed pods in place (without it, they refuse the drain)"},
 		&ucli.BoolFlag{Name: "delete-emptydir-data", Usage: "evict pods with emptyDir volumes, losing that data (without it, they refuse the drain)"},
 		&ucli.StringFlag{Name: "pod-selector", Usage: "evict only the pods matching this label `SELECTOR`"},

@@ -13,9 +13,6 @@ func preflightCommand() *ucli.Command {
 		Description: "Exit 0 when every check passes, 3 with one line per refusal.",
 		Flags:       flags(targetFlags(), localFlags(), jobFlags()),
 		Action: func(c *ucli.Context) error {
-			if err := checkDurations(c); err != nil {
-				return err
-			}
 			return app.Preflight(c.Context, upgradeOptions(c))
 		},
 	}

@@ -23,9 +23,6 @@ func rollbackCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "timeout", Value: 20 * time.Minute, Usage: "how long to wait for readiness (`DURATION`)"},
 		}, localFlags(), jobFlags()),
 		Action: func(c *ucli.Context) error {
-			if err := checkDurations(c); err != nil {
-				return err
-			}
 			return app.Rollback(c.Context, app.RollbackOptions{Local: local(c), Target: c.String("target"),
 				Version: c.String("version"), Timeout: c.Duration("timeout"), NodeName: c.String("node-name"),
 				LeaseDuration: c.Duration("lease-duration"), SUC: sucInfo(c)})

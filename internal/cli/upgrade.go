@@ -14,9 +14,6 @@ func upgradeCommand() *ucli.Command {
 			"Exit codes: 0 done, 1 failure, 2 bad input, 3 refused, 4 timed out, 5 lock held.",
 		Flags: flags(targetFlags(), localFlags(), jobFlags()),
 		Action: func(c *ucli.Context) error {
-			if err := checkDurations(c); err != nil {
-				return err
-			}
 			return app.Upgrade(c.Context, upgradeOptions(c))
 		},
 	}
