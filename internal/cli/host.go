@@ -2,6 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -19,7 +22,8 @@ func hostCommand() *ucli.Command {
 			Description: "The Plan's prepare container runs this as root with only CAP_CHOWN, so that the upgrade\n" +
 				"container can run as the non-root --owner. A directory that already belongs to --owner is\n" +
 				"left alone; links and hard-linked files are never followed or given away. Paths as for\n" +
-				"upgrade: <host-root>/var/lib/chart-upgrader and <host-root>/run/chart-upgrader.\n" +
+				"upgrade: <host-root>/var/lib/chart-upgrader and <host-root>/run/chart-upgrader; a --host-root\n" +
+				"that is not a directory, or a path outside it, is bad input: nothing outside it is given away.\n" +
 				"Exit codes: 0 done, 1 failure, 2 bad input.",
 			Flags: []ucli.Flag{
 				&ucli.StringFlag{Name: "owner", Usage: "the `UID:GID` the upgrade container runs as (required)"},
@@ -35,7 +39,20 @@ func hostCommand() *ucli.Command {
 				if err != nil {
 					return outcome.BadInput(fmt.Errorf("--owner %w", err))
 				}
-				stateDir, lockFile := host.LocalPaths(c.String("host-root"), c.String("state-dir"), c.String("lock-file"))
+				root := c.String("host-root")
+				if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+					why := "not a directory"
+					if err != nil {
+						why = err.Error()
+					}
+					return outcome.BadInput(fmt.Errorf("--host-root %s: %s; host prepare gives away only directories under the node's / mounted there", root, why))
+				}
+				stateDir, lockFile := host.LocalPaths(root, c.String("state-dir"), c.String("lock-file"))
+				for flag, p := range map[string]string{"--state-dir": stateDir, "--lock-file": lockFile} {
+					if rel, err := filepath.Rel(root, p); err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+						return outcome.BadInput(fmt.Errorf("%s %s: outside --host-root %s; host prepare gives away nothing outside the host root", flag, p, root))
+					}
+				}
 				done, err := host.Prepare(stateDir, lockFile, owner)
 				for _, p := range done {
 					fmt.Fprintln(c.App.Writer, describe(p, owner))

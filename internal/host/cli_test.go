@@ -95,6 +95,9 @@ func TestHostPrepareCommand(t *testing.T) {
 			"host prepare --owner -1:0":       `--owner "-1:0": want UID:GID`,
 			"host prepare --owner 1:1 extra":  `unexpected argument "extra"`,
 			"host prepare --owner 1:1 --what": "flag provided but not defined",
+			"host prepare --owner 1000:1000 --host-root /typo": "--host-root /typo: stat /typo: no such file or directory; host prepare gives away only directories under the node's / mounted there",
+			"host prepare --owner 1:1 --host-root /etc/hostname": "--host-root /etc/hostname: not a directory",
+			"host prepare --owner 1:1 --host-root /etc --state-dir /x": "--state-dir /x: outside --host-root /etc; host prepare gives away nothing outside the host root",
 		} {
 			code, stdout, stderr := runCLI(t, strings.Fields(args)...)
 			assert.Equal(t, outcome.ExitBadInput, code, args)
