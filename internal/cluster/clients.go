@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -53,8 +54,12 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 		if err != nil {
 			rules := clientcmd.NewDefaultClientConfigLoadingRules()
 			cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+			if clientcmd.IsEmptyConfig(err) {
+				// client-go's own words name a variable nothing here reads
+				return nil, outcome.BadInput(errors.New("no cluster access: not in a cluster, and no --kubeconfig, $KUBECONFIG or ~/.kube/config: give --kubeconfig FILE (or set KUBECONFIG)"))
+			}
 			if err != nil {
-				return nil, outcome.BadInput(fmt.Errorf("no cluster access: not in a cluster, and no --kubeconfig, $KUBECONFIG or ~/.kube/config: %w", err))
+				return nil, outcome.BadInput(fmt.Errorf("no cluster access: not in a cluster, and ~/.kube/config: %w; give --kubeconfig FILE (or set KUBECONFIG)", err))
 			}
 		}
 	}

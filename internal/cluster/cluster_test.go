@@ -100,8 +100,8 @@ func TestRESTConfigWithoutAnyClusterAccess(t *testing.T) {
 	_, err := RESTConfig("")
 	require.Error(t, err)
 	assert.ErrorIs(t, err, outcome.ErrBadInput)
-	assert.True(t, strings.HasPrefix(err.Error(),
-		"no cluster access: not in a cluster, and no --kubeconfig, $KUBECONFIG or ~/.kube/config: "), err.Error())
+	assert.EqualError(t, err, "no cluster access: not in a cluster, and no --kubeconfig, $KUBECONFIG or ~/.kube/config: give --kubeconfig FILE (or set KUBECONFIG)",
+		"the fix, not client-go's KUBERNETES_MASTER")
 }
 
 func TestRESTConfigFallsBackToTheHomeKubeconfig(t *testing.T) {
