@@ -121,7 +121,11 @@ func Overrides(files, sets []string) ([]values.Override, error) {
 			// Helm 4's parser drops an item it cannot read (an unclosed
 			// index) without an error: an item that sets nothing is a
 			// mistake to name, not to ignore
-			return nil, outcome.BadInput(setError(s, errors.New("sets no value (an unclosed [ ?)")))
+			why := "sets no value (an unclosed [ ?); want KEY=VALUE, as in --set image.tag=v2"
+			if strings.HasPrefix(s, "=") {
+				why = "sets no value: no key before =; want KEY=VALUE, as in --set image.tag=v2"
+			}
+			return nil, outcome.BadInput(setError(s, errors.New(why)))
 		}
 		// the origin names the paths, never the values (they may be secret)
 		out = append(out, values.Override{Origin: "--set " + strings.Join(values.LeafPaths(v), ","), Values: values.Normalize(v).(map[string]any)})

@@ -53,7 +53,7 @@ var channelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 // LoadConfig reads and parses the channel server configuration at path.
 func LoadConfig(path string) (*Config, error) {
 	if path == "" {
-		return nil, outcome.BadInput(fmt.Errorf("channel server configuration: no file given"))
+		return nil, outcome.BadInput(fmt.Errorf("channel server configuration: no file given: give --config FILE (docs/reference.md, channel serve)"))
 	}
 	data, err := yamlfile.Read(path, "channel server configuration")
 	if err != nil {

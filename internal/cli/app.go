@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -189,4 +190,15 @@ func checkDurations(c *ucli.Context) error {
 		}
 	}
 	return nil
+}
+
+// fromEnv says, for an error about flag's value, that the value may have
+// come from its environment variable (CHART_UPGRADER_<FLAG>), when that
+// holds it: a person who typed no such flag must learn where it came from.
+func fromEnv(flag, value string) string {
+	name := envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+	if os.Getenv(name) == value {
+		return " (from $" + name + ")"
+	}
+	return ""
 }

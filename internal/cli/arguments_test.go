@@ -63,3 +63,13 @@ func TestVersion(t *testing.T) {
 	assert.Equal(t, outcome.ExitBadInput, code)
 	assert.Contains(t, stderr, `version: -o "xml": want text, json or yaml`)
 }
+
+// A bad value that came from a flag's environment variable names the
+// variable: the person typed no such flag.
+func TestABadValueFromTheEnvironmentNamesTheVariable(t *testing.T) {
+	ex := bundledExample(t)
+	t.Setenv("CHART_UPGRADER_OUTPUT", "xml")
+	code, _, stderr := runCLI(t, "merge", "--values", ex.values, "--chart", ex.chart)
+	assert.Equal(t, outcome.ExitBadInput, code)
+	assert.Contains(t, stderr, `-o "xml" (from $CHART_UPGRADER_OUTPUT): want yaml, json or table`)
+}

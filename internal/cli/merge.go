@@ -42,7 +42,7 @@ func mergeCommand() *ucli.Command {
 		Action: func(c *ucli.Context) error {
 			format := c.String("output")
 			if format != "yaml" && format != "json" && format != "table" {
-				return outcome.BadInput(fmt.Errorf("-o %q: want yaml, json or table", format))
+				return outcome.BadInput(fmt.Errorf("-o %q%s: want yaml, json or table", format, fromEnv("output", format)))
 			}
 			if c.String("target") != "" {
 				return mergeTarget(c, format)

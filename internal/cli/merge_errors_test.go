@@ -153,6 +153,8 @@ func TestMergeBadInput(t *testing.T) {
 			with("--set", "noequals"), []string{"--set", "noequals"}},
 		{"--set with a bad index",
 			with("--set", "a[x]=1"), []string{"--set", "a[x]=1"}},
+		{"--set without a key",
+			with("--set", "=bar"), []string{"--set", `"=bar"`, "no key before =", "want KEY=VALUE"}},
 		{"-f file missing",
 			with("-f", missing), []string{"-f", missing, "no such file"}},
 		{"-f file a list",

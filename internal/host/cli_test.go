@@ -90,13 +90,13 @@ func TestUpgradeAsTheUpgradeUserOnAnUnpreparedNode(t *testing.T) {
 func TestHostPrepareCommand(t *testing.T) {
 	t.Run("bad input", func(t *testing.T) {
 		for args, says := range map[string]string{
-			"host prepare":                    "--owner: required",
-			"host prepare --owner 17017":      `--owner "17017": want UID:GID`,
-			"host prepare --owner -1:0":       `--owner "-1:0": want UID:GID`,
-			"host prepare --owner 1:1 extra":  `unexpected argument "extra"`,
-			"host prepare --owner 1:1 --what": "flag provided but not defined",
-			"host prepare --owner 1000:1000 --host-root /typo": "--host-root /typo: stat /typo: no such file or directory; host prepare gives away only directories under the node's / mounted there",
-			"host prepare --owner 1:1 --host-root /etc/hostname": "--host-root /etc/hostname: not a directory",
+			"host prepare":                                             "--owner: required",
+			"host prepare --owner 17017":                               `--owner "17017": want UID:GID`,
+			"host prepare --owner -1:0":                                `--owner "-1:0": want UID:GID`,
+			"host prepare --owner 1:1 extra":                           `unexpected argument "extra"`,
+			"host prepare --owner 1:1 --what":                          "flag provided but not defined",
+			"host prepare --owner 1000:1000 --host-root /typo":         "--host-root /typo: stat /typo: no such file or directory; host prepare gives away only directories under the node's / mounted there",
+			"host prepare --owner 1:1 --host-root /etc/hostname":       "--host-root /etc/hostname: not a directory",
 			"host prepare --owner 1:1 --host-root /etc --state-dir /x": "--state-dir /x: outside --host-root /etc; host prepare gives away nothing outside the host root",
 		} {
 			code, stdout, stderr := runCLI(t, strings.Fields(args)...)

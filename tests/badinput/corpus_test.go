@@ -375,7 +375,7 @@ func TestBadInputCorpus(t *testing.T) {
 
 		// channel serve: the configuration file
 		{name: "channel serve without config", args: []string{"channel", "serve", "--listen", "127.0.0.1:0"}, code: 2,
-			want: []string{"channel server configuration", "no file given"}},
+			want: []string{"channel server configuration", "no file given", "give --config FILE"}},
 		{name: "channel serve config missing", args: []string{"channel", "serve", "--config", "$DIR/channels.yaml", "--listen", "127.0.0.1:0"}, code: 2,
 			want: []string{"$DIR/channels.yaml"}},
 		{name: "channel serve config not YAML", args: []string{"channel", "serve", "--config", "$DIR/channels.yaml", "--listen", "127.0.0.1:0"},
