@@ -34,7 +34,13 @@ type session struct {
 
 // openSession takes the host lock, opens the journal and the Lease
 // identity kept in it, and builds the API clients.
+// With no cluster to talk to (bad input), it writes nothing: the client
+// configuration is read before the state directory is touched.
 func openSession(ctx context.Context, l Local, node string, leaseDuration time.Duration) (*session, error) {
+	cfg, err := cluster.RESTConfig(l.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
 	stateDir, lockFile := host.LocalPaths(l.HostRoot, l.StateDir, l.LockFile)
 	if err := host.CheckWritable(stateDir, lockFile); err != nil {
 		return nil, err
@@ -53,7 +59,8 @@ func openSession(ctx context.Context, l Local, node string, leaseDuration time.D
 		s.close()
 		return nil, fmt.Errorf("lease identity in %s: %w", stateDir, err)
 	}
-	if s.clients, err = connect(ctx, l.Kubeconfig, l.Log); err != nil {
+	wrapConfig(ctx, cfg)
+	if s.clients, err = cluster.NewClients(cfg, l.Log); err != nil {
 		s.close()
 		return nil, err
 	}

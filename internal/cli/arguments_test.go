@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -72,4 +74,24 @@ func TestABadValueFromTheEnvironmentNamesTheVariable(t *testing.T) {
 	code, _, stderr := runCLI(t, "merge", "--values", ex.values, "--chart", ex.chart)
 	assert.Equal(t, outcome.ExitBadInput, code)
 	assert.Contains(t, stderr, `-o "xml" (from $CHART_UPGRADER_OUTPUT): want yaml, json or table`)
+}
+
+// preflight with no cluster to talk to is bad input and writes nothing:
+// no identity, no lock file, no journal.
+func TestPreflightWithoutAClusterWritesNothing(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	code, _, stderr := runCLI(t, "preflight", "--target", "managedchart/a/b", "--chart-source", ".", "--host-root", root)
+	assert.Equal(t, outcome.ExitBadInput, code, stderr)
+	assert.Contains(t, stderr, "no cluster access")
+	var written []string
+	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if path != root {
+			written = append(written, path)
+		}
+		return nil
+	})
+	assert.Empty(t, written, "nothing written under the host root")
 }
