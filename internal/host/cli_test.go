@@ -25,10 +25,19 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 // upgradeArgs are a complete `upgrade` command line but for the paths: it
-// stops at the state directory, before any cluster access.
+// stops at the state directory, before any cluster access (its kubeconfig
+// names an API server that is not there: read, never reached).
 func upgradeArgs(t *testing.T, hostRoot string) []string {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: none, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: none, user: {token: none}}]
+contexts: [{name: none, context: {cluster: none, user: none}}]
+current-context: none
+`), 0o644))
 	return []string{"upgrade", "--target", "managedchart/fleet-local/demo-app", "--chart-source", t.TempDir(),
-		"--kubeconfig", filepath.Join(t.TempDir(), "no-kubeconfig"), "--host-root", hostRoot, "--log-format", "json"}
+		"--kubeconfig", kubeconfig, "--host-root", hostRoot, "--log-format", "json"}
 }
 
 // `upgrade` with a state directory it cannot create fails at once: exit 1,
