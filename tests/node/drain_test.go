@@ -147,7 +147,13 @@ func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 	webAnswers, apiAnswers := ev.answers("web-0"), ev.answers("api-0")
 	t.Logf("evictions of web-0: %v, of api-0: %v", webAnswers, apiAnswers)
 	assert.GreaterOrEqual(t, len(webAnswers), 2, "the drain asked again after the budget refused: %v", webAnswers)
-	for _, code := range webAnswers {
+	answered := webAnswers
+	if n := len(answered); n > 2 && answered[n-1] == 0 {
+		// the last request was in flight when the timeout ended the drain:
+		// cancelled, never answered (seen once in CI: [429 … 429 0])
+		answered = answered[:n-1]
+	}
+	for _, code := range answered {
 		assert.Equal(t, http.StatusTooManyRequests, code, "every eviction of web-0 refused by its budget: %v", webAnswers)
 	}
 	assert.Equal(t, []int{http.StatusCreated}, apiAnswers, "api-0 evicted at the first request")
