@@ -44,12 +44,7 @@ type manifestObject struct {
 	u *unstructured.Unstructured
 }
 
-func (m manifestObject) String() string {
-	if m.u.GetNamespace() == "" {
-		return m.u.GetKind() + " " + m.u.GetName()
-	}
-	return m.u.GetKind() + " " + m.u.GetNamespace() + "/" + m.u.GetName()
-}
+func (m manifestObject) String() string { return liveobjects.Describe(m.u) }
 
 // manifestObjects are the objects of a release's manifest, their
 // namespace defaulted to the release's (Helm's releaseutil split).
@@ -110,9 +105,7 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 		m := objs[i] // named as the manifest names it
 		switch {
 		case o.Mapping == nil:
-			gvk := m.u.GroupVersionKind()
-			_, err := c.Mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-			res.NotReady = append(res.NotReady, fmt.Sprintf("%s: kind unknown to the API server: %v", m, err))
+			res.NotReady = append(res.NotReady, fmt.Sprintf("%s: kind unknown to the API server: %v", m, o.NoKind))
 		case o.Unread != "":
 			return nil, fmt.Errorf("reading %s of helm release %s/%s: %s", m, rel.Namespace, rel.Name, o.Unread)
 		case o.Live == nil:

@@ -27,8 +27,10 @@ type Object struct {
 	// namespaced kind and cleared for a cluster-scoped one.
 	Want *unstructured.Unstructured
 	// Mapping is its kind's resource; nil when the API server does not
-	// serve the kind (a CRD the chart brings: the object is new).
+	// serve the kind (a CRD the chart brings: the object is new), and
+	// NoKind is then the mapper's answer.
 	Mapping *meta.RESTMapping
+	NoKind  error
 	// Live is the object on the server; nil when there is none or it was
 	// not read (Unread).
 	Live *unstructured.Unstructured
@@ -95,7 +97,8 @@ func (r Reader) Read(ctx context.Context, objs []*unstructured.Unstructured, nam
 		gvk := u.GroupVersionKind()
 		mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if meta.IsNoMatchError(err) {
-			continue // a kind the chart brings: new
+			o.NoKind = err // a kind the chart brings: new
+			continue
 		}
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", Describe(u), err)
