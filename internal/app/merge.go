@@ -2,9 +2,10 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"maps"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -15,6 +16,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/internal/yamlfile"
 )
 
 // MergeFiles are the inputs of an offline merge, each named as its flag.
@@ -24,8 +26,7 @@ type MergeFiles struct {
 	OldChart    string   // --old-chart: the deployed chart, for Dold
 	Policy      string   // --policy: rules and migrations
 	Live        string   // --live: Kubernetes objects for live and once rules
-	Set         []string // --set: Helm strvals, applied after the rules
-	Files       []string // -f: value files, applied after the rules, before --set
+	Explicit    Explicit // -f and the --set family, applied after the rules
 	FromVersion string   // --from-version: default the old chart's version
 	ToVersion   string   // --to-version: default the new chart's version
 }
@@ -46,7 +47,11 @@ func MergeOffline(_ context.Context, f MergeFiles) (*values.Result, error) {
 func loadOffline(f MergeFiles) (upgrade.MergeInputs, error) {
 	var in upgrade.MergeInputs
 	if f.Values == "" {
-		return in, outcome.BadInput(fmt.Errorf("--values is required"))
+		why := "the user values the target holds today, that the rules decide from (FILE, or - for standard input)"
+		if len(f.Explicit.Files) > 0 {
+			why += "; the -f files are overrides applied after the rules, as with helm -f, not the current values"
+		}
+		return in, outcome.BadInput(fmt.Errorf("--values is required: %s", why))
 	}
 	if f.Chart == "" {
 		return in, outcome.BadInput(fmt.Errorf("--chart is required"))
@@ -77,15 +82,15 @@ func loadOffline(f MergeFiles) (upgrade.MergeInputs, error) {
 		in.Rules, in.Migrations = p.Rules, p.Migrations
 	}
 	if f.Live != "" {
-		data, err := os.ReadFile(f.Live)
+		data, err := yamlfile.Read(f.Live, "--live")
 		if err != nil {
-			return in, outcome.BadInput(fmt.Errorf("--live: %w", err))
+			return in, err
 		}
 		if in.Live, err = values.ParseLive(data); err != nil {
-			return in, outcome.BadInput(fmt.Errorf("--live %s: %w", f.Live, err))
+			return in, outcome.BadInput(fmt.Errorf("--live %s: %w", yamlfile.Name(f.Live), err))
 		}
 	}
-	in.Overrides, err = Overrides(f.Files, f.Set)
+	in.Overrides, err = Overrides(f.Explicit)
 	return in, err
 }
 
@@ -102,57 +107,115 @@ func loadChartFile(flag, path string) (*upgrade.Chart, error) {
 	return d, nil
 }
 
-// Overrides reads -f files, then --set values, in the order Helm applies them.
-func Overrides(files, sets []string) ([]values.Override, error) {
+// Explicit are the explicit values of one run, as Helm's flags give them.
+// They are applied after the rules, each flag family in Helm's order: -f,
+// --set-json, --set, --set-string, --set-file, --set-literal.
+type Explicit struct {
+	Files   []string // -f: values files ("-": standard input)
+	JSON    []string // --set-json: KEY=JSON, or a whole JSON object
+	Set     []string // --set: Helm strvals, types inferred
+	String  []string // --set-string: Helm strvals, every value a string
+	File    []string // --set-file: KEY=FILE, the file's content as a string
+	Literal []string // --set-literal: KEY=VALUE, the value taken as is
+}
+
+// Empty reports whether no explicit value was given.
+func (e Explicit) Empty() bool {
+	return len(e.Files)+len(e.JSON)+len(e.Set)+len(e.String)+len(e.File)+len(e.Literal) == 0
+}
+
+// setParser is one --set flag of Helm: its name and Helm's own parser.
+type setParser struct {
+	flag  string
+	items []string
+	parse func(item string, into map[string]any) error
+}
+
+// Overrides reads the explicit values, in the order Helm applies them. Each
+// item is its own override (so the report names where a value came from);
+// every one is parsed by Helm's strvals, as `helm upgrade` parses it.
+func Overrides(e Explicit) ([]values.Override, error) {
 	var out []values.Override
-	for _, file := range files {
+	for _, file := range e.Files {
 		v, err := readValues("-f", file)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, values.Override{Origin: "-f " + file, Values: v})
+		out = append(out, values.Override{Origin: "-f " + yamlfile.Name(file), Values: v})
 	}
-	for _, s := range sets {
-		v := map[string]any{}
-		if err := strvals.ParseInto(s, v); err != nil {
-			return nil, outcome.BadInput(setError(s, err))
-		}
-		if len(v) == 0 {
-			// Helm 4's parser drops an item it cannot read (an unclosed
-			// index) without an error: an item that sets nothing is a
-			// mistake to name, not to ignore
-			why := "sets no value (an unclosed [ ?); want KEY=VALUE, as in --set image.tag=v2"
-			if strings.HasPrefix(s, "=") {
-				why = "sets no value: no key before =; want KEY=VALUE, as in --set image.tag=v2"
+	readFile := func(rs []rune) (any, error) {
+		data, err := yamlfile.Read(string(rs), "--set-file")
+		return string(data), err
+	}
+	for _, p := range []setParser{
+		{"--set-json", e.JSON, setJSON},
+		{"--set", e.Set, strvals.ParseInto},
+		{"--set-string", e.String, strvals.ParseIntoString},
+		{"--set-file", e.File, func(s string, v map[string]any) error { return strvals.ParseIntoFile(s, v, readFile) }},
+		{"--set-literal", e.Literal, strvals.ParseLiteralInto},
+	} {
+		for _, s := range p.items {
+			v := map[string]any{}
+			if err := p.parse(s, v); err != nil {
+				if errors.Is(err, outcome.ErrBadInput) {
+					return nil, err // a --set-file that cannot be read names its file
+				}
+				return nil, outcome.BadInput(setError(p.flag, s, err))
 			}
-			return nil, outcome.BadInput(setError(s, errors.New(why)))
+			if len(v) == 0 {
+				// Helm 4's parser drops an item it cannot read (an unclosed
+				// index) without an error: an item that sets nothing is a
+				// mistake to name, not to ignore
+				why := fmt.Sprintf("sets no value (an unclosed [ ?); want KEY=VALUE, as in %s image.tag=v2", p.flag)
+				if strings.HasPrefix(s, "=") {
+					why = fmt.Sprintf("sets no value: no key before =; want KEY=VALUE, as in %s image.tag=v2", p.flag)
+				}
+				return nil, outcome.BadInput(setError(p.flag, s, errors.New(why)))
+			}
+			// the origin names the paths, never the values (they may be secret)
+			out = append(out, values.Override{Origin: p.flag + " " + strings.Join(values.LeafPaths(v), ","), Values: values.Normalize(v).(map[string]any)})
 		}
-		// the origin names the paths, never the values (they may be secret)
-		out = append(out, values.Override{Origin: "--set " + strings.Join(values.LeafPaths(v), ","), Values: values.Normalize(v).(map[string]any)})
 	}
 	return out, nil
 }
 
-// setError names a --set item that does not parse. An item that mentions a
-// secret-looking key is named by its first key only, without the parser's
-// error, which may quote a piece of the value (a password holding a comma).
-func setError(item string, err error) error {
-	if !values.LooksSecret(item) {
-		return fmt.Errorf("--set %q: %w", item, err)
+// setJSON parses a --set-json item as Helm does: a whole JSON object, or
+// KEY=JSON.
+func setJSON(item string, into map[string]any) error {
+	trimmed := strings.TrimSpace(item)
+	if !strings.HasPrefix(trimmed, "{") {
+		return strvals.ParseJSON(item, into)
 	}
-	key, _, _ := strings.Cut(item, "=")
-	return fmt.Errorf("--set %q: not in Helm's --set syntax (values not shown: the item mentions a secret-looking key)", key+"="+values.Redaction)
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(trimmed), &obj); err != nil {
+		return fmt.Errorf("not a JSON object: %w", err)
+	}
+	maps.Copy(into, obj)
+	return nil
 }
 
-// readValues reads a values file; errors name the flag and the file.
+// setError names an item of a --set flag that does not parse. An item that
+// mentions a secret-looking key is named by its first key only, without the
+// parser's error, which may quote a piece of the value (a password holding a
+// comma).
+func setError(flag, item string, err error) error {
+	if !values.LooksSecret(item) {
+		return fmt.Errorf("%s %q: %w", flag, item, err)
+	}
+	key, _, _ := strings.Cut(item, "=")
+	return fmt.Errorf("%s %q: not in Helm's %s syntax (values not shown: the item mentions a secret-looking key)", flag, key+"="+values.Redaction, flag)
+}
+
+// readValues reads a values file ("-": standard input); errors name the
+// flag and the file.
 func readValues(flag, path string) (map[string]any, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlfile.Read(path, flag)
 	if err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("%s: %w", flag, err))
+		return nil, err
 	}
 	v, err := values.Parse(data)
 	if err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("%s %s: %w", flag, path, err))
+		return nil, outcome.BadInput(fmt.Errorf("%s %s: %w", flag, yamlfile.Name(path), err))
 	}
 	return v, nil
 }

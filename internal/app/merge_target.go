@@ -19,7 +19,7 @@ type MergeTargetOptions struct {
 	ChartSource string
 	ChartName   string
 	PolicyFile  string
-	Set, Files  []string
+	Explicit    Explicit // -f and the --set family
 	Version     string // default $SYSTEM_UPGRADE_PLAN_LATEST_VERSION
 	CAFile      string
 	Log         *slog.Logger
@@ -33,7 +33,7 @@ type MergeTargetOptions struct {
 func MergeTarget(ctx context.Context, o MergeTargetOptions) (*values.Result, error) {
 	log, _ := logAndOut(o.Log, nil)
 	opts := Options{Target: o.Target, ChartSource: o.ChartSource, ChartName: o.ChartName, PolicyFile: o.PolicyFile,
-		Set: o.Set, Files: o.Files, Log: log}
+		Explicit: o.Explicit, Log: log}
 	charts, _, err := planCharts(&opts)
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func MergeTarget(ctx context.Context, o MergeTargetOptions) (*values.Result, err
 		return nil, err
 	}
 	s := &session{clients: clients, cluster: &cluster.Cluster{Clients: clients, Kinds: targets.Kinds()}}
-	job, err := s.job(ctx, charts[0], o.CAFile, o.Set, o.Files, 0)
+	job, err := s.job(ctx, charts[0], o.CAFile, o.Explicit, 0)
 	if err != nil {
 		return nil, err
 	}

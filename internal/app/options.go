@@ -29,8 +29,7 @@ type Options struct {
 	ChartSource string // directory or Helm repository URL
 	ChartName   string // default: the chart the target deploys
 	PolicyFile  string
-	Set         []string
-	Files       []string
+	Explicit    Explicit // -f and the --set family
 	Version     string        // --version, else $SYSTEM_UPGRADE_PLAN_LATEST_VERSION
 	Timeout     time.Duration // overrides the spec's wait timeout when > 0
 

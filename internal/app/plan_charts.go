@@ -20,8 +20,8 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 	case opts.SpecFile != "" && opts.Target != "":
 		return nil, "", outcome.BadInput(errors.New("give --spec or --target, not both"))
 	case opts.SpecFile != "":
-		if opts.PolicyFile != "" || len(opts.Set) > 0 || len(opts.Files) > 0 || opts.ChartSource != "" {
-			return nil, "", outcome.BadInput(errors.New("--policy, --set, -f and --chart-source go with --target; with --spec, put rules in the spec"))
+		if opts.PolicyFile != "" || !opts.Explicit.Empty() || opts.ChartSource != "" {
+			return nil, "", outcome.BadInput(errors.New("--policy, -f, the --set flags and --chart-source go with --target; with --spec, put rules in the spec"))
 		}
 		sp, err := spec.LoadSpec(opts.SpecFile, targets.Kinds())
 		if err != nil {
@@ -59,8 +59,8 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 		return []spec.Chart{c}, "", nil
 	default:
 		// under system-upgrade-controller: the spec in the Plan's secret
-		if len(opts.Set) > 0 || len(opts.Files) > 0 || opts.PolicyFile != "" || opts.ChartSource != "" {
-			return nil, "", outcome.BadInput(errors.New("--policy, --set, -f and --chart-source need --target"))
+		if !opts.Explicit.Empty() || opts.PolicyFile != "" || opts.ChartSource != "" {
+			return nil, "", outcome.BadInput(errors.New("--policy, -f, the --set flags and --chart-source need --target"))
 		}
 		path, err := host.DiscoverSpec(opts.SecretsDir)
 		if err != nil {

@@ -23,16 +23,16 @@ func TestPlanChartsRefusesMixedFlags(t *testing.T) {
 		want string
 	}{
 		{"--spec and --target", Options{SpecFile: specFile, Target: "x/y/z"}, "give --spec or --target, not both"},
-		{"--spec and --set", Options{SpecFile: specFile, Set: []string{"a=1"}},
-			"--policy, --set, -f and --chart-source go with --target; with --spec, put rules in the spec"},
-		{"--spec and -f", Options{SpecFile: specFile, Files: []string{"v.yaml"}},
-			"--policy, --set, -f and --chart-source go with --target; with --spec, put rules in the spec"},
+		{"--spec and --set", Options{SpecFile: specFile, Explicit: Explicit{Set: []string{"a=1"}}},
+			"--policy, -f, the --set flags and --chart-source go with --target; with --spec, put rules in the spec"},
+		{"--spec and -f", Options{SpecFile: specFile, Explicit: Explicit{Files: []string{"v.yaml"}}},
+			"--policy, -f, the --set flags and --chart-source go with --target; with --spec, put rules in the spec"},
 		{"--spec and --policy", Options{SpecFile: specFile, PolicyFile: "p.yaml"},
-			"--policy, --set, -f and --chart-source go with --target; with --spec, put rules in the spec"},
+			"--policy, -f, the --set flags and --chart-source go with --target; with --spec, put rules in the spec"},
 		{"--spec and --chart-source", Options{SpecFile: specFile, ChartSource: "./charts"},
-			"--policy, --set, -f and --chart-source go with --target; with --spec, put rules in the spec"},
-		{"--set alone", Options{Set: []string{"a=1"}}, "--policy, --set, -f and --chart-source need --target"},
-		{"--chart-source alone", Options{ChartSource: "./charts"}, "--policy, --set, -f and --chart-source need --target"},
+			"--policy, -f, the --set flags and --chart-source go with --target; with --spec, put rules in the spec"},
+		{"--set alone", Options{Explicit: Explicit{Set: []string{"a=1"}}}, "--policy, -f, the --set flags and --chart-source need --target"},
+		{"--chart-source alone", Options{ChartSource: "./charts"}, "--policy, -f, the --set flags and --chart-source need --target"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.opts

@@ -106,7 +106,7 @@ func (s *session) runner(ctx context.Context, set upgrade.Settings) *upgrade.Run
 // job is one chart of a spec as the core runs it: the target from the kind
 // registry, its chart source and rules, the overrides, the wait timeout
 // (timeout overrides the spec's when > 0).
-func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, files []string, timeout time.Duration) (upgrade.Job, error) {
+func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit Explicit, timeout time.Duration) (upgrade.Job, error) {
 	tg, lease, err := openTarget(ctx, s.clients, c.Target, c.Options, c.Apply)
 	if err != nil {
 		return upgrade.Job{}, err
@@ -129,7 +129,7 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, set, fil
 	if j.Source, err = targetSource(ctx, tg, src); err != nil {
 		return upgrade.Job{}, err
 	}
-	if j.Overrides, err = Overrides(files, set); err != nil {
+	if j.Overrides, err = Overrides(explicit); err != nil {
 		return upgrade.Job{}, err
 	}
 	return j, nil

@@ -59,7 +59,7 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseConfig(path, data)
+	return ParseConfig(yamlfile.Name(path), data)
 }
 
 // ParseConfig parses a channel server configuration; file names it in

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -64,6 +65,7 @@ func newApp(stdout, stderr io.Writer) *ucli.App {
 			nodeCommand(),
 			hostCommand(),
 			versionCommand(),
+			completionCommand(),
 		},
 		Writer:    stdout,
 		ErrWriter: stderr,
@@ -118,13 +120,17 @@ func prepare(c *ucli.Command) {
 	c.OnUsageError = usageError
 	if action := c.Action; action != nil {
 		c.Action = func(ctx *ucli.Context) error {
-			if ctx.NArg() > 0 {
-				return outcome.BadInput(strayArgument(commandPath(ctx), ctx.Command, ctx.Args().Slice()))
-			}
-			if err := checkDurations(ctx); err != nil {
+			if err := checkOutput(ctx); err != nil {
 				return err
 			}
-			return action(ctx)
+			err := checkInputs(ctx)
+			if err == nil {
+				err = action(ctx)
+			}
+			if err != nil {
+				writeFailure(ctx, err)
+			}
+			return err
 		}
 	}
 	for _, f := range c.Flags {
@@ -134,8 +140,12 @@ func prepare(c *ucli.Command) {
 		switch x := f.(type) {
 		case *ucli.StringFlag:
 			x.EnvVars = append(env, x.EnvVars...)
+			x.TakesFile = valueKind(x) == "file"
+		case *outputFlag:
+			x.EnvVars = append(env, x.EnvVars...)
 		case *ucli.StringSliceFlag:
 			x.EnvVars = append(env, x.EnvVars...)
+			x.TakesFile = valueKind(x) == "file"
 		case *ucli.BoolFlag:
 			x.EnvVars = append(env, x.EnvVars...)
 		case *ucli.DurationFlag:
@@ -147,6 +157,18 @@ func prepare(c *ucli.Command) {
 	for _, sub := range c.Subcommands {
 		prepare(sub)
 	}
+}
+
+// checkInputs refuses what no command takes: a positional argument, a
+// duration of zero or less, two inputs both read from standard input.
+func checkInputs(ctx *ucli.Context) error {
+	if ctx.NArg() > 0 && !slices.Contains(takesArguments, ctx.Command.Name) {
+		return outcome.BadInput(strayArgument(commandPath(ctx), ctx.Command, ctx.Args().Slice()))
+	}
+	if err := checkDurations(ctx); err != nil {
+		return err
+	}
+	return checkStdin(ctx)
 }
 
 // strayArgument says that args[0] is no flag, the flag it probably
@@ -170,11 +192,11 @@ func strayArgument(name string, c *ucli.Command, args []string) error {
 	return errors.New(msg)
 }
 
-// commandPath is the command as typed: "host prepare".
+// commandPath is the command as typed, without the program: "host prepare".
 func commandPath(ctx *ucli.Context) string {
 	var names []string
 	for _, c := range ctx.Lineage() {
-		if c.Command != nil && c.Command.Name != "" {
+		if c.Command != nil && c.Command.Name != "" && c.Command.Name != ctx.App.Name {
 			names = append([]string{c.Command.Name}, names...)
 		}
 	}

@@ -24,7 +24,7 @@ func TestEveryCommandRefusesAStrayArgument(t *testing.T) {
 			break
 		}
 		name := strings.Fields(line)[0]
-		found := false
+		found := name == "completion" // its argument is the shell (completion_test.go)
 		for _, l := range leaves {
 			found = found || strings.Fields(l)[0] == name
 		}

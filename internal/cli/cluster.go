@@ -54,14 +54,13 @@ func flags(lists ...[]ucli.Flag) []ucli.Flag {
 
 // targetFlags name what to upgrade.
 func targetFlags() []ucli.Flag {
-	return []ucli.Flag{
+	return flags([]ucli.Flag{
 		&ucli.StringFlag{Name: "spec", Usage: "upgrade spec `FILE` (charts in order, with their sources, rules and migrations)"},
 		&ucli.StringFlag{Name: "target", Usage: "one target, `KIND/NAMESPACE/NAME`, KIND one of " + kind.Or(targets.Kinds().Names()) + " (instead of --spec)"},
 		&ucli.StringFlag{Name: "chart-source", Usage: "with --target: a `DIR` of charts (.tgz or directories), a Helm repository URL or an oci:// registry" + ownSourceNote()},
 		&ucli.StringFlag{Name: "chart-name", Usage: "with --target: the chart `NAME` in the source (default: the chart the target deploys)"},
 		&ucli.StringFlag{Name: "policy", Usage: "with --target: policy `FILE` (rules: and migrations:)"},
-		&ucli.StringSliceFlag{Name: "set", Usage: "with --target: explicit value `PATH=VALUE` after the rules; repeatable"},
-		&ucli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: "with --target: explicit values `FILE` after the rules; repeatable"},
+	}, explicitFlags("with --target: "), []ucli.Flag{
 		&ucli.StringFlag{Name: "version", EnvVars: []string{"SYSTEM_UPGRADE_PLAN_LATEST_VERSION"}, Usage: "chart `VERSION` to upgrade to (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 		&ucli.DurationFlag{Name: "timeout", DefaultText: "the spec's wait.timeout, else 20m", Usage: "how long to wait for readiness: `DURATION`, overriding the spec's wait.timeout"},
 		&ucli.BoolFlag{Name: "allow-downgrade", Usage: "allow a target version older than the deployed one"},
@@ -71,7 +70,7 @@ func targetFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "hooks-dir", Usage: "`DIR` of pre-<phase> and post-<phase> hooks (default: the directory of a spec found in the Plan's secret)"},
 		&ucli.DurationFlag{Name: "hook-timeout", Value: host.DefaultHookTimeout, Usage: "how long one hook may run (`DURATION`)"},
 		&ucli.StringFlag{Name: "secrets-dir", Value: host.DefaultSecretsDir, Usage: "without --spec and --target, the spec is `DIR`/<secret>/spec.yaml (where SUC mounts Plan secrets)"},
-	}
+	})
 }
 
 // local gathers the localFlags.

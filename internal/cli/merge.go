@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -22,42 +21,34 @@ func mergeCommand() *ucli.Command {
 			"-o yaml prints the new values on stdout and the report on stderr;\n" +
 			"-o json prints one JSON object; -o table prints the report.",
 		Flags: append([]ucli.Flag{
-			&ucli.StringFlag{Name: "values", Usage: "user values `FILE` (what the target says today)"},
+			&ucli.StringFlag{Name: "values", Usage: "the current user values `FILE` (\"-\": standard input): what the target holds today, that the rules decide from. Unlike helm --values, not an override: overrides go in -f"},
 			&ucli.StringFlag{Name: "chart", Usage: "new chart: a chart directory or .tgz `PATH`"},
 			&ucli.StringFlag{Name: "old-chart", Usage: "deployed chart `PATH`, for the old defaults (follow, keep, readonly)"},
 			&ucli.StringFlag{Name: "policy", Usage: "policy `FILE` with rules: and migrations:"},
 			&ucli.StringFlag{Name: "live", Usage: "multi-document YAML `FILE` of objects for live and once rules"},
-			&ucli.StringSliceFlag{Name: "set", Usage: "explicit value `PATH=VALUE` (Helm --set syntax), after the rules; repeatable"},
-			&ucli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: "explicit values `FILE`, after the rules and before --set; repeatable"},
 			&ucli.StringFlag{Name: "from-version", Usage: "deployed `VERSION` for migrations (default: the old chart's)"},
 			&ucli.StringFlag{Name: "to-version", Usage: "target `VERSION` for migrations (default: the new chart's)"},
-			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "`FORMAT`: yaml, json or table"},
+			newOutputFlag("yaml", "json", "table"),
 			// cluster mode
 			&ucli.StringFlag{Name: "target", Usage: "cluster mode: `KIND/NAMESPACE/NAME` instead of --values and --chart"},
 			&ucli.StringFlag{Name: "chart-source", Usage: "cluster mode: a `DIR` of charts, a Helm repository URL or an oci:// registry"},
 			&ucli.StringFlag{Name: "chart-name", Usage: "cluster mode: the chart `NAME` in the source (default: the chart the target deploys)"},
 			&ucli.StringFlag{Name: "version", Usage: "cluster mode: the `VERSION` to merge for (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 			&ucli.StringFlag{Name: "ca-file", Usage: "cluster mode: extra CA certificates `FILE` for Helm repository URLs"},
-		}, localFlags()...),
+		}, append(explicitFlags(""), localFlags()...)...),
 		Action: func(c *ucli.Context) error {
 			format := c.String("output")
-			if format != "yaml" && format != "json" && format != "table" {
-				return outcome.BadInput(fmt.Errorf("-o %q%s: want yaml, json or table", format, fromEnv("output", format)))
-			}
 			if c.String("target") != "" {
 				return mergeTarget(c, format)
 			}
 			res, err := app.MergeOffline(c.Context, app.MergeFiles{
 				Values: c.String("values"), Chart: c.String("chart"), OldChart: c.String("old-chart"),
 				Policy: c.String("policy"), Live: c.String("live"),
-				Set: c.StringSlice("set"), Files: c.StringSlice("file"),
+				Explicit:    explicit(c),
 				FromVersion: c.String("from-version"), ToVersion: c.String("to-version"),
 			})
 			if err != nil {
-				if res != nil {
-					_ = res.WriteTable(c.App.ErrWriter)
-				}
-				return err
+				return mergeFailed(c, res, err)
 			}
 			return writeResult(c.App.Writer, c.App.ErrWriter, format, res)
 		},
@@ -73,27 +64,32 @@ func mergeTarget(c *ucli.Context, format string) error {
 	}
 	res, err := app.MergeTarget(c.Context, app.MergeTargetOptions{
 		Target: c.String("target"), ChartSource: c.String("chart-source"), ChartName: c.String("chart-name"),
-		PolicyFile: c.String("policy"), Set: c.StringSlice("set"), Files: c.StringSlice("file"),
+		PolicyFile: c.String("policy"), Explicit: explicit(c),
 		Version: c.String("version"), Kubeconfig: c.String("kubeconfig"), CAFile: c.String("ca-file"),
 		Log: local(c).Log,
 	})
 	if err != nil {
-		if res != nil {
-			_ = res.WriteTable(c.App.ErrWriter)
-		}
-		return err
+		return mergeFailed(c, res, err)
 	}
 	return writeResult(c.App.Writer, c.App.ErrWriter, format, res)
+}
+
+// mergeFailed prints the decisions of a merge that ran but was refused
+// (a readonly value changed, a chart that does not render) on stderr, and
+// carries them for the failure object of -o json and yaml.
+func mergeFailed(c *ucli.Context, res *values.Result, err error) error {
+	if res == nil {
+		return err
+	}
+	_ = res.WriteTable(c.App.ErrWriter)
+	return &withReport{err: err, report: res.Redacted()}
 }
 
 // writeResult prints a merge result in the chosen format.
 func writeResult(stdout, stderr io.Writer, format string, res *values.Result) error {
 	switch format {
 	case "json":
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res.Redacted())
+		return writeObject(stdout, format, res.Redacted())
 	case "table":
 		return res.WriteTable(stdout)
 	default:

@@ -1,12 +1,15 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 )
 
 // Every bad input exits 2 with nothing on stdout, and stderr names the
@@ -278,9 +281,29 @@ migrations:
 			t.Run(tt.name+"/"+format, func(t *testing.T) {
 				code, stdout, stderr := runCLI(t, append(tt.args, "-o", format)...)
 				assert.Equal(t, 3, code, "exit code; stderr:\n%s", stderr)
-				assert.Empty(t, stdout, "refused: no values")
 				for _, want := range tt.want {
 					assert.Contains(t, stderr, want)
+				}
+				if format == "table" {
+					assert.Empty(t, stdout, "refused: no values")
+					return
+				}
+				// -o json and -o yaml: one object on stdout, the refusal
+				// and not the values
+				var obj struct {
+					Error struct {
+						ExitCode int
+						Meaning  string
+						Reasons  []string
+					}
+					Report map[string]any
+				}
+				require.NoError(t, yaml.Unmarshal([]byte(stdout), &obj), stdout)
+				assert.Equal(t, 3, obj.Error.ExitCode)
+				assert.Equal(t, "refused", obj.Error.Meaning)
+				require.Len(t, obj.Error.Reasons, 1)
+				for _, want := range tt.want {
+					assert.Contains(t, obj.Error.Reasons[0]+fmt.Sprint(obj.Report), want)
 				}
 			})
 		}

@@ -1,8 +1,14 @@
 package cli
 
 import (
+	"bytes"
+	"errors"
+	"io"
+
 	"fmt"
 	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -42,6 +48,7 @@ func planCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "wait-timeout", Value: suc.DefaultWaitTimeout, Usage: "the longest `DURATION` the upgrade may wait for readiness, all charts of the spec together"},
 			&ucli.StringFlag{Name: "check-chart", Usage: "also print the read-only RBAC the conflict check needs: get (and list) on each object this `CHART` (directory or .tgz) renders, bound to the ServiceAccount; regenerate it when the chart changes"},
 			&ucli.StringFlag{Name: "check-values", Usage: "the user values `FILE` to render --check-chart with (default: the chart's own)"},
+			newOutputFlag("yaml", "json"),
 			&ucli.StringFlag{Name: "check-release", Usage: "the release --check-chart is rendered as, `NAMESPACE/NAME` (the release namespace and name the target deploys)"},
 		},
 		Action: func(c *ucli.Context) error {
@@ -82,10 +89,35 @@ func planCommand() *ucli.Command {
 				}
 				out = append(append(out, "---\n"...), rbac...)
 			}
+			if c.String("output") == "json" {
+				return writePlanJSON(c.App.Writer, out)
+			}
 			_, err = c.App.Writer.Write(out)
 			return err
 		},
 	}
+}
+
+// writePlanJSON prints the YAML documents of plan as one JSON object: a
+// v1 List of them when there are several, as `kubectl get -o json` does.
+func writePlanJSON(w io.Writer, docs []byte) error {
+	var items []any
+	dec := yaml.NewDecoder(bytes.NewReader(docs))
+	for {
+		var doc any
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return err
+		}
+		if doc != nil {
+			items = append(items, doc)
+		}
+	}
+	if len(items) == 1 {
+		return writeObject(w, "json", items[0])
+	}
+	return writeObject(w, "json", map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 }
 
 // planKinds names each kind with the example manifests of its Plans.

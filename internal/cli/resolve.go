@@ -26,6 +26,7 @@ func resolveCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "timeout", Value: channel.DefaultTimeout, Usage: "give up after `DURATION`, retries included"},
 			&ucli.StringFlag{Name: "cluster-id", Usage: "the cluster `ID` to send as X-SUC-Cluster-ID"},
 			&ucli.StringFlag{Name: "current-version", Usage: "the `VERSION` to send as X-SUC-Latest-Version"},
+			newOutputFlag("text", "json", "yaml"),
 		},
 		Action: func(c *ucli.Context) error {
 			version, err := channel.ResolveQuery(c.Context, channel.Query{
@@ -38,8 +39,22 @@ func resolveCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
+			if format := c.String("output"); format != "text" {
+				return writeObject(c.App.Writer, format, resolved{Version: version, Channel: c.String("channel"),
+					Repo: c.String("repo"), Chart: c.String("chart"), Constraint: c.String("constraint")})
+			}
 			_, err = fmt.Fprintln(c.App.Writer, version)
 			return err
 		},
 	}
+}
+
+// resolved is what resolve prints with -o json or yaml: the version and the
+// query that gave it.
+type resolved struct {
+	Version    string `json:"version"`
+	Channel    string `json:"channel,omitempty"`
+	Repo       string `json:"repo,omitempty"`
+	Chart      string `json:"chart,omitempty"`
+	Constraint string `json:"constraint,omitempty"`
 }

@@ -1,9 +1,10 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 

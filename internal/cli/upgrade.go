@@ -25,8 +25,8 @@ func upgradeOptions(c *ucli.Context) app.Options {
 	return app.Options{
 		SpecFile: c.String("spec"), Target: c.String("target"), ChartSource: c.String("chart-source"),
 		ChartName: c.String("chart-name"), PolicyFile: c.String("policy"),
-		Set: c.StringSlice("set"), Files: c.StringSlice("file"),
-		Version: c.String("version"), Timeout: c.Duration("timeout"),
+		Explicit: explicit(c),
+		Version:  c.String("version"), Timeout: c.Duration("timeout"),
 		AllowDowngrade: c.Bool("allow-downgrade"), Unpause: c.Bool("unpause"), RequireNodesReady: c.Bool("require-nodes-ready"),
 		Kubeconfig: l.Kubeconfig, HostRoot: l.HostRoot, StateDir: l.StateDir, LockFile: l.LockFile,
 		TerminationLog: l.TerminationLog, NodeName: c.String("node-name"),

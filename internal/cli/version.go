@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
 
 	ucli "github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
-
-	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
 // Commit is set at build time with -ldflags "-X ...cli.Commit=SHA" (make
@@ -29,7 +25,7 @@ func versionCommand() *ucli.Command {
 		Name:  "version",
 		Usage: "print chart-upgrader's version, commit, Go version and Helm SDK version",
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "`FORMAT`: text, json or yaml"},
+			newOutputFlag("text", "json", "yaml"),
 		},
 		Action: func(c *ucli.Context) error {
 			info := buildInfo{Version: Version, Commit: Commit, Go: runtime.Version(), Helm: "unknown"}
@@ -48,23 +44,10 @@ func versionCommand() *ucli.Command {
 					}
 				}
 			}
-			var out []byte
-			var err error
-			switch c.String("output") {
-			case "text":
-				out = fmt.Appendf(nil, "chart-upgrader %s (commit %s, %s, Helm SDK %s)\n", info.Version, info.Commit, info.Go, info.Helm)
-			case "json":
-				out, err = json.MarshalIndent(info, "", "  ")
-				out = append(out, '\n')
-			case "yaml":
-				out, err = yaml.Marshal(info)
-			default:
-				return outcome.BadInput(fmt.Errorf("version: -o %q: want text, json or yaml", c.String("output")))
+			if format := c.String("output"); format != "text" {
+				return writeObject(c.App.Writer, format, info)
 			}
-			if err != nil {
-				return err
-			}
-			_, err = c.App.Writer.Write(out)
+			_, err := fmt.Fprintf(c.App.Writer, "chart-upgrader %s (commit %s, %s, Helm SDK %s)\n", info.Version, info.Commit, info.Go, info.Helm)
 			return err
 		},
 	}

@@ -67,3 +67,21 @@ type marked struct{ err, kind error }
 
 func (m *marked) Error() string   { return m.err.Error() }
 func (m *marked) Unwrap() []error { return []error{m.err, m.kind} }
+
+// Meaning names an exit code in words, as docs/design.md §10 does.
+func Meaning(code int) string {
+	switch code {
+	case ExitOK:
+		return "done"
+	case ExitBadInput:
+		return "bad input"
+	case ExitRefused:
+		return "refused"
+	case ExitTimeout:
+		return "timed out"
+	case ExitLockHeld:
+		return "lock held"
+	default:
+		return "failed"
+	}
+}

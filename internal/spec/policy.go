@@ -46,7 +46,7 @@ func LoadPolicy(path string) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParsePolicy(path, data)
+	return ParsePolicy(yamlfile.Name(path), data)
 }
 
 // rules parses a list of rules; nil n is no rules.

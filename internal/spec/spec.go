@@ -130,7 +130,7 @@ func LoadSpec(path string, kinds kind.Set) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, err := ParseSpec(path, data, kinds)
+	sp, err := ParseSpec(yamlfile.Name(path), data, kinds)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
+	"time"
 
 	upgradev1 "github.com/rancher/system-upgrade-controller/pkg/apis/upgrade.cattle.io/v1"
 	yaml "go.yaml.in/yaml/v3"
@@ -12,7 +14,7 @@ import (
 
 // Marshal prints plan as YAML: apiVersion, kind, metadata, spec, and inside
 // them the field order of the controller's API types (maps sorted by key),
-// two-space indent, no comments, no empty status and no null
+// two-space indent, no comment but a duration's (drain.timeout: 600000000000 # 10m0s), no empty status and no null
 // creationTimestamp. The same Plan always gives the same bytes.
 func Marshal(plan *upgradev1.Plan) ([]byte, error) {
 	data, err := json.Marshal(plan)
@@ -30,6 +32,9 @@ func Marshal(plan *upgradev1.Plan) ([]byte, error) {
 		drop(meta, "creationTimestamp", isNull)
 	}
 	first(root, "apiVersion")
+	if drain := field(field(root, "spec"), "drain"); drain != nil {
+		goDuration(field(drain, "timeout"))
+	}
 	plain(&doc)
 
 	var buf bytes.Buffer
@@ -45,8 +50,28 @@ func Marshal(plan *upgradev1.Plan) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// goDuration says a duration the API types encode as nanoseconds
+// (drain.timeout: 600000000000) as a Go duration, in a comment on its line
+// (# 10m0s). The value stays an integer: newer controllers also take a
+// string there (passed to kubectl drain as is), but the controllers whose
+// DrainSpec.Timeout is a time.Duration (the API module of March 2025)
+// cannot decode one, and would not run the Plan at all.
+func goDuration(n *yaml.Node) {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		return
+	}
+	ns, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return
+	}
+	n.LineComment = time.Duration(ns).String()
+}
+
 // field returns the value of key in mapping m, or nil.
 func field(m *yaml.Node, key string) *yaml.Node {
+	if m == nil {
+		return nil
+	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
 			return m.Content[i+1]

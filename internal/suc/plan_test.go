@@ -301,7 +301,10 @@ func TestMarshalRoundTrip(t *testing.T) {
 	assert.True(t, strings.HasPrefix(text, "apiVersion: upgrade.cattle.io/v1\nkind: Plan\nmetadata:\n"), text)
 	assert.NotContains(t, text, "status")
 	assert.NotContains(t, text, "creationTimestamp")
-	assert.NotContains(t, text, "#")
+	// the one comment says the nanoseconds as a Go duration; the integer
+	// stays, for the controllers that decode it as a time.Duration (above)
+	assert.Equal(t, 1, strings.Count(text, "#"), text)
+	assert.Contains(t, text, "\n    timeout: 600000000000 # 10m0s\n")
 	assert.Contains(t, text, `chart-upgrader.io/upgrade: "true"`, "a string that reads as a bool is quoted")
 	assert.Contains(t, text, "\n  tolerations:\n  - key: node-role.kubernetes.io/control-plane\n")
 }

@@ -60,10 +60,29 @@ type File struct {
 	Name string // names the file in errors, as the user gave it
 }
 
-// Read reads the file at path for Parse. A file that cannot be read is bad
-// input "reading WHAT: ...", naming the path.
+// StdinPath is the path that names standard input, as in `helm -f -` and
+// `kubectl apply -f -`.
+const StdinPath = "-"
+
+// Name is how errors name the file at path: "standard input" for "-".
+func Name(path string) string {
+	if path == StdinPath {
+		return "standard input"
+	}
+	return path
+}
+
+// Read reads the file at path for Parse; "-" reads standard input to its
+// end. A file that cannot be read is bad input "reading WHAT: ...", naming
+// the path.
 func Read(path, what string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	var data []byte
+	var err error
+	if path == StdinPath {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return nil, outcome.BadInput(fmt.Errorf("reading %s: %w", what, err))
 	}
