@@ -20,7 +20,7 @@ type MergeTargetOptions struct {
 	ChartName   string
 	PolicyFile  string
 	Explicit    Explicit // -f and the --set family
-	Version     string // default $SYSTEM_UPGRADE_PLAN_LATEST_VERSION
+	Version     string   // default $SYSTEM_UPGRADE_PLAN_LATEST_VERSION
 	CAFile      string
 	Log         *slog.Logger
 }

@@ -29,7 +29,7 @@ type Options struct {
 	ChartSource string // directory or Helm repository URL
 	ChartName   string // default: the chart the target deploys
 	PolicyFile  string
-	Explicit    Explicit // -f and the --set family
+	Explicit    Explicit      // -f and the --set family
 	Version     string        // --version, else $SYSTEM_UPGRADE_PLAN_LATEST_VERSION
 	Timeout     time.Duration // overrides the spec's wait timeout when > 0
 

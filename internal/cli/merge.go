@@ -20,12 +20,13 @@ func mergeCommand() *ucli.Command {
 			"defaults from --chart-source (or the release) at the deployed version, live objects from the\ncluster; reads only.\n" +
 			"-o yaml prints the new values on stdout and the report on stderr;\n" +
 			"-o json prints one JSON object; -o table prints the report.",
-		Flags: append([]ucli.Flag{
+		Flags: flags([]ucli.Flag{
 			&ucli.StringFlag{Name: "values", Usage: "the current user values `FILE` (\"-\": standard input): what the target holds today, that the rules decide from. Unlike helm --values, not an override: overrides go in -f"},
 			&ucli.StringFlag{Name: "chart", Usage: "new chart: a chart directory or .tgz `PATH`"},
 			&ucli.StringFlag{Name: "old-chart", Usage: "deployed chart `PATH`, for the old defaults (follow, keep, readonly)"},
 			&ucli.StringFlag{Name: "policy", Usage: "policy `FILE` with rules: and migrations:"},
 			&ucli.StringFlag{Name: "live", Usage: "multi-document YAML `FILE` of objects for live and once rules"},
+		}, explicitFlags(""), []ucli.Flag{
 			&ucli.StringFlag{Name: "from-version", Usage: "deployed `VERSION` for migrations (default: the old chart's)"},
 			&ucli.StringFlag{Name: "to-version", Usage: "target `VERSION` for migrations (default: the new chart's)"},
 			newOutputFlag("yaml", "json", "table"),
@@ -35,7 +36,7 @@ func mergeCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "chart-name", Usage: "cluster mode: the chart `NAME` in the source (default: the chart the target deploys)"},
 			&ucli.StringFlag{Name: "version", Usage: "cluster mode: the `VERSION` to merge for (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 			&ucli.StringFlag{Name: "ca-file", Usage: "cluster mode: extra CA certificates `FILE` for Helm repository URLs"},
-		}, append(explicitFlags(""), localFlags()...)...),
+		}, localFlags()),
 		Action: func(c *ucli.Context) error {
 			format := c.String("output")
 			if c.String("target") != "" {
