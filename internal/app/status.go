@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
@@ -43,7 +45,7 @@ type StatusReport struct {
 type StatusOptions struct {
 	Local
 	Target string // KIND/NAMESPACE/NAME
-	Format string // text or json
+	Format string // text, json or yaml
 }
 
 // Status reads the target, its readiness and the local journal. It makes
@@ -97,10 +99,20 @@ func Status(ctx context.Context, o StatusOptions) error {
 			return err
 		}
 	}
-	if o.Format == "json" {
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+	if o.Format == "json" || o.Format == "yaml" {
+		data, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if o.Format == "yaml" {
+			if data, err = yaml.JSONToYAML(data); err != nil {
+				return err
+			}
+		} else {
+			data = append(data, '\n')
+		}
+		_, err = o.Out.Write(data)
+		return err
 	}
 	writeStatus(o.Out, r)
 	if !r.Exists {

@@ -1,6 +1,8 @@
 package e2erelease
 
 import (
+	"sigs.k8s.io/yaml"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,6 +75,14 @@ func TestUpgradeARelease(t *testing.T) {
 	require.Equal(t, 0, st.code, st.stderr)
 	assert.Contains(t, st.stdout, f.target(name)+": version 2.0.0, ready (resources ")
 	assert.Contains(t, st.stdout, "helm revision 1 (chart 1.0.0, superseded)")
+	for _, format := range []string{"json", "yaml"} {
+		st := f.cli(n, "status", "--target", f.target(name), "-o", format)
+		require.Equal(t, 0, st.code, st.stderr)
+		var obj map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(st.stdout), &obj), "status -o %s: %s", format, st.stdout)
+		assert.Equal(t, "2.0.0", obj["version"], "status -o %s", format)
+		assert.Equal(t, true, obj["ready"], "status -o %s", format)
+	}
 
 	before := len(f.writesBy())
 	again := f.cli(newNode(t, "node-2"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
