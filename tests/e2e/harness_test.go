@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -241,33 +241,9 @@ func (f *fixture) leaseExists(name string) bool {
 	return !apierrors.IsNotFound(err)
 }
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
 // binary builds chart-upgrader once per test binary, for tests that need
 // separate processes (crashes, many nodes at once).
-func binary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "chart-upgrader-e2e-bin")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "chart-upgrader")
-		cmd := exec.Command("go", "build", "-tags", "testseams", "-o", binPath, "./cmd/chart-upgrader")
-		cmd.Dir = repoRoot(t)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
-}
+func binary(t *testing.T) string { return noderun.Binary(t) }
 
 // process starts chart-upgrader as a separate process for node n.
 func (f *fixture) process(n node, env []string, command string, args ...string) *exec.Cmd {

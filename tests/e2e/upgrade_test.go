@@ -170,7 +170,7 @@ func TestReadonlyViolationIsRefusedWithoutWrites(t *testing.T) {
 	f.install(name, "1.0.0", example.UserValues())
 	before := f.get(name)
 	logs, wc, err := f.upgradeCounting(f.node, app.Options{Target: "managedchart/" + f.ns + "/" + name,
-		ChartSource: f.charts, Version: "2.0.0", PolicyFile: f.policy(name), Set: []string{"promote.clusterPodCIDR=10.99.0.0/16"}})
+		ChartSource: f.charts, Version: "2.0.0", PolicyFile: f.policy(name), Explicit: app.Explicit{Set: []string{"promote.clusterPodCIDR=10.99.0.0/16"}}})
 	require.Error(t, err)
 	assert.Equal(t, 3, exitCode(err), logs)
 	assert.Contains(t, err.Error(), "promote.clusterPodCIDR")

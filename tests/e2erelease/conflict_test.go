@@ -38,12 +38,20 @@ func (f *fixture) image(name string) string {
 // (with the example policy) and returns its path.
 func (f *fixture) applySpec(name, apply string) string {
 	f.t.Helper()
+	return f.specWith(name, "  apply: "+apply+"\n")
+}
+
+// specWith writes a spec of the release with the example policy and the
+// chart entry's extra lines (each indented by two spaces), and returns
+// its path.
+func (f *fixture) specWith(name, extra string) string {
+	f.t.Helper()
 	policy, err := os.ReadFile(f.policy(name))
 	require.NoError(f.t, err)
 	spec := "apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts:\n" +
 		"- target: {kind: Release, namespace: " + f.ns + ", name: " + name + "}\n" +
 		"  chart: {name: demo-app, source: " + f.charts + "}\n" +
-		"  apply: " + apply + "\n" + indentPolicy(string(policy))
+		extra + indentPolicy(string(policy))
 	path := filepath.Join(f.t.TempDir(), "spec.yaml")
 	require.NoError(f.t, os.WriteFile(path, []byte(spec), 0o600))
 	return path

@@ -7,8 +7,12 @@ package noderun
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -70,4 +74,49 @@ func Writes(t *testing.T, env *testenv.Env, namespace string) []string {
 		}
 	}
 	return out
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// Binary builds chart-upgrader (with the test seams) once per test binary,
+// for tests that need separate processes: a process killed with SIGKILL,
+// many nodes at once.
+func Binary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			binErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "chart-upgrader-test-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "chart-upgrader")
+		cmd := exec.Command("go", "build", "-tags", "testseams", "-o", binPath, "./cmd/chart-upgrader")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, binErr)
+	return binPath
+}
+
+// Command is chart-upgrader command with args as node n against env, as a
+// separate process (not started), with the flags Run gives it.
+func (n Node) Command(t *testing.T, env *testenv.Env, command string, args ...string) *exec.Cmd {
+	t.Helper()
+	full := []string{command, "--kubeconfig", env.KubeconfigPath(), "--state-dir", n.StateDir,
+		"--lock-file", n.LockFile, "--termination-log", n.TermLog, "--log-format", "json"}
+	if command == "upgrade" || command == "preflight" || command == "rollback" {
+		full = append(full, "--node-name", n.Name)
+	}
+	return exec.Command(Binary(t), append(full, args...)...)
 }

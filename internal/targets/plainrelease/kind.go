@@ -17,7 +17,7 @@ var Descriptor = kind.Descriptor{
 	Summary:       "a plain Helm release (Helm's Secrets storage)",
 	Example:       "release/demo/app",
 	HistoryBackup: true,
-	Options: &kind.Options{Field: "release", Summary: "rollbackOnFailure (default true), historyMax (default 10)",
+	Options: &kind.Options{Field: "release", Summary: "rollbackOnFailure (default true), historyMax (default 10), recoverPending: {after: DURATION} (default: never)",
 		Default: func() any { return DefaultOptions }, Parse: parseOptions},
 	Plan: kind.PlanDefaults{Dir: "plans/release/", Name: "chart-upgrader-release", NodeSelector: "chart-upgrader.io/upgrade=true",
 		SpecSecret: "chart-upgrader-release-spec", ServiceAccount: "chart-upgrader-release"},
@@ -34,10 +34,11 @@ func Open(c *cluster.Clients, namespace, name string, opts any, apply kind.Apply
 	return t
 }
 
-// parseOptions reads release: {rollbackOnFailure, historyMax}.
+// parseOptions reads release: {rollbackOnFailure, historyMax,
+// recoverPending: {after}}.
 func parseOptions(file yamlfile.File, n *yaml.Node, field string) (any, error) {
 	out := DefaultOptions
-	f, err := file.Fields(n, field, "rollbackOnFailure", "historyMax")
+	f, err := file.Fields(n, field, "rollbackOnFailure", "historyMax", "recoverPending")
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +53,19 @@ func parseOptions(file yamlfile.File, n *yaml.Node, field string) (any, error) {
 			return nil, file.Failf(h, f.Path("historyMax"), "want a whole number ≥ 0, not %s", yamlfile.Describe(h))
 		}
 		out.HistoryMax = v
+	}
+	if r := f.Get("recoverPending"); r != nil {
+		rf, err := file.Fields(r, f.Path("recoverPending"), "after")
+		if err != nil {
+			return nil, err
+		}
+		a := rf.Get("after")
+		if a == nil {
+			return nil, file.Failf(r, f.Path("recoverPending"), "want after: DURATION, the age past which another process's pending revision is recovered")
+		}
+		if out.RecoverPendingAfter, err = file.Duration(a, rf.Path("after"), "1h or 30m"); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

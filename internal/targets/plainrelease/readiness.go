@@ -45,6 +45,11 @@ func (w *watcher) Current() *upgrade.Observed {
 		return nil
 	}
 	o, _ := observe(rel)
+	if o != nil && status(rel) != "deployed" {
+		// a pending or failed revision is no finished apply, whatever
+		// record its labels hold (a killed apply's)
+		o.Applied = upgrade.Record{}
+	}
 	return o
 }
 

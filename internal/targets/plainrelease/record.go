@@ -22,15 +22,21 @@ const (
 	// LabelFromRevision is the revision the apply started from: what a
 	// rollback goes back to.
 	LabelFromRevision = "chart-upgrader.io/from-revision"
+	// LabelRevision is the revision the apply made. Helm copies a
+	// revision's labels into the next one, so only a revision whose own
+	// number is here carries a record written for it: the proof that a
+	// pending revision is an interrupted apply of chart-upgrader's.
+	LabelRevision = "chart-upgrader.io/revision"
 )
 
 // recordLabels are the labels of r, with from the revision the apply
-// started from.
-func recordLabels(r upgrade.Record, from int) map[string]string {
+// started from and made the revision it makes.
+func recordLabels(r upgrade.Record, from, made int) map[string]string {
 	l := map[string]string{
 		LabelVersion:         labelVersion(r.Version),
 		LabelPreviousVersion: labelVersion(r.PreviousVersion),
 		LabelFromRevision:    strconv.Itoa(from),
+		LabelRevision:        strconv.Itoa(made),
 	}
 	if len(r.ValuesHash) == 64 {
 		l[LabelValuesHashHead], l[LabelValuesHashTail] = r.ValuesHash[:32], r.ValuesHash[32:]

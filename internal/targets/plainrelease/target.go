@@ -37,6 +37,11 @@ type Options struct {
 	RollbackOnFailure bool
 	// HistoryMax bounds the revisions Helm keeps (0: no limit).
 	HistoryMax int
+	// RecoverPendingAfter (recoverPending.after; 0: never): a pending
+	// revision another process left is recovered (marked failed, then
+	// upgraded over) once it is older than this, no hook of it runs and
+	// its record is unchanged across a re-read.
+	RecoverPendingAfter time.Duration
 }
 
 // Client reads releases and runs Helm against the cluster.
@@ -81,14 +86,78 @@ func (t *Target) newest() (*release.Release, error) {
 	return t.c.releases.Newest(t.namespace, t.name, "secret")
 }
 
-// Read reads the newest revision of the release; nil when it does not
-// exist.
-func (t *Target) Read(_ context.Context) (*upgrade.Observed, error) {
-	rel, err := t.newest()
-	if err != nil || rel == nil {
+// revisions is what Read saw of the release: the revision an upgrade
+// starts from and the newest one. They differ when the newest is failed
+// or pending and an earlier revision is deployed: as Helm does, the
+// upgrade then starts from that last deployed revision (its values, its
+// version, its objects).
+type revisions struct {
+	base, newest *release.Release
+	// pending is the newest revision when it is pending-*, with the
+	// resourceVersion of its record when Read read it.
+	pending *helmrelease.Pending
+}
+
+// revisionsOf is what o was read from.
+func revisionsOf(o *upgrade.Observed) *revisions { return o.Source.(*revisions) }
+
+// Read reads the release: the revision an upgrade starts from (the newest,
+// or the last deployed one before a failed or pending newest), with the
+// newest beside it; nil when the release does not exist.
+func (t *Target) Read(ctx context.Context) (*upgrade.Observed, error) {
+	for attempt := 0; ; attempt++ {
+		o, err := t.read(ctx)
+		if !errors.Is(err, errPendingEnded) || attempt == 3 {
+			return o, err
+		}
+	}
+}
+
+// errPendingEnded: the pending newest revision ended between two reads.
+var errPendingEnded = errors.New("the pending revision ended while it was read")
+
+func (t *Target) read(ctx context.Context) (*upgrade.Observed, error) {
+	hist, err := t.c.releases.History(t.namespace, t.name, "secret")
+	if err != nil || len(hist) == 0 {
 		return nil, err
 	}
-	return observe(rel)
+	newest := hist[len(hist)-1]
+	rv := &revisions{base: newest, newest: newest}
+	if st := status(newest); st == "failed" || helmrelease.IsPending(newest) {
+		if d := lastDeployed(hist[:len(hist)-1]); d != nil {
+			rv.base = d
+		}
+	}
+	if helmrelease.IsPending(newest) {
+		if rv.pending, err = t.c.releases.ReadPending(ctx, newest); err != nil {
+			return nil, err
+		}
+		if rv.pending == nil {
+			return nil, fmt.Errorf("helm release %s/%s revision %d: %w", t.namespace, t.name, newest.Version, errPendingEnded)
+		}
+	}
+	o, err := observe(rv.base)
+	if err != nil {
+		return nil, err
+	}
+	if rv.base == newest && status(newest) != "deployed" {
+		// a pending or failed revision is no finished apply, whatever
+		// record its labels hold
+		o.Applied = upgrade.Record{}
+	}
+	o.Source = rv
+	return o, nil
+}
+
+// lastDeployed is the newest revision of hist (oldest first) whose status
+// is deployed, as Helm's Deployed() picks it; nil when none is.
+func lastDeployed(hist []*release.Release) *release.Release {
+	for i := len(hist) - 1; i >= 0; i-- {
+		if status(hist[i]) == "deployed" {
+			return hist[i]
+		}
+	}
+	return nil
 }
 
 // observe is a revision as the core sees it: its chart and version, its
@@ -102,24 +171,43 @@ func observe(rel *release.Release) (*upgrade.Observed, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &upgrade.Observed{Values: u, ValuesHash: hash, Applied: recordOf(rel.Labels), Source: rel}
+	o := &upgrade.Observed{Values: u, ValuesHash: hash, Applied: recordOf(rel.Labels), Source: &revisions{base: rel, newest: rel}}
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		o.Chart, o.Version = rel.Chart.Metadata.Name, rel.Chart.Metadata.Version
 	}
 	return o, nil
 }
 
-// Health refuses a release whose newest revision is pending or failed,
-// or whose objects are not ready now, naming them.
+// Health judges the release an upgrade would start from: a failed newest
+// revision is upgraded over (a warning names it), a pending one is
+// recovered when that is provably safe (recover.go) and refused otherwise,
+// a release never deployed is no upgrade; and the objects of the revision
+// the upgrade starts from must be ready now.
 func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Health, error) {
-	rel := o.Source.(*release.Release)
+	rv := revisionsOf(o)
+	var h upgrade.Health
 	var problems []string
-	switch st := status(rel); {
-	case strings.HasPrefix(st, "pending"), st == "failed":
-		problems = append(problems, fmt.Sprintf("helm release %s/%s revision %d is %s: an install, upgrade or rollback is in progress, was interrupted or failed; resolve it (helm rollback) first",
-			rel.Namespace, rel.Name, rel.Version, st))
+	newest, base := rv.newest, rv.base
+	switch st := status(newest); {
+	case base == newest && st != "deployed" && st != "superseded":
+		problems = append(problems, fmt.Sprintf("helm release %s/%s revision %d is %s and no earlier revision is deployed: this is no upgrade; "+
+			"finish or remove the install first (helm uninstall, or helm install --replace), then run chart-upgrader again", t.namespace, t.name, newest.Version, st))
+	case st == "failed":
+		h.Warnings = append(h.Warnings, values.Warning{Kind: WarnFailedRevision, Message: fmt.Sprintf(
+			"helm release %s/%s revision %d (chart %s) is failed: the upgrade starts from revision %d (chart %s), the last deployed one, as helm upgrade does; revision %d stays in the history",
+			t.namespace, t.name, newest.Version, helmrelease.ChartVersion(newest), base.Version, helmrelease.ChartVersion(base), newest.Version)})
+	case rv.pending != nil:
+		w, problem, err := t.judgePending(ctx, rv)
+		if err != nil {
+			return h, err
+		}
+		if problem != "" {
+			problems = append(problems, problem)
+		} else {
+			h.Warnings = append(h.Warnings, w)
+		}
 	}
-	res, err := t.c.releases.Look(ctx, rel)
+	res, err := t.c.releases.Look(ctx, base)
 	if err != nil {
 		return upgrade.Health{}, err
 	}
@@ -127,9 +215,9 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 		problems = append(problems, "not ready: "+l)
 	}
 	if len(problems) > 0 {
-		return upgrade.Health{Problems: []string{"the release is not healthy; fix it before upgrading:\n  " + strings.Join(problems, "\n  ")}}, nil
+		h.Problems = []string{"the release is not healthy; fix it before upgrading:\n  " + strings.Join(problems, "\n  ")}
 	}
-	return upgrade.Health{}, nil
+	return h, nil
 }
 
 func status(rel *release.Release) string {
@@ -153,19 +241,25 @@ func (t *Target) configuration() (*action.Configuration, error) {
 // failed upgrade that made a revision is rolled back to the one it started
 // from (RollbackOnFailure), and both are named in the error.
 func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (*upgrade.Observed, error) {
-	read := o.Source.(*release.Release)
+	rv := revisionsOf(o)
+	read := rv.base
 	now, err := t.newest()
 	if err != nil {
 		return nil, err
 	}
-	if now == nil || now.Version != read.Version {
+	if now == nil || now.Version != rv.newest.Version {
 		return nil, fmt.Errorf("%w: helm release %s/%s has a new revision", upgrade.ErrConflict, t.namespace, t.name)
+	}
+	if rv.pending != nil {
+		if now, err = t.recover(ctx, rv); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := t.configuration()
 	if err != nil {
 		return nil, err
 	}
-	labels := recordLabels(c.Record, read.Version)
+	labels := recordLabels(c.Record, read.Version, now.Version+1)
 	if c.Restore != nil {
 		to, _ := c.Restore.Data.(int)
 		if to == 0 {
@@ -298,7 +392,7 @@ func helmChart(c *upgrade.Chart) (*chart.Chart, error) {
 // Backup writes nothing: Helm's history is the backup. The apply records
 // the revision it starts from in the labels of the revision it makes.
 func (t *Target) Backup(_ context.Context, o *upgrade.Observed) (string, bool, error) {
-	rel := o.Source.(*release.Release)
+	rel := revisionsOf(o).base
 	return fmt.Sprintf("helm revision %d", rel.Version), false, nil
 }
 
@@ -359,7 +453,7 @@ func (t *Target) Backups(_ context.Context) ([]string, error) {
 
 // Look judges readiness from one read of the release and its objects.
 func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Want) (upgrade.Readiness, error) {
-	rel := o.Source.(*release.Release)
+	rel := revisionsOf(o).newest
 	res, err := t.c.releases.Look(ctx, rel)
 	if err != nil {
 		return upgrade.Readiness{}, err
@@ -433,7 +527,7 @@ func (t *Target) OwnSource(context.Context) (chartpkg.Source, error) { return ni
 // takes the field). A client-side apply meets no conflict: each such field
 // whose value the chart changes is a warning, the upgrade overwrites it.
 func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
-	rel := o.Source.(*release.Release)
+	rel := revisionsOf(o).base
 	if c.Restore != nil || c.Chart == nil || c.Chart.Manifest == nil {
 		return upgrade.Conflicts{}, nil
 	}

@@ -1,0 +1,156 @@
+package helmrelease
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	common "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SecretName is the name of the Secret Helm's Secrets driver keeps
+// revision version of release name in.
+func SecretName(name string, version int) string {
+	return fmt.Sprintf("sh.helm.release.v1.%s.v%d", name, version)
+}
+
+// Encode encodes a release record as Helm's storage drivers write it:
+// base64 of gzipped JSON (the inverse of Decode).
+func Encode(rel *release.Release) (string, error) {
+	b, err := json.Marshal(rel)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	w, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return "", err
+	}
+	if _, err := w.Write(b); err != nil {
+		return "", err
+	}
+	if err := w.Close(); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}
+
+// Pending is a revision left pending-install, pending-upgrade or
+// pending-rollback, with what its Secret says of it.
+type Pending struct {
+	Release         *release.Release
+	ResourceVersion string    // of its Secret when read: MarkFailed writes only over this
+	Since           time.Time // when the operation began (Info.LastDeployed)
+}
+
+// IsPending reports whether a revision's status is pending-*.
+func IsPending(rel *release.Release) bool {
+	return rel != nil && rel.Info != nil && strings.HasPrefix(rel.Info.Status.String(), "pending")
+}
+
+// ReadPending reads the Secret of revision rel (which was pending) for its
+// resourceVersion; nil when it no longer holds that revision pending (the
+// operation ended meanwhile: read the release again).
+func (c *Client) ReadPending(ctx context.Context, rel *release.Release) (*Pending, error) {
+	s, err := c.Kube.CoreV1().Secrets(rel.Namespace).Get(ctx, SecretName(rel.Name, rel.Version), metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the record of helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
+	}
+	now, err := Decode(string(s.Data["release"]))
+	if err != nil {
+		return nil, fmt.Errorf("decoding the record of helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
+	}
+	if !IsPending(now) {
+		return nil, nil
+	}
+	p := &Pending{Release: now, ResourceVersion: s.ResourceVersion}
+	if now.Info != nil {
+		p.Since = now.Info.LastDeployed
+	}
+	return p, nil
+}
+
+// ErrPendingChanged: the pending revision's Secret changed since it was
+// read; MarkFailed wrote nothing.
+var ErrPendingChanged = fmt.Errorf("the pending revision changed since it was read")
+
+// MarkFailed marks the pending revision p as failed, as `helm set-status
+// failed` (klipper-helm) and Helm's own cancelled operations do, with
+// description: one update of its Secret, only over the resourceVersion p
+// was read at (never a blind overwrite: Helm's own Update is one). It
+// changes that revision only: its manifest, values and labels stay.
+func (c *Client) MarkFailed(ctx context.Context, p *Pending, description string) error {
+	rel := p.Release
+	secrets := c.Kube.CoreV1().Secrets(rel.Namespace)
+	s, err := secrets.Get(ctx, SecretName(rel.Name, rel.Version), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the record of helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
+	}
+	if s.ResourceVersion != p.ResourceVersion {
+		return fmt.Errorf("helm release %s/%s revision %d: %w (resourceVersion %s, read at %s)", rel.Namespace, rel.Name, rel.Version,
+			ErrPendingChanged, s.ResourceVersion, p.ResourceVersion)
+	}
+	failed := *rel
+	info := *rel.Info
+	info.Status, info.Description, info.LastDeployed = common.StatusFailed, description, time.Now()
+	failed.Info = &info
+	data, err := Encode(&failed)
+	if err != nil {
+		return err
+	}
+	s = s.DeepCopy()
+	s.Data = map[string][]byte{"release": []byte(data)}
+	s.Labels["status"] = common.StatusFailed.String()
+	s.Labels["modifiedAt"] = strconv.FormatInt(time.Now().Unix(), 10)
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: "chart-upgrader"}); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, ErrPendingChanged)
+		}
+		return fmt.Errorf("marking helm release %s/%s revision %d failed: %w", rel.Namespace, rel.Name, rel.Version, err)
+	}
+	return nil
+}
+
+// RunningHooks names the release's hook Pods that are still running: those
+// of its hook Jobs (Helm's hook annotation on the Job) and hook Pods, in
+// the release's namespace. A pending revision whose hook still runs is not
+// abandoned.
+func (c *Client) RunningHooks(ctx context.Context, rel *release.Release) ([]string, error) {
+	hooks := map[string]bool{}
+	for _, h := range rel.Hooks {
+		if h != nil && (h.Kind == "Job" || h.Kind == "Pod") {
+			hooks[h.Kind+"/"+h.Name] = true
+		}
+	}
+	if len(hooks) == 0 {
+		return nil, nil
+	}
+	pods, err := c.Kube.CoreV1().Pods(rel.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of helm release %s/%s for its running hooks: %w", rel.Namespace, rel.Name, err)
+	}
+	var running []string
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodPending && p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		owner := "Pod/" + p.Name
+		if job := p.Labels["job-name"]; job != "" {
+			owner = "Job/" + job
+		}
+		if hooks[owner] {
+			running = append(running, owner+" (pod "+p.Name+", "+string(p.Status.Phase)+")")
+		}
+	}
+	return running, nil
+}
