@@ -7,9 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"helm.sh/helm/v4/pkg/storage/driver"
 
 	common "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
@@ -72,6 +75,14 @@ func (c *Client) ReadPending(ctx context.Context, rel *release.Release) (*Pendin
 	}
 	if !IsPending(now) {
 		return nil, nil
+	}
+	// a revision's own labels are not in its record: Helm's driver keeps
+	// them as the Secret's labels, beside its own
+	now.Labels = map[string]string{}
+	for k, v := range s.Labels {
+		if !slices.Contains(driver.GetSystemLabels(), k) {
+			now.Labels[k] = v
+		}
 	}
 	p := &Pending{Release: now, ResourceVersion: s.ResourceVersion}
 	if now.Info != nil {

@@ -1,6 +1,7 @@
 package e2erelease
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +49,7 @@ func (f *fixture) hookPod(name, not string) string {
 	require.Eventually(f.t, func() bool {
 		pods, err := f.env.Kube().CoreV1().Pods(f.ns).List(f.t.Context(), metav1.ListOptions{LabelSelector: "job-name=" + name + "-migrate"})
 		if err != nil {
+			f.t.Logf("listing the hook's pods: %v", err)
 			return false
 		}
 		for _, p := range pods.Items {
@@ -98,6 +100,21 @@ func TestAKilledApplyIsRecoveredOnAnotherNode(t *testing.T) {
 	var out strings.Builder
 	killed.Stdout, killed.Stderr = &out, &out
 	require.NoError(t, killed.Start())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the killed run's output:\n%s", out.String())
+			pods, err := f.env.Kube().CoreV1().Pods(f.ns).List(context.Background(), metav1.ListOptions{})
+			t.Logf("pods (%v):", err)
+			for _, p := range pods.Items {
+				t.Logf("pod %s %s %v %v", p.Name, p.Status.Phase, p.Labels, p.Spec.NodeName)
+			}
+			jobs, err := f.env.Kube().BatchV1().Jobs(f.ns).List(context.Background(), metav1.ListOptions{})
+			t.Logf("jobs (%v):", err)
+			for _, j := range jobs.Items {
+				t.Logf("job %s %+v", j.Name, j.Status)
+			}
+		}
+	})
 	first := f.hookPod(name, "")
 	h := f.history(name)
 	require.Len(t, h, 2)
@@ -111,6 +128,15 @@ func TestAKilledApplyIsRecoveredOnAnotherNode(t *testing.T) {
 	go func() {
 		done <- f.cli(newNode(t, "node-2"), "upgrade", f.upgradeArgs(name, "2.0.0", "--lease-duration", "3s")...)
 	}()
+	t.Cleanup(func() {
+		select {
+		case r := <-done:
+			if t.Failed() {
+				t.Logf("the re-run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+		default:
+		}
+	})
 	f.releaseHold(f.hookPod(name, first)) // the hook Helm runs again completes
 	var r result
 	select {

@@ -212,6 +212,13 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 		return upgrade.Health{}, err
 	}
 	for _, l := range res.NotReady {
+		if newest != base {
+			// the rollout the failed or stuck operation began: the
+			// upgrade over it is what ends it
+			h.Warnings = append(h.Warnings, values.Warning{Kind: values.WarnTarget, Message: fmt.Sprintf(
+				"not ready, left by revision %d's operation: %s", newest.Version, l)})
+			continue
+		}
 		problems = append(problems, "not ready: "+l)
 	}
 	if len(problems) > 0 {
