@@ -331,3 +331,61 @@ func TestWatcherOfTheConfigMapDriver(t *testing.T) {
 	waitFor(t, signal, "revision 4 judged", func() bool { return w.Resources() != nil })
 	assert.Equal(t, &helmrelease.Resources{Revision: 4}, w.Resources())
 }
+
+// A pending revision is read with its own labels (kept on its Secret, not
+// in its record) and its Secret's resourceVersion; MarkFailed changes that
+// revision's status and description only, and writes nothing over a record
+// that changed since it was read.
+func TestMarkFailedWritesOnlyOverWhatItRead(t *testing.T) {
+	env := testenv.ForTest(t)
+	ns := env.Namespace(t)
+	c := &helmrelease.Client{Kube: env.Kube(), Dynamic: env.Dynamic()}
+	secrets := driver.NewSecrets(env.Kube().CoreV1().Secrets(ns))
+	store(t, secrets, rel(ns, "web", 1, helmstatus.StatusDeployed, "a: 1\n"))
+	pending := rel(ns, "web", 2, helmstatus.StatusPendingUpgrade, "a: 2\n")
+	pending.Labels = map[string]string{"chart-upgrader.io/revision": "2"}
+	store(t, secrets, pending)
+
+	newest, err := c.Newest(ns, "web", "secret")
+	require.NoError(t, err)
+	require.True(t, helmrelease.IsPending(newest))
+	p, err := c.ReadPending(t.Context(), newest)
+	require.NoError(t, err)
+	require.NotNil(t, p)
+	assert.Equal(t, map[string]string{"chart-upgrader.io/revision": "2"}, p.Release.Labels, "its own labels, not the driver's")
+	assert.NotEmpty(t, p.ResourceVersion)
+
+	// someone writes the record after it was read: nothing is written
+	s, err := env.Kube().CoreV1().Secrets(ns).Get(t.Context(), helmrelease.SecretName("web", 2), metav1.GetOptions{})
+	require.NoError(t, err)
+	s.Annotations = map[string]string{"touched": "yes"}
+	_, err = env.Kube().CoreV1().Secrets(ns).Update(t.Context(), s, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	err = c.MarkFailed(t.Context(), p, "marked failed by a test")
+	require.ErrorIs(t, err, helmrelease.ErrPendingChanged)
+	still, err := c.Newest(ns, "web", "secret")
+	require.NoError(t, err)
+	assert.Equal(t, helmstatus.StatusPendingUpgrade, still.Info.Status, "nothing written over a changed record")
+
+	// read again: marked failed, the rest of the revision as it was
+	p, err = c.ReadPending(t.Context(), still)
+	require.NoError(t, err)
+	require.NoError(t, c.MarkFailed(t.Context(), p, "marked failed by a test"))
+	h, err := c.History(ns, "web", "secret")
+	require.NoError(t, err)
+	require.Len(t, h, 2)
+	assert.Equal(t, helmstatus.StatusDeployed, h[0].Info.Status, "the other revision untouched")
+	assert.Equal(t, helmstatus.StatusFailed, h[1].Info.Status)
+	assert.Equal(t, "marked failed by a test", h[1].Info.Description)
+	assert.Equal(t, "a: 2\n", h[1].Manifest)
+	assert.Equal(t, map[string]any{"revision": float64(2)}, h[1].Config)
+	assert.Equal(t, "2", h[1].Labels["chart-upgrader.io/revision"], "its labels kept")
+	s, err = env.Kube().CoreV1().Secrets(ns).Get(t.Context(), helmrelease.SecretName("web", 2), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "failed", s.Labels["status"], "the driver's status label follows")
+
+	// a revision no longer pending reads as nil
+	p, err = c.ReadPending(t.Context(), h[1])
+	require.NoError(t, err)
+	assert.Nil(t, p)
+}

@@ -314,7 +314,15 @@ func TestBadInput(t *testing.T) {
 		{"release rollbackOnFailure a string", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {rollbackOnFailure: "yes"}`),
 			`spec.yaml:6: charts[1].release.rollbackOnFailure: `, `want true or false`},
 		{"release unknown option", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {wait: true}`),
-			`spec.yaml:6: charts[1].release.wait: `, `unknown field (want one of rollbackOnFailure, historyMax)`},
+			`spec.yaml:6: charts[1].release.wait: `, `unknown field (want one of rollbackOnFailure, historyMax, recoverPending)`},
+		{"release recoverPending a bad duration", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {recoverPending: {after: soon}}`),
+			`spec.yaml:6: charts[1].release.recoverPending.after: `, `want a positive duration such as 1h or 30m, not "soon"`},
+		{"release recoverPending of zero", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {recoverPending: {after: 0s}}`),
+			`spec.yaml:6: charts[1].release.recoverPending.after: `, `want a positive duration such as 1h or 30m, not "0s"`},
+		{"release recoverPending without after", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {recoverPending: {}}`),
+			`spec.yaml:6: charts[1].release.recoverPending: `, `want after: DURATION`},
+		{"release recoverPending on a HelmChart", true, doc(specHead, `- target: {kind: HelmChart, namespace: kube-system, name: app}`, chart1, `  release: {recoverPending: {after: 1h}}`),
+			`spec.yaml:6: charts[1].release: `, `only a target of kind Release takes release options (this one is a HelmChart)`},
 		{"apply serverSide not one of three", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {serverSide: yes}`),
 			`spec.yaml:6: charts[1].apply.serverSide: `, `want auto, true or false, not "yes"`},
 		{"apply forceConflicts not a bool", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {forceConflicts: 1}`),
@@ -466,12 +474,12 @@ kind: UpgradeSpec
 charts:
 - target: {kind: Release, namespace: demo, name: app}
   chart: {name: app, source: "oci://registry.example.com/charts"}
-  release: {rollbackOnFailure: false, historyMax: 0}
+  release: {rollbackOnFailure: false, historyMax: 0, recoverPending: {after: 90m}}
 - target: {kind: Release, namespace: demo, name: other}
   chart: {name: app, source: /charts}
 `), kinds)
 	require.NoError(t, err)
-	assert.Equal(t, plainrelease.Options{RollbackOnFailure: false, HistoryMax: 0}, sp.Charts[0].Options)
+	assert.Equal(t, plainrelease.Options{RollbackOnFailure: false, HistoryMax: 0, RecoverPendingAfter: 90 * time.Minute}, sp.Charts[0].Options)
 	assert.Equal(t, plainrelease.DefaultOptions, sp.Charts[1].Options)
 	assert.Equal(t, "oci://registry.example.com/charts", sp.Charts[0].Chart.Source)
 }
