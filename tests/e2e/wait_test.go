@@ -113,3 +113,28 @@ func TestWaitReturnsOnlyAfterTheReadyStatusWrite(t *testing.T) {
 	t.Logf("ready write %s after start, returned %s after it", rt.Bundle.Sub(start).Round(time.Millisecond),
 		returned.Sub(rt.Bundle).Round(time.Microsecond))
 }
+
+// Fleet's bundle controller writes the Bundle status as a merge patch
+// against its cache: a patch for the new generation can carry
+// observedGeneration alone over the previous generation's Ready summary
+// (fleetsim replays it: Fault.StatusRace). The wait must not take that for
+// ready: a ready summary is confirmed by the BundleDeployments, so the
+// upgrade returns only after Fleet's real ready write, here held back by
+// the agent's Delay well past the race.
+func TestAStaleReadySummaryNeverEndsTheWait(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	const race, delay = time.Second, 3 * time.Second
+	f.sim.SetFault(f.ns, name, fleetsim.Fault{StatusRace: race, Delay: delay})
+	start := time.Now()
+	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
+	returned := time.Now()
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stderr, "summary says ready, its BundleDeployments do not yet", "the stale Ready summary was seen and not trusted")
+	rt := f.sim.ReadyTimes(f.ns, name)
+	require.False(t, rt.Bundle.IsZero())
+	assert.GreaterOrEqual(t, rt.Bundle.Sub(start), delay, "Fleet's ready write came after the delay")
+	assert.True(t, returned.After(rt.Bundle), "the upgrade returned at %v, before Fleet's ready write at %v",
+		returned.Format(time.StampMicro), rt.Bundle.Format(time.StampMicro))
+}

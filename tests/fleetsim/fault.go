@@ -33,6 +33,15 @@ type Fault struct {
 	// ReadyOverTime spreads readiness over the clusters: cluster i (of n)
 	// becomes ready (i+1)/n of this duration after it applied (after Delay).
 	ReadyOverTime time.Duration
+	// StatusRace replays the race of Fleet's bundle controller: its status
+	// write is a JSON merge patch computed against its cached Bundle, with
+	// no resourceVersion, so when the previous generation's Ready status
+	// was still on its way into the cache, the patch for a new generation
+	// carries observedGeneration alone. For this long after a Bundle's
+	// generation changes, its status is that: the new observedGeneration
+	// over the previous generation's summary and conditions (Ready, when
+	// it was). Then the controller catches up.
+	StatusRace time.Duration
 }
 
 // Resource names a Kubernetes object the agent found modified (drift).

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // writeParallelism bounds concurrent BundleDeployment writes of one Bundle.
@@ -42,7 +43,46 @@ func (s *Sim) syncBundle(ctx context.Context, k string) error {
 	if s.Fault(ns, mcName).Stale {
 		return nil
 	}
+	if held, err := s.statusRace(ctx, b, mcName); held || err != nil {
+		return err
+	}
 	return s.writeBundleStatus(ctx, b, mcName, views, c.stagedID)
+}
+
+// statusRace plays Fault.StatusRace: on the first sync of a new
+// generation it writes the stale merge patch (observedGeneration only),
+// then holds every status write until the race is over. It reports
+// whether the status write is held.
+func (s *Sim) statusRace(ctx context.Context, b *unstructured.Unstructured, mcName string) (bool, error) {
+	d := s.Fault(b.GetNamespace(), mcName).StatusRace
+	k := key(b.GetNamespace(), b.GetName())
+	observed, _, _ := unstructured.NestedInt64(b.Object, "status", "observedGeneration")
+	s.mu.Lock()
+	until, racing := s.races[k]
+	switch {
+	case racing && time.Now().Before(until):
+		s.mu.Unlock()
+		return true, nil
+	case racing:
+		delete(s.races, k) // the controller catches up
+		s.mu.Unlock()
+		return false, nil
+	case d <= 0 || observed == 0 || observed == b.GetGeneration():
+		s.mu.Unlock()
+		return false, nil
+	}
+	s.races[k] = time.Now().Add(d)
+	s.mu.Unlock()
+	patch := fmt.Appendf(nil, `{"status":{"observedGeneration":%d}}`, b.GetGeneration())
+	got, err := s.client.Resource(BundlesGVR).Namespace(b.GetNamespace()).Patch(ctx, b.GetName(), types.MergePatchType, patch,
+		metav1.PatchOptions{}, "status")
+	if err != nil {
+		return false, fmt.Errorf("writing the stale status of Bundle %s: %w", k, err)
+	}
+	s.fresh.wrote(BundlesGVR, got)
+	s.log.Debug("wrote a stale Bundle status (status race)", "bundle", k, "generation", b.GetGeneration(), "for", d)
+	time.AfterFunc(d, func() { s.touchChart(b.GetNamespace(), mcName) })
+	return true, nil
 }
 
 // content is what a Bundle asks the BundleDeployments to deploy.

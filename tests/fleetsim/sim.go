@@ -104,6 +104,7 @@ type Sim struct {
 	driftStops map[string]context.CancelFunc // BundleDeployment key → stops its drift watch
 	releases   map[string]releaseRef         // BundleDeployment key → Helm release it owns
 	defined    map[string]string             // ManagedChart key → why it is not Defined
+	races      map[string]time.Time          // Bundle key → until when its status race (Fault.StatusRace) holds
 	nsExists   map[string]bool
 	// rendered holds, per deploymentID, the objects it renders: what every
 	// downstream cluster reports in status.resources (rendered once).
@@ -141,7 +142,7 @@ func New(opts Options) (*Sim, error) {
 	s := &Sim{
 		opts: opts, log: opts.Logger, synced: make(chan struct{}),
 		faults: map[string]Fault{}, helmRuns: map[string]int{}, ready: map[string]ReadyTimes{},
-		applied: map[string]applied{}, failures: map[string]failure{}, driftStops: map[string]context.CancelFunc{}, releases: map[string]releaseRef{}, defined: map[string]string{},
+		applied: map[string]applied{}, failures: map[string]failure{}, driftStops: map[string]context.CancelFunc{}, releases: map[string]releaseRef{}, defined: map[string]string{}, races: map[string]time.Time{},
 		nsExists: map[string]bool{}, rendered: map[string][]resourceKey{}, fresh: newFreshCache(),
 	}
 	var err error

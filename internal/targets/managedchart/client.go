@@ -52,6 +52,20 @@ func (c *Client) Bundle(ctx context.Context, namespace, managedChart string) (*B
 	return ParseBundle(u), nil
 }
 
+// BundleDeployments reads the BundleDeployments of a ManagedChart's
+// Bundle: one list, by their labels, across the clusters' namespaces.
+func (c *Client) BundleDeployments(ctx context.Context, namespace, managedChart string) ([]BundleDeployment, error) {
+	list, err := c.Dynamic.Resource(BundleDeploymentGVR).List(ctx, metav1.ListOptions{LabelSelector: BundleSelector(namespace, managedChart)})
+	if err != nil {
+		return nil, fmt.Errorf("listing the bundledeployments of bundle %s/%s: %w", namespace, BundleName(managedChart), err)
+	}
+	out := make([]BundleDeployment, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, ParseBundleDeployment(&list.Items[i]))
+	}
+	return out, nil
+}
+
 // BundleSelector selects the BundleDeployments of a ManagedChart's Bundle.
 func BundleSelector(namespace, managedChart string) string {
 	return labels.Set{LabelBundleName: BundleName(managedChart), LabelBundleNamespace: namespace}.String()

@@ -39,6 +39,26 @@ func JudgeBySummary(want upgrade.Want, mc *ManagedChart, b *Bundle) upgrade.Read
 	return judge(want, mc, b, c)
 }
 
+// Confirm checks a ready judgement of Fleet's summary (r, from
+// JudgeBySummary) against the BundleDeployments read at that moment: the
+// summary can be stale under the new observedGeneration (Fleet writes the
+// Bundle status as a merge patch against its cache, with no
+// resourceVersion), but each BundleDeployment says for itself whether it
+// applied the deployment it is asked for and is ready. r stands when they
+// agree; else the judgement of the BundleDeployments (Evaluate), with why.
+func Confirm(r upgrade.Readiness, want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) upgrade.Readiness {
+	if !r.Ready {
+		return r
+	}
+	e := Evaluate(want, mc, b, bds)
+	if e.Ready {
+		return r
+	}
+	e.Waiting = append([]string{fmt.Sprintf("bundle %s's summary says ready, its BundleDeployments do not yet (a status Fleet wrote before they reported)", b.Name)}, e.Waiting...)
+	e.Failed = "" // a failure is the summary's to report, after its grace
+	return e
+}
+
 // Evaluate is JudgeBySummary with the BundleDeployments read one by one
 // and counted here (every one applied its deploymentID and is ready):
 // the reference the summary judgement is tested against, and the soak

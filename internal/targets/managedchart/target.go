@@ -76,12 +76,23 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 	if ns == "" {
 		ns = "default"
 	}
-	pending, _, err := t.c.Releases().NewestStatus(ctx, ns, mc.Release())
+	if b != nil && b.Status.ObservedGeneration > 0 && b.Status.Summary.DesiredReady == 0 {
+		problems = append(problems, fmt.Sprintf("bundle %s matches no cluster (desiredReady 0): Fleet would call it Ready with nothing deployed, "+
+			"and no upgrade of it could ever be seen ready; check the ManagedChart's targets (spec.targets, the clusters' labels)", b.Name))
+	}
+	pending, revision, err := t.c.Releases().NewestStatus(ctx, ns, mc.Release())
 	if err != nil {
 		return upgrade.Health{}, err
 	}
+	var warnings []values.Warning
 	if strings.HasPrefix(pending, "pending") {
-		problems = append(problems, fmt.Sprintf("helm release %s/%s is %s: another install or upgrade is in progress or was interrupted; resolve it (helm rollback) first", ns, mc.Release(), pending))
+		// Fleet's to heal: its agent, finding "another operation … in
+		// progress", rolls back to the revision before and upgrades again;
+		// chart-upgrader never writes a release Fleet deploys
+		warnings = append(warnings, values.Warning{Kind: values.WarnTarget, Message: fmt.Sprintf(
+			"helm release %s/%s revision %d is %s (left by Fleet's agent, killed or still running it): Fleet's agent heals it (it rolls back, then upgrades again); "+
+				"the wait follows it, and ends with exit 1 if Fleet still reports \"another operation (install/upgrade/rollback) is in progress\" after wait.errAppliedGrace",
+			ns, mc.Release(), revision, pending)})
 	}
 	if pending == "failed" && len(problems) > 0 {
 		// why Fleet is stuck, where Fleet itself says nothing (a
@@ -91,7 +102,7 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 				ns, mc.Release(), rel.Version, helmrelease.ChartVersion(rel), rel.Info.Description))
 		}
 	}
-	return upgrade.Health{Problems: problems, Drift: health.Drift}, nil
+	return upgrade.Health{Problems: problems, Drift: health.Drift, Warnings: warnings}, nil
 }
 
 // Apply writes spec.version, spec.values and spec.paused=false (or, for a
@@ -127,15 +138,20 @@ func (t *Target) Backup(ctx context.Context, o *upgrade.Observed) (string, bool,
 }
 
 // Look judges readiness from one read of the Bundle (JudgeBySummary, as
-// the wait judges): a run that finds the target done costs one request
-// here, however many clusters the Bundle has.
+// the wait judges), a ready one confirmed by one list of its
+// BundleDeployments (Confirm): a run that finds the target done costs two
+// requests here, however many clusters the Bundle has.
 func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Want) (upgrade.Readiness, error) {
 	mc := o.Source.(*ManagedChart)
 	b, err := t.c.Bundle(ctx, mc.Namespace, mc.Name)
 	if err != nil {
 		return upgrade.Readiness{}, err
 	}
-	return JudgeBySummary(want, mc, b), nil
+	r := JudgeBySummary(want, mc, b)
+	if r.Ready {
+		r = t.confirmer(ctx)(r, want, mc, b)
+	}
+	return r, nil
 }
 
 // Watch starts the informers of the ManagedChart and its Bundle.
@@ -147,7 +163,7 @@ func (t *Target) Watch(ctx context.Context) (upgrade.Watch, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := WatchOf(obs)
+	w := observerWatch{o: obs, confirm: t.confirmer(ctx)}
 	mc, _ := obs.parsed()
 	if mc == nil {
 		return w, nil
@@ -195,13 +211,42 @@ func (w failedRevisionWatch) Readiness(want upgrade.Want) upgrade.Readiness {
 }
 
 // WatchOf is an Observer seen through the upgrade.Watch port.
-func WatchOf(o *Observer) upgrade.Watch { return observerWatch{o} }
+func WatchOf(o *Observer) upgrade.Watch { return observerWatch{o: o} }
 
-// observerWatch is an Observer seen through the upgrade.Watch port.
-type observerWatch struct{ o *Observer }
+// observerWatch is an Observer seen through the upgrade.Watch port; with
+// confirm, a ready judgement is confirmed by the BundleDeployments.
+type observerWatch struct {
+	o       *Observer
+	confirm func(upgrade.Readiness, upgrade.Want, *ManagedChart, *Bundle) upgrade.Readiness
+}
 
 func (w observerWatch) Current() *upgrade.Observed { return w.o.Current().Observed() }
 
-func (w observerWatch) Readiness(want upgrade.Want) upgrade.Readiness { return w.o.Readiness(want) }
+func (w observerWatch) Readiness(want upgrade.Want) upgrade.Readiness {
+	r := w.o.Readiness(want)
+	if w.confirm == nil || !r.Ready {
+		return r
+	}
+	mc, b := w.o.parsed()
+	return w.confirm(r, want, mc, b)
+}
+
+// confirmer confirms a ready judgement with one list of the Bundle's
+// BundleDeployments (Confirm). When it cannot read them (no RBAC for it),
+// the summary's judgement stands and the warning says so, once.
+func (t *Target) confirmer(ctx context.Context) func(upgrade.Readiness, upgrade.Want, *ManagedChart, *Bundle) upgrade.Readiness {
+	var warned bool
+	return func(r upgrade.Readiness, want upgrade.Want, mc *ManagedChart, b *Bundle) upgrade.Readiness {
+		bds, err := t.c.BundleDeployments(ctx, t.namespace, t.name)
+		if err != nil {
+			if !warned && t.c.Log != nil {
+				t.c.Log.Warn("a ready bundle summary is not confirmed by its BundleDeployments (give the ServiceAccount list on fleet.cattle.io bundledeployments)", "error", err.Error())
+			}
+			warned = true
+			return r
+		}
+		return Confirm(r, want, mc, b, bds)
+	}
+}
 
 func (w observerWatch) Changed() <-chan struct{} { return w.o.Changed() }
