@@ -244,6 +244,11 @@ func Health(mc *ManagedChart, b *Bundle) upgrade.Health {
 		return upgrade.Health{Drift: drift}
 	}
 	var problems []string
+	if b != nil && s.ObservedGeneration > 0 && s.Summary.DesiredReady == 0 {
+		// Fleet counts this Ready: nothing to wait for would ever come
+		return upgrade.Health{Problems: []string{fmt.Sprintf("bundle %s matches no cluster (desiredReady 0): Fleet calls it Ready with nothing deployed, "+
+			"and no upgrade of it could ever be seen ready; check the ManagedChart's targets (spec.targets, the clusters' labels)", b.Name)}}
+	}
 	if s.Summary.ErrApplied > 0 {
 		problems = append(problems, fmt.Sprintf("%s: %d cluster(s) in ErrApplied", where, s.Summary.ErrApplied))
 	}

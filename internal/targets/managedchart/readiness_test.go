@@ -278,6 +278,35 @@ func TestHealth(t *testing.T) {
 	// without a bundle, the ManagedChart's copy of the status is judged
 	mc.Status = BundleStatus{Summary: Summary{Modified: 2}, Conditions: []Condition{{Type: "Ready", Status: "True"}}}
 	assert.Equal(t, []string{"managedchart status: 2 cluster(s) Modified"}, Health(mc, nil).Problems)
+
+	// a Bundle that matches no cluster reads Ready to Fleet: refused
+	_, mc, b, _ = world()
+	b.Status.Summary = Summary{}
+	assert.Equal(t, []string{"bundle mcc-app matches no cluster (desiredReady 0): Fleet calls it Ready with nothing deployed, " +
+		"and no upgrade of it could ever be seen ready; check the ManagedChart's targets (spec.targets, the clusters' labels)"}, Health(mc, b).Problems)
+}
+
+// A ready summary stands only when the BundleDeployments read at that
+// moment agree; a stale one (the new observedGeneration over the previous
+// generation's Ready summary) waits, naming why, and never reports a
+// failure of its own.
+func TestConfirmTrustsNoStaleReadySummary(t *testing.T) {
+	want, mc, b, bds := world()
+	r := JudgeBySummary(want, mc, b)
+	require.True(t, r.Ready, r.Waiting)
+	assert.Equal(t, r, Confirm(r, want, mc, b, bds), "they agree: the summary's judgement stands")
+
+	stale := append([]BundleDeployment(nil), bds...)
+	stale[0].AppliedDeploymentID = "old"
+	stale[0].DeployError = "an older deployment's error"
+	c := Confirm(r, want, mc, b, stale)
+	assert.False(t, c.Ready)
+	assert.Empty(t, c.Failed)
+	require.NotEmpty(t, c.Waiting)
+	assert.Contains(t, c.Waiting[0], "summary says ready, its BundleDeployments do not yet")
+
+	notReady := JudgeBySummary(want, mc, nil)
+	assert.Equal(t, notReady, Confirm(notReady, want, mc, nil, nil), "a judgement that is not ready is not confirmed")
 }
 
 // Drift is returned apart, for the preflight to weigh, only when it is all

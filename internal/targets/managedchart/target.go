@@ -76,10 +76,6 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 	if ns == "" {
 		ns = "default"
 	}
-	if b != nil && b.Status.ObservedGeneration > 0 && b.Status.Summary.DesiredReady == 0 {
-		problems = append(problems, fmt.Sprintf("bundle %s matches no cluster (desiredReady 0): Fleet would call it Ready with nothing deployed, "+
-			"and no upgrade of it could ever be seen ready; check the ManagedChart's targets (spec.targets, the clusters' labels)", b.Name))
-	}
 	pending, revision, err := t.c.Releases().NewestStatus(ctx, ns, mc.Release())
 	if err != nil {
 		return upgrade.Health{}, err
