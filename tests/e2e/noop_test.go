@@ -12,18 +12,19 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 
-// TestNoopRunMakesTwoRequests: every opted-in node runs the Job
+// TestNoopRunMakesThreeRequests: every opted-in node runs the Job
 // once per version, and the nodes after the first only find the target
-// done and ready. Such a run reads the ManagedChart and confirms readiness
+// done and ready. Such a run reads the ManagedChart and judges readiness
 // with one read of the Bundle (its summary of an observed generation says
-// every cluster applied and ready: no list of BundleDeployments), and
+// every cluster applied and ready), confirmed by one page of its
+// BundleDeployments (a ready summary can be stale: design.md §4.2), and
 // nothing else: no discovery, no watch, no write, and no read of the Lease,
 // which a run reads only to give it up when this node's journal says an
 // earlier run was killed in its apply (freeLeftLease). On this node (which
 // applied) and on another (which did not), exactly those two requests. The
 // first run, an upgrade, shows that the counter counts: its reads and its
 // write of the ManagedChart.
-func TestNoopRunMakesTwoRequests(t *testing.T) {
+func TestNoopRunMakesThreeRequests(t *testing.T) {
 	f := newFixture(t)
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
@@ -40,6 +41,7 @@ func TestNoopRunMakesTwoRequests(t *testing.T) {
 	want := []string{
 		"GET " + managedChart,
 		"GET /apis/fleet.cattle.io/v1alpha1/namespaces/" + f.ns + "/bundles/" + fleetsim.BundleName(name),
+		"GET /apis/fleet.cattle.io/v1alpha1/bundledeployments",
 	}
 	for _, n := range []node{f.node, newNode(t, "node-2")} {
 		logs, wc, err := f.upgradeCounting(n, opts)
@@ -47,7 +49,7 @@ func TestNoopRunMakesTwoRequests(t *testing.T) {
 		assert.Contains(t, logs, "nothing to do")
 		reqs := wc.requests()
 		t.Logf("%s: %d requests\n%s", n.name, len(reqs), strings.Join(reqs, "\n"))
-		assert.ElementsMatch(t, want, reqs, "a no-op run on %s: the ManagedChart and the Bundle, once each, nothing else", n.name)
+		assert.ElementsMatch(t, want, reqs, "a no-op run on %s: the ManagedChart, the Bundle and one page of its BundleDeployments, once each, nothing else", n.name)
 		assert.Zero(t, wc.writes.Load(), "a no-op run wrote: %v", wc.seen)
 	}
 }

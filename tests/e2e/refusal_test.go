@@ -194,7 +194,10 @@ func TestRefusePausedBySomeoneElseUnlessUnpause(t *testing.T) {
 	assert.False(t, b.Paused, "the bundle follows")
 }
 
-func TestRefusePendingHelmRelease(t *testing.T) {
+// A release Fleet's agent left pending is Fleet's to heal (its agent rolls
+// back and upgrades again): preflight reports it and goes ahead, and
+// chart-upgrader never writes the release.
+func TestAPendingReleaseUnderFleetIsReportedNotRefused(t *testing.T) {
 	f := newFixture(t)
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
@@ -212,13 +215,14 @@ func TestRefusePendingHelmRelease(t *testing.T) {
 	_, err = secrets.Patch(t.Context(), newest, types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"status":"pending-upgrade"}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	before := f.get(name)
-
 	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
-	assertRefusedUntouched(t, f, name, before, err, logs, wc)
-	l := lineHolding(t, err.Error(), "pending-upgrade")
-	assert.Contains(t, l, "helm release "+f.ns+"/"+name)
-	assert.Contains(t, l, "helm rollback")
+	require.NoError(t, err, logs)
+	l := lineHolding(t, logs, "pending-upgrade")
+	assert.Contains(t, l, "helm release "+f.ns+"/"+name+" revision "+strconv.Itoa(version)+" is pending-upgrade (left by Fleet's agent")
+	assert.Contains(t, l, "Fleet's agent heals it")
+	for _, w := range wc.seen {
+		assert.NotContains(t, w, "/secrets/"+newest, "the release record is Fleet's: never written")
+	}
 }
 
 func TestRefuseDowngradeUnlessAllowed(t *testing.T) {

@@ -134,3 +134,56 @@ func CheckFailurePolicy(h *HelmChart, cfg *HelmChartConfig, o Options) FailurePo
 	}
 	return c
 }
+
+// NextPolicy is the failure policy the Job this upgrade starts runs under:
+// the HelmChartConfig's when it sets one, else what the upgrade writes on
+// the HelmChart (toWrite), else the one in force.
+func NextPolicy(h *HelmChart, cfg *HelmChartConfig, o Options) string {
+	if cfg != nil && cfg.FailurePolicy != "" {
+		return cfg.FailurePolicy
+	}
+	if w := toWrite(o, false); w != "" {
+		return w
+	}
+	p, _ := Effective(h, cfg)
+	return p
+}
+
+// StuckRelease says what klipper-helm's next run (the Job this upgrade
+// starts) does with a release whose newest revision is not deployed, as
+// its entry script does: pending-install, pending-upgrade,
+// pending-rollback, superseded and uninstalling are first set to failed
+// (helm set-status); pending-upgrade and superseded are then upgraded at
+// once, whatever the policy; the others, and a failed one, go by the
+// failure policy (reinstall: helm uninstall, then install; abort: exit 1
+// without upgrading; retry: upgrade). A release its Job still runs is live:
+// nothing to judge (the apply follows helm-controller). It returns a
+// warning when the upgrade may go ahead, a problem when that run would
+// uninstall the chart or could not upgrade it.
+func StuckRelease(rel *Release, jobRunning bool, policy string) (warning *values.Warning, problem string) {
+	if rel == nil || rel.Status == "deployed" || jobRunning {
+		return nil, ""
+	}
+	what := fmt.Sprintf("helm release %s/%s revision %d (chart %s) is %s and no Job of helm-controller runs it", rel.Namespace, rel.Name, rel.Revision, rel.ChartVersion, rel.Status)
+	switch rel.Status {
+	case "pending-upgrade", "superseded":
+		return &values.Warning{Kind: values.WarnTarget, Message: what + ": the Job this upgrade starts (klipper-helm) marks it failed and upgrades at once, whatever the failure policy; nothing is uninstalled"}, ""
+	case "pending-install", "pending-rollback", "uninstalling", "failed":
+	default:
+		return nil, what + ": klipper-helm would not upgrade it; resolve it first (helm rollback to the last deployed revision)"
+	}
+	first := "klipper-helm's next run (the Job this upgrade starts) "
+	if rel.Status != "failed" {
+		first += "marks it failed, then "
+	}
+	switch policy {
+	case PolicyRetry:
+		return &values.Warning{Kind: values.WarnTarget, Message: what + ": " + first + "upgrades it (failure policy retry); nothing is uninstalled"}, ""
+	case PolicyReinstall:
+		return nil, what + ": " + first + "goes by failure policy reinstall: helm uninstall, then install (every object of the chart deleted). " +
+			"Refused: resolve it first (helm rollback to the last deployed revision), or run under failure policy retry"
+	default:
+		return nil, what + ": " + first + "goes by failure policy " + policy + ": it exits 1 without upgrading. " +
+			"Resolve it first (helm rollback to the last deployed revision), or set helmchart.failurePolicy: retry in the spec"
+	}
+}

@@ -183,6 +183,12 @@ func jobSetArgs(job *batchv1.Job) []string {
 
 // jobState is the Job's terminal condition (Complete or Failed) when
 // True; "" while it runs.
+// JobRunning reports whether helm-controller's Job is still running: not
+// complete, not failed, with an active pod.
+func JobRunning(job *batchv1.Job) bool {
+	return job != nil && jobState(job) == "" && job.Status.Active > 0
+}
+
 func jobState(job *batchv1.Job) batchv1.JobConditionType {
 	for _, t := range []batchv1.JobConditionType{batchv1.JobFailed, batchv1.JobComplete} {
 		if c := jobCondition(job, t); c.Status == corev1.ConditionTrue {
@@ -255,9 +261,6 @@ func Health(v View) []string {
 		case jobState(v.Job) == "" && v.PodFailures > 0:
 			problems = append(problems, fmt.Sprintf("%s is failing (its pod failed %d time(s))%s%s", job, v.PodFailures, podMessage(v.PodMessage), logsHint(h)))
 		}
-	}
-	if rel := v.Release; rel != nil && (strings.HasPrefix(rel.Status, "pending") || rel.Status == "failed") {
-		problems = append(problems, fmt.Sprintf("helm release %s/%s revision %d is %s: an install or upgrade is in progress, was interrupted or failed; resolve it first", rel.Namespace, rel.Name, rel.Revision, rel.Status))
 	}
 	return problems
 }

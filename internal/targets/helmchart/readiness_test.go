@@ -125,9 +125,55 @@ func TestHealth(t *testing.T) {
 	failedJob := job("2.0.0", "1", "H", batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"})
 	problems := Health(View{Chart: h, Job: failedJob, PodMessage: "Error: bad", PodFailures: 1,
 		Release: &Release{Namespace: "apps", Name: "app", Revision: 3, Status: "pending-upgrade"}})
-	require.Len(t, problems, 2)
+	require.Len(t, problems, 1, "the stuck release is StuckRelease's to judge")
 	assert.Contains(t, problems[0], "the last job kube-system/helm-install-app failed: BackoffLimitExceeded; its pod's termination message ends: Error: bad")
-	assert.Contains(t, problems[1], "helm release apps/app revision 3 is pending-upgrade")
 	url := &HelmChart{Namespace: "kube-system", Name: "traefik", Chart: "https://%{KUBERNETES_API}%/static/charts/traefik-27.0.2.tgz"}
 	assert.Contains(t, Health(View{Chart: url})[0], "deploys the chart at URL")
+}
+
+// A release left not deployed with no Job running is judged by what
+// klipper-helm's next run does with it: pending-upgrade and superseded are
+// upgraded at once whatever the policy; the others go by the failure
+// policy, and only retry upgrades without uninstalling; a running Job is
+// helm-controller's apply, live.
+func TestStuckReleaseIsWhatKlipperHelmsNextRunDoes(t *testing.T) {
+	rel := func(status string) *Release {
+		return &Release{Namespace: "apps", Name: "app", Revision: 3, Status: status, ChartVersion: "2.0.0"}
+	}
+	for _, tc := range []struct {
+		status, policy string
+		running        bool
+		warning        string // "" when none
+		problem        string // "" when none
+	}{
+		{"deployed", PolicyReinstall, false, "", ""},
+		{"pending-upgrade", PolicyReinstall, true, "", ""},
+		{"pending-install", PolicyReinstall, true, "", ""},
+		{"pending-upgrade", PolicyReinstall, false, "marks it failed and upgrades at once, whatever the failure policy", ""},
+		{"superseded", PolicyAbort, false, "upgrades at once", ""},
+		{"pending-rollback", PolicyRetry, false, "marks it failed, then upgrades it (failure policy retry)", ""},
+		{"failed", PolicyRetry, false, "next run (the Job this upgrade starts) upgrades it (failure policy retry)", ""},
+		{"pending-install", PolicyReinstall, false, "", "marks it failed, then goes by failure policy reinstall: helm uninstall, then install"},
+		{"failed", PolicyReinstall, false, "", "goes by failure policy reinstall: helm uninstall"},
+		{"uninstalling", PolicyAbort, false, "", "goes by failure policy abort: it exits 1 without upgrading"},
+		{"failed", PolicyAbort, false, "", "set helmchart.failurePolicy: retry"},
+		{"unknown", PolicyRetry, false, "", "klipper-helm would not upgrade it"},
+	} {
+		w, problem := StuckRelease(rel(tc.status), tc.running, tc.policy)
+		name := tc.status + "/" + tc.policy
+		if tc.warning == "" {
+			assert.Nil(t, w, name)
+		} else if assert.NotNil(t, w, name) {
+			assert.Contains(t, w.Message, tc.warning, name)
+			assert.Contains(t, w.Message, "helm release apps/app revision 3 (chart 2.0.0) is "+tc.status+" and no Job of helm-controller runs it", name)
+		}
+		if tc.problem == "" {
+			assert.Empty(t, problem, name)
+		} else {
+			assert.Contains(t, problem, tc.problem, name)
+		}
+	}
+	assert.Equal(t, PolicyRetry, NextPolicy(&HelmChart{}, &HelmChartConfig{FailurePolicy: PolicyRetry}, Options{FailurePolicy: PolicyAbort}), "the HelmChartConfig's wins")
+	assert.Equal(t, PolicyAbort, NextPolicy(&HelmChart{FailurePolicy: PolicyReinstall}, nil, Options{FailurePolicy: PolicyAbort}), "what the upgrade writes")
+	assert.Equal(t, PolicyReinstall, NextPolicy(&HelmChart{}, nil, Options{FailurePolicy: PolicyKeep}), "keep: the one in force")
 }

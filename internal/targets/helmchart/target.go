@@ -143,6 +143,11 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 	if fp.Problem != "" {
 		out.Problems = append(out.Problems, fp.Problem)
 	}
+	if w, problem := StuckRelease(v.Release, JobRunning(v.Job), NextPolicy(r.chart, r.config, t.opts)); problem != "" {
+		out.Problems = append(out.Problems, problem)
+	} else if w != nil {
+		out.Warnings = append(out.Warnings, *w)
+	}
 	if fp.Warning != nil {
 		out.Warnings = append(out.Warnings, *fp.Warning)
 	}

@@ -52,18 +52,23 @@ func (c *Client) Bundle(ctx context.Context, namespace, managedChart string) (*B
 	return ParseBundle(u), nil
 }
 
+// ConfirmSample bounds the confirmation of a ready summary: one page of
+// at most this many BundleDeployments.
+const ConfirmSample = 100
+
 // BundleDeployments reads the BundleDeployments of a ManagedChart's
-// Bundle: one list, by their labels, across the clusters' namespaces.
-func (c *Client) BundleDeployments(ctx context.Context, namespace, managedChart string) ([]BundleDeployment, error) {
-	list, err := c.Dynamic.Resource(BundleDeploymentGVR).List(ctx, metav1.ListOptions{LabelSelector: BundleSelector(namespace, managedChart)})
+// Bundle: one list, by their labels, across the clusters' namespaces, of
+// at most limit (0: all). all says whether that was every one.
+func (c *Client) BundleDeployments(ctx context.Context, namespace, managedChart string, limit int64) (bds []BundleDeployment, all bool, err error) {
+	list, err := c.Dynamic.Resource(BundleDeploymentGVR).List(ctx, metav1.ListOptions{LabelSelector: BundleSelector(namespace, managedChart), Limit: limit})
 	if err != nil {
-		return nil, fmt.Errorf("listing the bundledeployments of bundle %s/%s: %w", namespace, BundleName(managedChart), err)
+		return nil, false, fmt.Errorf("listing the bundledeployments of bundle %s/%s: %w", namespace, BundleName(managedChart), err)
 	}
 	out := make([]BundleDeployment, 0, len(list.Items))
 	for i := range list.Items {
 		out = append(out, ParseBundleDeployment(&list.Items[i]))
 	}
-	return out, nil
+	return out, list.GetContinue() == "", nil
 }
 
 // BundleSelector selects the BundleDeployments of a ManagedChart's Bundle.

@@ -40,23 +40,44 @@ func JudgeBySummary(want upgrade.Want, mc *ManagedChart, b *Bundle) upgrade.Read
 }
 
 // Confirm checks a ready judgement of Fleet's summary (r, from
-// JudgeBySummary) against the BundleDeployments read at that moment: the
-// summary can be stale under the new observedGeneration (Fleet writes the
-// Bundle status as a merge patch against its cache, with no
-// resourceVersion), but each BundleDeployment says for itself whether it
-// applied the deployment it is asked for and is ready. r stands when they
-// agree; else the judgement of the BundleDeployments (Evaluate), with why.
-func Confirm(r upgrade.Readiness, want upgrade.Want, mc *ManagedChart, b *Bundle, bds []BundleDeployment) upgrade.Readiness {
+// JudgeBySummary) against BundleDeployments read at that moment (every
+// one, or a first page of them: sample): the summary can be stale under
+// the new observedGeneration (Fleet writes the Bundle status as a merge
+// patch against its cache, with no resourceVersion), but each
+// BundleDeployment says for itself whether it applied the deployment it is
+// asked for and is ready. r stands when every one read agrees; else it is
+// not ready, and says why.
+func Confirm(r upgrade.Readiness, b *Bundle, bds []BundleDeployment, sample bool) upgrade.Readiness {
 	if !r.Ready {
 		return r
 	}
-	e := Evaluate(want, mc, b, bds)
-	if e.Ready {
+	var behind []string
+	for _, bd := range bds {
+		switch {
+		case !bd.applied():
+			behind = append(behind, bd.Namespace+"/"+bd.Name+" has not applied its deployment")
+		case !bd.Ready:
+			behind = append(behind, bd.Namespace+"/"+bd.Name+" is not ready")
+		}
+	}
+	if len(bds) > 0 && len(behind) == 0 {
 		return r
 	}
-	e.Waiting = append([]string{fmt.Sprintf("bundle %s's summary says ready, its BundleDeployments do not yet (a status Fleet wrote before they reported)", b.Name)}, e.Waiting...)
-	e.Failed = "" // a failure is the summary's to report, after its grace
-	return e
+	if len(bds) == 0 && sample {
+		return r // a page of none while more exist: nothing to go by
+	}
+	read := fmt.Sprintf("%d", len(bds))
+	if sample {
+		read = fmt.Sprintf("the first %d", len(bds))
+	}
+	out := upgrade.Readiness{ReadyCount: r.ReadyCount, DesiredCount: r.DesiredCount, Unit: r.Unit, NonReady: r.NonReady}
+	out.Wait("bundle %s's summary says ready, its BundleDeployments do not yet (a status Fleet wrote before they reported): of %s read, %d behind",
+		b.Name, read, len(behind))
+	if len(bds) == 0 {
+		out.Wait("bundle %s has no BundleDeployment", b.Name)
+	}
+	out.Waiting = append(out.Waiting, behind[:min(len(behind), maxPendingLines)]...)
+	return out
 }
 
 // Evaluate is JudgeBySummary with the BundleDeployments read one by one

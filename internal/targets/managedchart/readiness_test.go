@@ -294,19 +294,27 @@ func TestConfirmTrustsNoStaleReadySummary(t *testing.T) {
 	want, mc, b, bds := world()
 	r := JudgeBySummary(want, mc, b)
 	require.True(t, r.Ready, r.Waiting)
-	assert.Equal(t, r, Confirm(r, want, mc, b, bds), "they agree: the summary's judgement stands")
+	assert.Equal(t, r, Confirm(r, b, bds, false), "they agree: the summary's judgement stands")
+	assert.Equal(t, r, Confirm(r, b, bds, true), "a page that agrees")
 
 	stale := append([]BundleDeployment(nil), bds...)
 	stale[0].AppliedDeploymentID = "old"
 	stale[0].DeployError = "an older deployment's error"
-	c := Confirm(r, want, mc, b, stale)
+	c := Confirm(r, b, stale, false)
 	assert.False(t, c.Ready)
 	assert.Empty(t, c.Failed)
 	require.NotEmpty(t, c.Waiting)
 	assert.Contains(t, c.Waiting[0], "summary says ready, its BundleDeployments do not yet")
+	assert.Contains(t, c.Waiting[0], "of 1 read, 1 behind")
+	assert.Contains(t, c.Waiting[1], "has not applied its deployment")
+
+	notApplied := append([]BundleDeployment(nil), bds...)
+	notApplied[0].Ready = false
+	assert.Contains(t, Confirm(r, b, notApplied, true).Waiting[1], "is not ready")
+	assert.False(t, Confirm(r, b, nil, false).Ready, "no BundleDeployment at all")
 
 	notReady := JudgeBySummary(want, mc, nil)
-	assert.Equal(t, notReady, Confirm(notReady, want, mc, nil, nil), "a judgement that is not ready is not confirmed")
+	assert.Equal(t, notReady, Confirm(notReady, b, nil, false), "a judgement that is not ready is not confirmed")
 }
 
 // Drift is returned apart, for the preflight to weigh, only when it is all

@@ -227,13 +227,14 @@ func (w observerWatch) Readiness(want upgrade.Want) upgrade.Readiness {
 	return w.confirm(r, want, mc, b)
 }
 
-// confirmer confirms a ready judgement with one list of the Bundle's
-// BundleDeployments (Confirm). When it cannot read them (no RBAC for it),
-// the summary's judgement stands and the warning says so, once.
+// confirmer confirms a ready judgement with one page (ConfirmSample) of
+// the Bundle's BundleDeployments (Confirm). When it cannot read them (no
+// RBAC for it), the summary's judgement stands and the warning says so,
+// once.
 func (t *Target) confirmer(ctx context.Context) func(upgrade.Readiness, upgrade.Want, *ManagedChart, *Bundle) upgrade.Readiness {
 	var warned bool
 	return func(r upgrade.Readiness, want upgrade.Want, mc *ManagedChart, b *Bundle) upgrade.Readiness {
-		bds, err := t.c.BundleDeployments(ctx, t.namespace, t.name)
+		bds, all, err := t.c.BundleDeployments(ctx, t.namespace, t.name, ConfirmSample)
 		if err != nil {
 			if !warned && t.c.Log != nil {
 				t.c.Log.Warn("a ready bundle summary is not confirmed by its BundleDeployments (give the ServiceAccount list on fleet.cattle.io bundledeployments)", "error", err.Error())
@@ -241,7 +242,7 @@ func (t *Target) confirmer(ctx context.Context) func(upgrade.Readiness, upgrade.
 			warned = true
 			return r
 		}
-		return Confirm(r, want, mc, b, bds)
+		return Confirm(r, b, bds, !all)
 	}
 }
 
