@@ -95,3 +95,31 @@ func TestPreflightWithoutAClusterWritesNothing(t *testing.T) {
 	})
 	assert.Empty(t, written, "nothing written under the host root")
 }
+
+// Every command refuses a flag it does not define: exit 2, the command and
+// the flag named once, nothing on stdout.
+func TestEveryCommandRefusesAnUnknownFlag(t *testing.T) {
+	for _, cmd := range []string{"merge", "upgrade", "preflight", "status", "rollback", "resolve", "channel serve", "plan",
+		"node cordon", "node drain", "node uncordon", "host prepare", "version", "completion"} {
+		code, stdout, stderr := runCLI(t, append(strings.Fields(cmd), "--bogus", "x")...)
+		assert.Equal(t, outcome.ExitBadInput, code, cmd)
+		assert.Empty(t, stdout, cmd)
+		assert.Equal(t, "chart-upgrader: "+cmd[strings.LastIndex(cmd, " ")+1:]+": flag provided but not defined: -bogus (see --help)\n", stderr, cmd)
+	}
+}
+
+// "-" is standard input for the spec and the values of --check-chart too:
+// what it holds is read (its errors name standard input).
+func TestStandardInputForTheSpecAndTheCheckValues(t *testing.T) {
+	setStdin(t, "apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts: 7\n")
+	code, _, stderr := runCLI(t, "preflight", "--spec", "-", "--kubeconfig", "/nonexistent")
+	assert.Equal(t, outcome.ExitBadInput, code, stderr)
+	assert.Contains(t, stderr, "--spec: standard input:3: charts: ")
+
+	ex := bundledExample(t)
+	setStdin(t, "a: [1\n")
+	code, _, stderr = runCLI(t, "plan", "--image", "r/x", "--version", "1.0.0", "--check-chart", ex.chart,
+		"--check-values", "-", "--check-release", "apps/demo")
+	assert.Equal(t, outcome.ExitBadInput, code, stderr)
+	assert.Contains(t, stderr, "standard input")
+}
