@@ -43,15 +43,19 @@ type Result struct {
 // node's flags come first, so a flag given again in args (--kubeconfig)
 // wins.
 func (n Node) Run(ctx context.Context, env *testenv.Env, command string, args ...string) Result {
-	full := []string{"chart-upgrader", command, "--kubeconfig", env.KubeconfigPath(), "--state-dir", n.StateDir,
+	var out, errb bytes.Buffer
+	code := cli.Run(ctx, append([]string{"chart-upgrader"}, n.args(env, command, args)...), &out, &errb)
+	return Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+}
+
+// args are command and args after the node's own flags.
+func (n Node) args(env *testenv.Env, command string, args []string) []string {
+	full := []string{command, "--kubeconfig", env.KubeconfigPath(), "--state-dir", n.StateDir,
 		"--lock-file", n.LockFile, "--termination-log", n.TermLog, "--log-format", "json"}
 	if command == "upgrade" || command == "preflight" || command == "rollback" {
 		full = append(full, "--node-name", n.Name)
 	}
-	full = append(full, args...)
-	var out, errb bytes.Buffer
-	code := cli.Run(ctx, full, &out, &errb)
-	return Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	return append(full, args...)
 }
 
 // Writes lists the requests chart-upgrader (its user agent) made that
@@ -113,10 +117,5 @@ func Binary(t *testing.T) string {
 // separate process (not started), with the flags Run gives it.
 func (n Node) Command(t *testing.T, env *testenv.Env, command string, args ...string) *exec.Cmd {
 	t.Helper()
-	full := []string{command, "--kubeconfig", env.KubeconfigPath(), "--state-dir", n.StateDir,
-		"--lock-file", n.LockFile, "--termination-log", n.TermLog, "--log-format", "json"}
-	if command == "upgrade" || command == "preflight" || command == "rollback" {
-		full = append(full, "--node-name", n.Name)
-	}
-	return exec.Command(Binary(t), append(full, args...)...)
+	return exec.Command(Binary(t), n.args(env, command, args)...)
 }
