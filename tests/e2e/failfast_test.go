@@ -324,3 +324,42 @@ func TestHelmWaitThatRunsOutIsARolloutThatDidNotFinish(t *testing.T) {
 	assert.Contains(t, err.Error(), "context deadline exceeded")
 	assert.Contains(t, logs, "have not applied the deployment", "WaitApplied while Helm waited")
 }
+
+// Fleet counts ErrApplied from any BundleDeployment whose Deployed
+// condition is False, also when that was set for the deployment before
+// the one it is asked for now. A rollback after a failed upgrade asks for
+// a new deployment while the BundleDeployment still shows the failed
+// one's error; the agent, held here (fleetsim Fault.AgentHold), has not
+// tried the new one. The wait reads the BundleDeployments: the failure is
+// older than their spec, so it is no failure of this rollback, which waits
+// for the agent and ends with exit 0, never showing that failure as its
+// own.
+func TestAnOlderDeploymentsErrAppliedDoesNotFailTheRollback(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	const msg = "failed to create resource: server-side apply failed for object demo/bad: Invalid value"
+	failing := fleetsim.Fault{ErrApplied: msg, ErrAppliedVersion: "2.0.0"}
+	f.sim.SetFault(f.ns, name, failing)
+	logs, _, err := f.upgradeCounting(f.node, app.Options{SpecFile: f.failFastSpec(name, f.charts, "1s"), Version: "2.0.0"})
+	require.Error(t, err, logs)
+	require.Equal(t, outcome.ExitFailure, outcome.Code(err), "the upgrade to 2.0.0 failed: %v", err)
+	time.Sleep(1100 * time.Millisecond) // the rollback's spec lands in a later second than the failure (RFC 3339 seconds)
+
+	held := failing
+	held.AgentHold = true
+	f.sim.SetFault(f.ns, name, held)
+	done := make(chan result, 1)
+	go func() { done <- f.cli(f.node, "rollback", "--target", f.targetRef(name), "--timeout", "60s") }()
+	time.Sleep(3 * time.Second) // Fleet's summary counts the older ErrApplied meanwhile
+	f.sim.SetFault(f.ns, name, failing) // the agent catches up: 1.0.0 deploys
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the rollback did not end")
+	}
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "counts ErrApplied, but the failure is an older deployment's", "the older failure was seen and not taken for this rollback's")
+	assert.NotContains(t, r.stderr, `failed: ErrApplied`, "the rollback never reported the older failure as its own")
+}

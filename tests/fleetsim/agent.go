@@ -91,7 +91,7 @@ func (s *Sim) syncAgent(ctx context.Context, k string) error {
 	}
 	f := s.Fault(bundleNS, mcName)
 	v := viewOf(bd)
-	if f.Stale || v.DeploymentID == "" { // frozen, or paused before its first deployment
+	if f.Stale || f.AgentHold || v.DeploymentID == "" { // frozen, held, or paused before its first deployment
 		return nil
 	}
 	failing := f.ErrApplied != "" && (f.ErrAppliedVersion == "" || f.ErrAppliedVersion == deploymentVersion(bd))

@@ -42,6 +42,11 @@ type Fault struct {
 	// over the previous generation's summary and conditions (Ready, when
 	// it was). Then the controller catches up.
 	StatusRace time.Duration
+	// AgentHold holds the agent: it neither deploys nor reports anything
+	// new for the chart's BundleDeployments (a slow or restarting agent),
+	// while the bundle controller goes on summarising what they show.
+	// Clearing it lets the agent catch up.
+	AgentHold bool
 }
 
 // Resource names a Kubernetes object the agent found modified (drift).

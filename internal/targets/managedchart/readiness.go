@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -78,6 +79,38 @@ func Confirm(r upgrade.Readiness, b *Bundle, bds []BundleDeployment, sample bool
 	}
 	out.Waiting = append(out.Waiting, behind[:min(len(behind), maxPendingLines)]...)
 	return out
+}
+
+// ConfirmFailure checks a failure judgement of Fleet's summary (r: its
+// ErrApplied) against BundleDeployments read at that moment: Fleet counts
+// ErrApplied from every BundleDeployment whose Deployed condition is
+// False, also when that condition was set for a deployment before the one
+// it is asked for now (the agent has not tried the new one yet). When
+// every failure read is older than its BundleDeployment's spec, the
+// failure is not this deployment's: r waits instead, and says why.
+func ConfirmFailure(r upgrade.Readiness, b *Bundle, bds []BundleDeployment) upgrade.Readiness {
+	if r.Failed == "" {
+		return r
+	}
+	var older []string
+	for _, bd := range bds {
+		if bd.DeployError == "" {
+			continue
+		}
+		if bd.DeployErrorAt.IsZero() || bd.SpecAt.IsZero() || !bd.DeployErrorAt.Before(bd.SpecAt) {
+			return r // a failure of the deployment asked now
+		}
+		older = append(older, fmt.Sprintf("%s/%s (Deployed=False since %s, its deployment asked at %s)", bd.Namespace, bd.Name,
+			bd.DeployErrorAt.UTC().Format(time.RFC3339), bd.SpecAt.UTC().Format(time.RFC3339)))
+	}
+	if len(older) == 0 {
+		return r
+	}
+	r.Failed = ""
+	r.Ready = false
+	r.Waiting = append([]string{fmt.Sprintf("bundle %s counts ErrApplied, but the failure is an older deployment's: Fleet's agent has not tried this one yet: %s",
+		b.Name, strings.Join(older[:min(len(older), 3)], "; "))}, r.Waiting...)
+	return r
 }
 
 // Evaluate is JudgeBySummary with the BundleDeployments read one by one

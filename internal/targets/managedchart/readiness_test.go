@@ -3,6 +3,7 @@ package managedchart
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -458,4 +459,33 @@ func TestJudgeBySummaryNeverReadyBeforeFleetIs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A failure counted from a Deployed=False older than its
+// BundleDeployment's spec is an older deployment's: it waits, naming it.
+// One as new as the spec, or of unknown age, stays a failure.
+func TestConfirmFailureTellsAnOlderDeploymentsError(t *testing.T) {
+	_, _, b, bds := world()
+	r := upgrade.Readiness{Failed: "ErrApplied: 1 of 1 clusters could not deploy it: boom"}
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	bd := bds[0]
+	bd.DeployError, bd.DeployErrorAt, bd.SpecAt = "boom", t0, t0.Add(2*time.Second)
+	c := ConfirmFailure(r, b, []BundleDeployment{bd})
+	assert.Empty(t, c.Failed)
+	assert.False(t, c.Ready)
+	require.NotEmpty(t, c.Waiting)
+	assert.Contains(t, c.Waiting[0], "counts ErrApplied, but the failure is an older deployment's")
+	assert.Contains(t, c.Waiting[0], "Deployed=False since 2026-11-27T10:00:00Z, its deployment asked at 2026-11-27T10:00:02Z")
+
+	for name, change := range map[string]func(*BundleDeployment){
+		"as new as the spec":    func(bd *BundleDeployment) { bd.SpecAt = bd.DeployErrorAt },
+		"newer than the spec":   func(bd *BundleDeployment) { bd.DeployErrorAt = bd.SpecAt.Add(time.Second) },
+		"no lastUpdateTime":     func(bd *BundleDeployment) { bd.DeployErrorAt = time.Time{} },
+		"no managedFields time": func(bd *BundleDeployment) { bd.SpecAt = time.Time{} },
+	} {
+		cur := bd
+		change(&cur)
+		assert.Equal(t, r, ConfirmFailure(r, b, []BundleDeployment{cur}), name)
+	}
+	assert.Equal(t, r, ConfirmFailure(r, b, bds), "no BundleDeployment shows an error: the summary's failure stands")
 }

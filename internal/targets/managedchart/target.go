@@ -144,7 +144,7 @@ func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Wan
 		return upgrade.Readiness{}, err
 	}
 	r := JudgeBySummary(want, mc, b)
-	if r.Ready {
+	if r.Ready || r.Failed != "" {
 		r = t.confirmer(ctx)(r, want, mc, b)
 	}
 	return r, nil
@@ -220,17 +220,17 @@ func (w observerWatch) Current() *upgrade.Observed { return w.o.Current().Observ
 
 func (w observerWatch) Readiness(want upgrade.Want) upgrade.Readiness {
 	r := w.o.Readiness(want)
-	if w.confirm == nil || !r.Ready {
+	if w.confirm == nil || (!r.Ready && r.Failed == "") {
 		return r
 	}
 	mc, b := w.o.parsed()
 	return w.confirm(r, want, mc, b)
 }
 
-// confirmer confirms a ready judgement with one page (ConfirmSample) of
-// the Bundle's BundleDeployments (Confirm). When it cannot read them (no
-// RBAC for it), the summary's judgement stands and the warning says so,
-// once.
+// confirmer confirms a ready or failed judgement with one page
+// (ConfirmSample) of the Bundle's BundleDeployments (Confirm,
+// ConfirmFailure). When it cannot read them (no RBAC for it), the
+// summary's judgement stands and the warning says so, once.
 func (t *Target) confirmer(ctx context.Context) func(upgrade.Readiness, upgrade.Want, *ManagedChart, *Bundle) upgrade.Readiness {
 	var warned bool
 	return func(r upgrade.Readiness, want upgrade.Want, mc *ManagedChart, b *Bundle) upgrade.Readiness {
@@ -241,6 +241,9 @@ func (t *Target) confirmer(ctx context.Context) func(upgrade.Readiness, upgrade.
 			}
 			warned = true
 			return r
+		}
+		if r.Failed != "" {
+			return ConfirmFailure(r, b, bds)
 		}
 		return Confirm(r, b, bds, !all)
 	}

@@ -3,6 +3,7 @@ package managedchart
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -159,6 +160,12 @@ type BundleDeployment struct {
 	// ready true from the deployment before, so only this and the
 	// deployment IDs show the failure.
 	DeployError string
+	// DeployErrorAt is when the agent last changed that condition
+	// (lastUpdateTime: wrangler touches it only when a value changes);
+	// SpecAt is when its spec was last written (its managedFields, the
+	// API server's clock). An error older than the spec belongs to a
+	// deployment before the one asked now. Zero when not known.
+	DeployErrorAt, SpecAt time.Time
 }
 
 // ParseManagedChart reads a ManagedChart object.
@@ -221,6 +228,12 @@ func ParseBundleDeployment(u *unstructured.Unstructured) BundleDeployment {
 	for _, c := range list(status, "conditions") {
 		if str(c, "type") == "Deployed" {
 			bd.DeployError = deployError(str(c, "status"), str(c, "message"))
+			bd.DeployErrorAt, _ = time.Parse(time.RFC3339, str(c, "lastUpdateTime"))
+		}
+	}
+	for _, m := range u.GetManagedFields() {
+		if m.Subresource == "" && m.Time != nil && m.Time.After(bd.SpecAt) {
+			bd.SpecAt = m.Time.Time
 		}
 	}
 	return bd
