@@ -225,6 +225,27 @@ func TestAPendingReleaseUnderFleetIsReportedNotRefused(t *testing.T) {
 	}
 }
 
+// A Bundle that matches no cluster (desiredReady 0) reads as Ready to
+// Fleet, and no rollout of it could ever be seen: preflight refuses it,
+// naming it, instead of an upgrade that would wait until its timeout.
+func TestRefuseABundleWithNoCluster(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	f.sim.SetFault(f.ns, name, fleetsim.Fault{NoClusters: true})
+	require.Eventually(t, func() bool {
+		b, err := f.env.Dynamic().Resource(managedchart.BundleGVR).Namespace(f.ns).Get(t.Context(), managedchart.BundleName(name), metav1.GetOptions{})
+		return err == nil && managedchart.ParseBundle(b).Status.Summary.DesiredReady == 0
+	}, 30*time.Second, 50*time.Millisecond, "the Bundle summarises no cluster")
+	before := f.get(name)
+
+	logs, wc, err := f.upgradeCounting(f.node, f.upgradeOpts(name, "2.0.0", f.policy(name)))
+	assertRefusedUntouched(t, f, name, before, err, logs, wc)
+	l := lineHolding(t, err.Error(), "desiredReady 0")
+	assert.Contains(t, l, "bundle "+managedchart.BundleName(name)+" matches no cluster (desiredReady 0)")
+	assert.Contains(t, l, "check the ManagedChart's targets")
+}
+
 func TestRefuseDowngradeUnlessAllowed(t *testing.T) {
 	f := newFixture(t)
 	name := release()

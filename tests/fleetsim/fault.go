@@ -47,6 +47,10 @@ type Fault struct {
 	// while the bundle controller goes on summarising what they show.
 	// Clearing it lets the agent catch up.
 	AgentHold bool
+	// NoClusters makes the Bundle match no cluster (its targets select
+	// none): the bundle controller summarises zero BundleDeployments,
+	// desiredReady 0, which Fleet calls Ready.
+	NoClusters bool
 }
 
 // Resource names a Kubernetes object the agent found modified (drift).
@@ -97,9 +101,7 @@ func (s *Sim) Fault(namespace, name string) Fault {
 	return s.faults[key(namespace, name)]
 }
 
-func isZero(f Fault) bool {
-	return f.Delay == 0 && !f.NeverReady && f.ErrApplied == "" && !f.Stale && f.ReadyOverTime == 0
-}
+func isZero(f Fault) bool { return f == Fault{} }
 
 // HelmRuns counts the Helm installs and upgrades the agent made for
 // ManagedChart namespace/name: the ones that wrote a revision Helm did not

@@ -46,6 +46,9 @@ func (s *Sim) syncBundle(ctx context.Context, k string) error {
 	if held, err := s.statusRace(ctx, b, mcName); held || err != nil {
 		return err
 	}
+	if s.Fault(ns, mcName).NoClusters {
+		views = nil
+	}
 	return s.writeBundleStatus(ctx, b, mcName, views, c.stagedID)
 }
 
@@ -290,7 +293,11 @@ func (s *Sim) ensureNamespace(ctx context.Context, ns string) error {
 // changed, then the ManagedChart's copy.
 func (s *Sim) writeBundleStatus(ctx context.Context, b *unstructured.Unstructured, mcName string, views []bdView, stagedID string) error {
 	ns := b.GetNamespace()
-	st := computeBundleStatus(b.GetGeneration(), s.opts.Clusters, views, stagedID, ns)
+	desired := s.opts.Clusters
+	if s.Fault(ns, mcName).NoClusters {
+		desired = 0
+	}
+	st := computeBundleStatus(b.GetGeneration(), desired, views, stagedID, ns)
 	st.ResourcesSHA256Sum = strings.TrimPrefix(strings.SplitN(stagedID, ":", 2)[0], "s-")
 	oldConds, _, _ := unstructured.NestedSlice(b.Object, "status", "conditions")
 	st.Conditions = mergeConditions(oldConds, st.Conditions, time.Now())
