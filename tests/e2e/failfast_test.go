@@ -351,7 +351,7 @@ func TestAnOlderDeploymentsErrAppliedDoesNotFailTheRollback(t *testing.T) {
 	f.sim.SetFault(f.ns, name, held)
 	done := make(chan result, 1)
 	go func() { done <- f.cli(f.node, "rollback", "--target", f.targetRef(name), "--timeout", "60s") }()
-	time.Sleep(3 * time.Second) // Fleet's summary counts the older ErrApplied meanwhile
+	time.Sleep(3 * time.Second)         // Fleet's summary counts the older ErrApplied meanwhile
 	f.sim.SetFault(f.ns, name, failing) // the agent catches up: 1.0.0 deploys
 	var r result
 	select {
