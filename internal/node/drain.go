@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,7 +84,7 @@ func Drain(ctx context.Context, kube kubernetes.Interface, node string, opts Dra
 	}
 	pods := list.Pods()
 	if err := h.DeleteOrEvictPods(pods); err != nil {
-		if errors.Is(dctx.Err(), context.DeadlineExceeded) {
+		if deadlineHit(dctx, err) {
 			return outcome.Timeout(fmt.Errorf("draining node %q: timed out after %s with %s",
 				node, timeout, remaining(ctx, kube, node, pods)))
 		}
@@ -117,6 +118,14 @@ func helper(ctx context.Context, kube kubernetes.Interface, opts DrainOptions, t
 			fmt.Fprintf(out, "pod %s/%s evicted\n", pod.Namespace, pod.Name)
 		},
 	}
+}
+
+// deadlineHit reports whether err ended the drain because ctx ran out of
+// time: ctx expired, or client-go's rate limiter refused to wait past its
+// deadline ("rate: Wait(n=1) would exceed context deadline", an untyped
+// error from golang.org/x/time/rate, returned just before ctx expires).
+func deadlineHit(ctx context.Context, err error) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || strings.Contains(err.Error(), "would exceed context deadline")
 }
 
 // timedOut marks err as a timeout when ctx ran out of time.

@@ -1,6 +1,9 @@
 package node
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -62,4 +65,19 @@ func TestDescribe(t *testing.T) {
 	now := metav1.Now()
 	pod.DeletionTimestamp = &now
 	assert.Equal(t, "ns/web-0 (terminating)", describe(pod, []policyv1.PodDisruptionBudget{budget("web", web, 0)}))
+}
+
+// The drain's end is a timeout when its context expired, or when
+// client-go's rate limiter refused to wait past that deadline (the error
+// the CI met: the limiter answers before the context expires).
+func TestDeadlineHit(t *testing.T) {
+	live, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	assert.False(t, deadlineHit(live, errors.New("Cannot evict pod")))
+	limiter := fmt.Errorf("error when evicting pods/%q -n %q: %w", "web-0", "apps",
+		errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline"))
+	assert.True(t, deadlineHit(live, limiter))
+	expired, cancel2 := context.WithTimeout(context.Background(), -time.Second)
+	defer cancel2()
+	assert.True(t, deadlineHit(expired, errors.New("anything")))
 }
