@@ -48,6 +48,7 @@ const minCycle = 25 * time.Second
 
 type soak struct {
 	seed      int64
+	kind      string // managedchart or release (-kind)
 	bin       string
 	dir       string
 	hooksDir  string
@@ -74,10 +75,15 @@ func main() {
 	bin := flag.String("bin", "", "the chart-upgrader binary (default: built into a temporary directory)")
 	keep := flag.Bool("keep", false, "keep the work directory (every process's log, the journals) even without violations")
 	verbose := flag.Bool("v", false, "print the output of every process run")
+	kind := flag.String("kind", "managedchart", "what is soaked: managedchart (fleetsim), or release (a plain Helm release whose upgrades are SIGKILLed while Helm waits for the chart's hook)")
 	since := flag.Int64("since", 0, "count -duration from this Unix time (scripts/soak passes its start, so the builds count too)")
 	flag.Parse()
 	if *seed == 0 {
 		*seed = time.Now().UnixNano() % 1_000_000_000
+	}
+	if *kind != "managedchart" && *kind != "release" {
+		fmt.Fprintf(os.Stderr, "soak: -kind %q: want managedchart or release\n", *kind)
+		os.Exit(2)
 	}
 	if *nodes < 1 || *nodes > 3 {
 		fmt.Fprintln(os.Stderr, "soak: -nodes must be 1, 2 or 3")
@@ -89,7 +95,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	ctx, cancel := context.WithDeadline(ctx, start.Add(*duration))
-	s := &soak{seed: *seed, bin: *bin, verbose: *verbose, out: os.Stdout, backupDigest: map[string]string{},
+	s := &soak{seed: *seed, bin: *bin, verbose: *verbose, out: os.Stdout, backupDigest: map[string]string{}, kind: *kind,
 		ops: map[string]int{}, faults: map[string]int{}, exits: map[string]int{}, violations: map[string]int{}}
 	err := s.run(ctx, start, *duration, *nodes, *keep)
 	cancel()
@@ -98,7 +104,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "soak: %v (seed %d)\n", err, s.seed)
 		os.Exit(1)
 	}
-	if s.total() > 0 || s.cycles == 0 {
+	if s.total() > 0 || (s.cycles == 0 && s.kind != "release") {
 		os.Exit(1)
 	}
 }
@@ -144,6 +150,13 @@ func (s *soak) run(ctx context.Context, start time.Time, duration time.Duration,
 		s.nodes = append(s.nodes, newNode(s.dir, fmt.Sprintf("node-%d", i+1)))
 	}
 
+	if s.kind == "release" {
+		if err := s.runRelease(ctx, root, start.Add(duration-teardownReserve)); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.out, "soak: %s\n", time.Since(start).Round(time.Second))
+		return nil
+	}
 	fmt.Fprintln(s.out, "soak: starting kube-apiserver + etcd and the Fleet simulator; installing demo-app 1.0.0")
 	setup := time.Now()
 	if s.w, err = startWorld(ctx, root); err != nil {
