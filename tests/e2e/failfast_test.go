@@ -363,3 +363,26 @@ func TestAnOlderDeploymentsErrAppliedDoesNotFailTheRollback(t *testing.T) {
 	assert.Contains(t, r.stderr, "counts ErrApplied, but the failure is an older deployment's", "the older failure was seen and not taken for this rollback's")
 	assert.NotContains(t, r.stderr, `failed: ErrApplied`, "the rollback never reported the older failure as its own")
 }
+
+// A release Fleet's agent left pending makes its next Helm upgrade answer
+// "another operation (install/upgrade/rollback) is in progress", which
+// Fleet reports as ErrApplied while its agent heals the release (it rolls
+// back, then upgrades again). The wait goes on while that heals; when it
+// lasts past wait.errAppliedGrace, the wait ends with exit 1 and that
+// text.
+func TestAnotherOperationInProgressPastTheGraceEndsWithItsText(t *testing.T) {
+	f := newFixture(t)
+	name := release()
+	f.install(name, "1.0.0", example.UserValues())
+	const msg = "another operation (install/upgrade/rollback) is in progress"
+	opts := app.Options{SpecFile: f.failFastSpec(name, f.charts, "2s"), Version: "2.0.0"}
+	logs, _, err := f.upgradeCounting(f.node, opts, func(_ context.Context, attempt int) {
+		if attempt == 1 {
+			f.sim.SetFault(f.ns, name, fleetsim.Fault{ErrApplied: msg})
+		}
+	})
+	require.Error(t, err, logs)
+	assert.Equal(t, outcome.ExitFailure, outcome.Code(err), "error: %v", err)
+	assert.Contains(t, err.Error(), msg, "Fleet's own text")
+	assert.Contains(t, logs, `"progress":"ready 0/1; failed: ErrApplied`, "the wait went on through the grace")
+}
