@@ -344,7 +344,7 @@ func TestAnOlderDeploymentsErrAppliedDoesNotFailTheRollback(t *testing.T) {
 	logs, _, err := f.upgradeCounting(f.node, app.Options{SpecFile: f.failFastSpec(name, f.charts, "1s"), Version: "2.0.0"})
 	require.Error(t, err, logs)
 	require.Equal(t, outcome.ExitFailure, outcome.Code(err), "the upgrade to 2.0.0 failed: %v", err)
-	time.Sleep(1100 * time.Millisecond) // the rollback's spec lands in a later second than the failure (RFC 3339 seconds)
+	time.Sleep(2100 * time.Millisecond) // the rollback's spec lands at least 2 s after the failure (olderBy, whole seconds)
 
 	held := failing
 	held.AgentHold = true

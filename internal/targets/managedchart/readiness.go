@@ -86,8 +86,9 @@ func Confirm(r upgrade.Readiness, b *Bundle, bds []BundleDeployment, sample bool
 // ErrApplied from every BundleDeployment whose Deployed condition is
 // False, also when that condition was set for a deployment before the one
 // it is asked for now (the agent has not tried the new one yet). When
-// every failure read is older than its BundleDeployment's spec, the
-// failure is not this deployment's: r waits instead, and says why.
+// every failure read is older than its BundleDeployment's spec by at least
+// olderBy, the failure is not this deployment's: r waits instead, and says
+// why.
 func ConfirmFailure(r upgrade.Readiness, b *Bundle, bds []BundleDeployment) upgrade.Readiness {
 	if r.Failed == "" {
 		return r
@@ -97,7 +98,7 @@ func ConfirmFailure(r upgrade.Readiness, b *Bundle, bds []BundleDeployment) upgr
 		if bd.DeployError == "" {
 			continue
 		}
-		if bd.DeployErrorAt.IsZero() || bd.SpecAt.IsZero() || !bd.DeployErrorAt.Before(bd.SpecAt) {
+		if bd.DeployErrorAt.IsZero() || bd.SpecAt.IsZero() || bd.SpecAt.Sub(bd.DeployErrorAt) < olderBy {
 			return r // a failure of the deployment asked now
 		}
 		older = append(older, fmt.Sprintf("%s/%s (Deployed=False since %s, its deployment asked at %s)", bd.Namespace, bd.Name,
@@ -112,6 +113,14 @@ func ConfirmFailure(r upgrade.Readiness, b *Bundle, bds []BundleDeployment) upgr
 		b.Name, strings.Join(older[:min(len(older), 3)], "; "))}, r.Waiting...)
 	return r
 }
+
+// olderBy is how much older than a BundleDeployment's spec a failure must
+// be to be an older deployment's. Both times are whole seconds, and a
+// failure the agent reported on the deployment before, just ahead of the
+// new spec, recurs unchanged on the new one (wrangler leaves an unchanged
+// condition's time alone): within this margin it counts as this
+// deployment's, as it always did.
+const olderBy = 2 * time.Second
 
 // Evaluate is JudgeBySummary with the BundleDeployments read one by one
 // and counted here (every one applied its deploymentID and is ready):

@@ -479,6 +479,7 @@ func TestConfirmFailureTellsAnOlderDeploymentsError(t *testing.T) {
 
 	for name, change := range map[string]func(*BundleDeployment){
 		"as new as the spec":    func(bd *BundleDeployment) { bd.SpecAt = bd.DeployErrorAt },
+		"a second older":        func(bd *BundleDeployment) { bd.SpecAt = bd.DeployErrorAt.Add(time.Second) },
 		"newer than the spec":   func(bd *BundleDeployment) { bd.DeployErrorAt = bd.SpecAt.Add(time.Second) },
 		"no lastUpdateTime":     func(bd *BundleDeployment) { bd.DeployErrorAt = time.Time{} },
 		"no managedFields time": func(bd *BundleDeployment) { bd.SpecAt = time.Time{} },
