@@ -237,7 +237,7 @@ func (t *Target) confirmer(ctx context.Context) func(upgrade.Readiness, upgrade.
 		bds, all, err := t.c.BundleDeployments(ctx, t.namespace, t.name, ConfirmSample)
 		if err != nil {
 			if !warned && t.c.Log != nil {
-				t.c.Log.Warn("a ready bundle summary is not confirmed by its BundleDeployments (give the ServiceAccount list on fleet.cattle.io bundledeployments)", "error", err.Error())
+				t.c.Log.Warn("the bundle summary's judgement (ready, or ErrApplied) is not checked against its BundleDeployments (give the ServiceAccount list on fleet.cattle.io bundledeployments)", "error", err.Error())
 			}
 			warned = true
 			return r
