@@ -2,13 +2,10 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -100,19 +97,7 @@ func Status(ctx context.Context, o StatusOptions) error {
 		}
 	}
 	if o.Format == "json" || o.Format == "yaml" {
-		data, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		if o.Format == "yaml" {
-			if data, err = yaml.JSONToYAML(data); err != nil {
-				return err
-			}
-		} else {
-			data = append(data, '\n')
-		}
-		_, err = o.Out.Write(data)
-		return err
+		return WriteObject(o.Out, o.Format, r)
 	}
 	writeStatus(o.Out, r)
 	if !r.Exists {

@@ -90,7 +90,7 @@ func mergeFailed(c *ucli.Context, res *values.Result, err error) error {
 func writeResult(stdout, stderr io.Writer, format string, res *values.Result) error {
 	switch format {
 	case "json":
-		return writeObject(stdout, format, res.Redacted())
+		return app.WriteObject(stdout, format, res.Redacted())
 	case "table":
 		return res.WriteTable(stdout)
 	default:

@@ -1,17 +1,14 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 )
@@ -51,27 +48,6 @@ func checkOutput(c *ucli.Context) error {
 		return outcome.BadInput(fmt.Errorf("%s: -o %q%s: want %s", commandPath(c), f, fromEnv("output", f), kind.Or(o.formats)))
 	}
 	return nil
-}
-
-// writeObject prints v on w as indented JSON or as YAML (by its JSON
-// field names, as kubectl prints objects).
-func writeObject(w io.Writer, format string, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // <redacted> stays readable
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	data := buf.Bytes()
-	if format == "yaml" {
-		var err error
-		if data, err = yaml.JSONToYAML(data); err != nil {
-			return err
-		}
-	}
-	_, err := w.Write(data)
-	return err
 }
 
 // failure is the one object a failed run with -o json or yaml prints on
@@ -124,5 +100,5 @@ func writeFailure(c *ucli.Context, err error) {
 	if errors.As(err, &r) {
 		f.Report = r.report
 	}
-	_ = writeObject(c.App.Writer, format, f)
+	_ = app.WriteObject(c.App.Writer, format, f)
 }

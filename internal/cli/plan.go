@@ -115,9 +115,9 @@ func writePlanJSON(w io.Writer, docs []byte) error {
 		}
 	}
 	if len(items) == 1 {
-		return writeObject(w, "json", items[0])
+		return app.WriteObject(w, "json", items[0])
 	}
-	return writeObject(w, "json", map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	return app.WriteObject(w, "json", map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 }
 
 // planKinds names each kind with the example manifests of its Plans.

@@ -5,6 +5,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/channel"
 )
 
@@ -40,7 +41,7 @@ func resolveCommand() *ucli.Command {
 				return err
 			}
 			if format := c.String("output"); format != "text" {
-				return writeObject(c.App.Writer, format, resolved{Version: version, Channel: c.String("channel"),
+				return app.WriteObject(c.App.Writer, format, resolved{Version: version, Channel: c.String("channel"),
 					Repo: c.String("repo"), Chart: c.String("chart"), Constraint: c.String("constraint")})
 			}
 			_, err = fmt.Fprintln(c.App.Writer, version)

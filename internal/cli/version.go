@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -45,7 +46,7 @@ func versionCommand() *ucli.Command {
 				}
 			}
 			if format := c.String("output"); format != "text" {
-				return writeObject(c.App.Writer, format, info)
+				return app.WriteObject(c.App.Writer, format, info)
 			}
 			_, err := fmt.Fprintf(c.App.Writer, "chart-upgrader %s (commit %s, %s, Helm SDK %s)\n", info.Version, info.Commit, info.Go, info.Helm)
 			return err
