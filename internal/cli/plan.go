@@ -3,14 +3,12 @@ package cli
 import (
 	"bytes"
 	"errors"
-	"io"
-
 	"fmt"
+	"io"
 	"strings"
 
-	yaml "go.yaml.in/yaml/v3"
-
 	ucli "github.com/urfave/cli/v2"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"

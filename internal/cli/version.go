@@ -5,8 +5,9 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 )
 
 // Commit is set at build time with -ldflags "-X ...cli.Commit=SHA" (make
