@@ -143,11 +143,7 @@ func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Wan
 	if err != nil {
 		return upgrade.Readiness{}, err
 	}
-	r := JudgeBySummary(want, mc, b)
-	if r.Ready || r.Failed != "" {
-		r = t.confirmer(ctx)(r, want, mc, b)
-	}
-	return r, nil
+	return t.confirmer(ctx)(JudgeBySummary(want, mc, b), b), nil
 }
 
 // Watch starts the informers of the ManagedChart and its Bundle.
@@ -213,27 +209,30 @@ func WatchOf(o *Observer) upgrade.Watch { return observerWatch{o: o} }
 // confirm, a ready judgement is confirmed by the BundleDeployments.
 type observerWatch struct {
 	o       *Observer
-	confirm func(upgrade.Readiness, upgrade.Want, *ManagedChart, *Bundle) upgrade.Readiness
+	confirm func(upgrade.Readiness, *Bundle) upgrade.Readiness
 }
 
 func (w observerWatch) Current() *upgrade.Observed { return w.o.Current().Observed() }
 
 func (w observerWatch) Readiness(want upgrade.Want) upgrade.Readiness {
 	r := w.o.Readiness(want)
-	if w.confirm == nil || (!r.Ready && r.Failed == "") {
+	if w.confirm == nil {
 		return r
 	}
-	mc, b := w.o.parsed()
-	return w.confirm(r, want, mc, b)
+	_, b := w.o.parsed()
+	return w.confirm(r, b)
 }
 
 // confirmer confirms a ready or failed judgement with one page
 // (ConfirmSample) of the Bundle's BundleDeployments (Confirm,
 // ConfirmFailure). When it cannot read them (no RBAC for it), the
 // summary's judgement stands and the warning says so, once.
-func (t *Target) confirmer(ctx context.Context) func(upgrade.Readiness, upgrade.Want, *ManagedChart, *Bundle) upgrade.Readiness {
+func (t *Target) confirmer(ctx context.Context) func(upgrade.Readiness, *Bundle) upgrade.Readiness {
 	var warned bool
-	return func(r upgrade.Readiness, want upgrade.Want, mc *ManagedChart, b *Bundle) upgrade.Readiness {
+	return func(r upgrade.Readiness, b *Bundle) upgrade.Readiness {
+		if !r.Ready && r.Failed == "" {
+			return r // a wait goes on: nothing to check
+		}
 		bds, all, err := t.c.BundleDeployments(ctx, t.namespace, t.name, ConfirmSample)
 		if err != nil {
 			if !warned && t.c.Log != nil {
