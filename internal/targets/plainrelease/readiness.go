@@ -44,12 +44,7 @@ func (w *watcher) Current() *upgrade.Observed {
 	if rel == nil {
 		return nil
 	}
-	o, _ := observe(rel)
-	if o != nil && status(rel) != "deployed" {
-		// a pending or failed revision is no finished apply, whatever
-		// record its labels hold (a killed apply's)
-		o.Applied = upgrade.Record{}
-	}
+	o, _ := observeFinished(rel)
 	return o
 }
 

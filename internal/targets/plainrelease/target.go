@@ -136,17 +136,23 @@ func (t *Target) read(ctx context.Context) (*upgrade.Observed, error) {
 			return nil, fmt.Errorf("helm release %s/%s revision %d: %w", t.namespace, t.name, newest.Version, errPendingEnded)
 		}
 	}
-	o, err := observe(rv.base)
+	o, err := observeFinished(rv.base)
 	if err != nil {
 		return nil, err
 	}
-	if rv.base == newest && status(newest) != "deployed" {
-		// a pending or failed revision is no finished apply, whatever
-		// record its labels hold
-		o.Applied = upgrade.Record{}
-	}
 	o.Source = rv
 	return o, nil
+}
+
+// observeFinished is observe for telling what was applied: a revision that
+// is not deployed (pending, failed) is no finished apply, whatever record
+// its labels hold (a killed apply's, or one Helm copied).
+func observeFinished(rel *release.Release) (*upgrade.Observed, error) {
+	o, err := observe(rel)
+	if err == nil && status(rel) != "deployed" {
+		o.Applied = upgrade.Record{}
+	}
+	return o, err
 }
 
 // lastDeployed is the newest revision of hist (oldest first) whose status
