@@ -353,7 +353,7 @@ func TestMarkFailedWritesOnlyOverWhatItRead(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, p)
 	assert.Equal(t, map[string]string{"chart-upgrader.io/revision": "2"}, p.Release.Labels, "its own labels, not the driver's")
-	assert.NotEmpty(t, p.ResourceVersion)
+	assert.NotEmpty(t, p.ResourceVersion())
 
 	// someone writes the record after it was read: nothing is written
 	s, err := env.Kube().CoreV1().Secrets(ns).Get(t.Context(), helmrelease.SecretName("web", 2), metav1.GetOptions{})

@@ -51,10 +51,14 @@ func Encode(rel *release.Release) (string, error) {
 // Pending is a revision left pending-install, pending-upgrade or
 // pending-rollback, with what its Secret says of it.
 type Pending struct {
-	Release         *release.Release
-	ResourceVersion string    // of its Secret when read: MarkFailed writes only over this
-	Since           time.Time // when the operation began (Info.LastDeployed)
+	Release *release.Release
+	Since   time.Time // when the operation began (Info.LastDeployed)
+	// secret is its record as read: MarkFailed writes only over it
+	secret *corev1.Secret
 }
+
+// ResourceVersion is the resourceVersion its record was read at.
+func (p *Pending) ResourceVersion() string { return p.secret.ResourceVersion }
 
 // IsPending reports whether a revision's status is pending-*.
 func IsPending(rel *release.Release) bool {
@@ -84,7 +88,7 @@ func (c *Client) ReadPending(ctx context.Context, rel *release.Release) (*Pendin
 			now.Labels[k] = v
 		}
 	}
-	p := &Pending{Release: now, ResourceVersion: s.ResourceVersion}
+	p := &Pending{Release: now, secret: s}
 	if now.Info != nil {
 		p.Since = now.Info.LastDeployed
 	}
@@ -102,15 +106,6 @@ var ErrPendingChanged = fmt.Errorf("the pending revision changed since it was re
 // changes that revision only: its manifest, values and labels stay.
 func (c *Client) MarkFailed(ctx context.Context, p *Pending, description string) error {
 	rel := p.Release
-	secrets := c.Kube.CoreV1().Secrets(rel.Namespace)
-	s, err := secrets.Get(ctx, SecretName(rel.Name, rel.Version), metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading the record of helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
-	}
-	if s.ResourceVersion != p.ResourceVersion {
-		return fmt.Errorf("helm release %s/%s revision %d: %w (resourceVersion %s, read at %s)", rel.Namespace, rel.Name, rel.Version,
-			ErrPendingChanged, s.ResourceVersion, p.ResourceVersion)
-	}
 	failed := *rel
 	info := *rel.Info
 	info.Status, info.Description, info.LastDeployed = common.StatusFailed, description, time.Now()
@@ -119,11 +114,11 @@ func (c *Client) MarkFailed(ctx context.Context, p *Pending, description string)
 	if err != nil {
 		return err
 	}
-	s = s.DeepCopy()
+	s := p.secret.DeepCopy() // its resourceVersion makes the update conditional
 	s.Data = map[string][]byte{"release": []byte(data)}
 	s.Labels["status"] = common.StatusFailed.String()
 	s.Labels["modifiedAt"] = strconv.FormatInt(time.Now().Unix(), 10)
-	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: "chart-upgrader"}); err != nil {
+	if _, err := c.Kube.CoreV1().Secrets(rel.Namespace).Update(ctx, s, metav1.UpdateOptions{FieldManager: "chart-upgrader"}); err != nil {
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, ErrPendingChanged)
 		}
