@@ -85,10 +85,16 @@ func (f *fixture) helmCLI(bin string) func(args ...string) {
 	home := f.t.TempDir()
 	return func(args ...string) {
 		f.t.Helper()
-		args = append(args, "--namespace", f.ns, "--kubeconfig", f.env.KubeconfigPath(), "--wait", "--timeout", "60s")
-		cmd := exec.CommandContext(f.t.Context(), bin, args...)
-		cmd.Env = append(os.Environ(), testenv.HelmCLIEnv(home)...)
+		cmd := f.helmCommand(bin, home, append(args, "--wait", "--timeout", "60s")...)
 		out, err := cmd.CombinedOutput()
-		require.NoError(f.t, err, "%s %s:\n%s", filepath.Base(bin), strings.Join(args, " "), out)
+		require.NoError(f.t, err, "%s %s:\n%s", filepath.Base(bin), strings.Join(cmd.Args[1:], " "), out)
 	}
+}
+
+// helmCommand is the Helm CLI bin with args against the fixture's
+// namespace, its configuration, cache and data under home (not started).
+func (f *fixture) helmCommand(bin, home string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(f.t.Context(), bin, append(args, "--namespace", f.ns, "--kubeconfig", f.env.KubeconfigPath())...)
+	cmd.Env = append(os.Environ(), testenv.HelmCLIEnv(home)...)
+	return cmd
 }

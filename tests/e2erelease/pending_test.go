@@ -2,7 +2,6 @@ package e2erelease
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,33 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
-
-// hookJob is a pre-upgrade hook Job whose pod KWOK holds Running until
-// the test lets it complete (releaseHold): Helm waits for it meanwhile,
-// with the new revision pending-upgrade.
-const hookJob = `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{ .Release.Name }}-migrate
-  annotations:
-    helm.sh/hook: pre-upgrade
-    helm.sh/hook-delete-policy: before-hook-creation
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations: {testenv.chart-upgrader.io/hold: not-ready}
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: migrate
-        image: registry.example/migrate:1
-`
 
 // hookPod waits for a Running pod of the release's hook Job other than
 // not, and returns its name.
@@ -66,9 +43,7 @@ func (f *fixture) hookPod(name, not string) string {
 // releaseHold lets KWOK complete pod: the hook succeeds.
 func (f *fixture) releaseHold(pod string) {
 	f.t.Helper()
-	_, err := f.env.Kube().CoreV1().Pods(f.ns).Patch(f.t.Context(), pod, types.MergePatchType,
-		[]byte(`{"metadata":{"annotations":{"`+testenv.HoldAnnotation+`":null}}}`), metav1.PatchOptions{})
-	require.NoError(f.t, err)
+	require.NoError(f.t, testenv.ReleaseHold(f.t.Context(), f.env.Kube(), f.ns, pod))
 }
 
 // releaseSecrets names the release's storage Secrets.
@@ -92,7 +67,7 @@ func (f *fixture) releaseSecrets(name string) []string {
 // new revision deployed, no Secret deleted.
 func TestAKilledApplyIsRecoveredOnAnotherNode(t *testing.T) {
 	f := newFixture(t, "")
-	require.NoError(t, writeTemplate(f.charts, "2.0.0", "migrate-hook.yaml", hookJob))
+	require.NoError(t, writeTemplate(f.charts, "2.0.0", "migrate-hook.yaml", testchart.HookJobTemplate))
 	name := releaseName()
 	f.install(name)
 
@@ -169,9 +144,7 @@ func (f *fixture) helm4(args ...string) *exec.Cmd {
 	f.t.Helper()
 	bin, err := f.env.Binary("helm4")
 	require.NoError(f.t, err)
-	cmd := exec.Command(bin, append(args, "--namespace", f.ns, "--kubeconfig", f.env.KubeconfigPath())...)
-	cmd.Env = append(os.Environ(), testenv.HelmCLIEnv(f.t.TempDir())...)
-	return cmd
+	return f.helmCommand(bin, f.t.TempDir(), args...)
 }
 
 // `helm upgrade --wait` of the Helm 4 CLI, SIGKILLed while it waits, leaves

@@ -15,7 +15,6 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	yaml "sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
@@ -40,27 +39,6 @@ const (
 	hookName         = releaseName + "-migrate"
 )
 
-// releaseHook is the chart's pre-upgrade hook: a Job whose pod KWOK holds
-// Running until the hold annotation is removed.
-const releaseHook = `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{ .Release.Name }}-migrate
-  annotations:
-    helm.sh/hook: pre-upgrade
-    helm.sh/hook-delete-policy: before-hook-creation
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations: {` + testenv.HoldAnnotation + `: ` + testenv.HoldNotReady + `}
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: migrate
-        image: registry.example/migrate:1
-`
-
 // releaseWorld is the control plane in the workloads mode and the release.
 type releaseWorld struct {
 	env    *testenv.Env
@@ -76,7 +54,7 @@ func startReleaseWorld(ctx context.Context, root, dir string) (*releaseWorld, er
 		return nil, err
 	}
 	for _, v := range []string{"1.0.0", "2.0.0"} {
-		for name, body := range map[string]string{"deployment.yaml": testchart.DeploymentTemplate, "migrate-hook.yaml": releaseHook} {
+		for name, body := range map[string]string{"deployment.yaml": testchart.DeploymentTemplate, "migrate-hook.yaml": testchart.HookJobTemplate} {
 			if err := os.WriteFile(filepath.Join(w.charts, "demo-app-"+v, "templates", name), []byte(body), 0o644); err != nil {
 				return nil, err
 			}
@@ -148,13 +126,6 @@ func (w *releaseWorld) hookPod(ctx context.Context, seen map[string]bool, limit 
 		time.Sleep(100 * time.Millisecond)
 	}
 	return ""
-}
-
-// releaseHold lets KWOK complete the hook pod.
-func (w *releaseWorld) releaseHold(ctx context.Context, pod string) error {
-	_, err := w.env.Kube().CoreV1().Pods(releaseNamespace).Patch(ctx, pod, types.MergePatchType,
-		[]byte(`{"metadata":{"annotations":{"`+testenv.HoldAnnotation+`":null}}}`), metav1.PatchOptions{})
-	return err
 }
 
 // secrets names the release's storage Secrets.
@@ -238,7 +209,7 @@ func (r *releaseSoak) cycle(ctx context.Context, n int) {
 				nd = s.nodes[(indexOf(s.nodes, nd)+1)%len(s.nodes)] // the re-run on another node, when there is one
 				continue
 			}
-			if err := w.releaseHold(ctx, pod); err != nil {
+			if err := testenv.ReleaseHold(ctx, w.env.Kube(), releaseNamespace, pod); err != nil {
 				violate("soak-error", err.Error())
 			}
 		}

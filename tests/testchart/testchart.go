@@ -100,3 +100,27 @@ spec:
       - name: web
         image: {{ .Values.webImage | default "registry.example/web:1" | quote }}
 `
+
+// HookJobTemplate renders a pre-upgrade hook Job, <release>-migrate,
+// whose pod the test environment holds Running (tests/testenv's hold
+// annotation, "not-ready": a Job's pod that never finishes) until a test
+// removes the annotation (testenv.ReleaseHold): Helm waits for it
+// meanwhile, the new revision pending-upgrade.
+const HookJobTemplate = `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+  annotations:
+    helm.sh/hook: pre-upgrade
+    helm.sh/hook-delete-policy: before-hook-creation
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {testenv.chart-upgrader.io/hold: not-ready}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: migrate
+        image: registry.example/migrate:1
+`

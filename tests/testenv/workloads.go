@@ -8,6 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // HoldAnnotation, on a Pod (for a workload: on its pod template), tells
@@ -25,6 +29,14 @@ const (
 	// any other pod is held as with HoldNotReady.
 	HoldFail = "fail"
 )
+
+// ReleaseHold removes the hold annotation from pod namespace/name: KWOK
+// then lets it go on (a Job's pod completes).
+func ReleaseHold(ctx context.Context, kube kubernetes.Interface, namespace, pod string) error {
+	_, err := kube.CoreV1().Pods(namespace).Patch(ctx, pod, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+HoldAnnotation+`":null}}}`), metav1.PatchOptions{})
+	return err
+}
 
 // KWOKNodeAnnotation marks the Nodes KWOK manages (value "fake"); the fake
 // Nodes of the workloads mode carry it. A Node without it is left alone.
