@@ -136,7 +136,7 @@ func prepare(c *ucli.Command) {
 	for _, f := range c.Flags {
 		// CHART_UPGRADER_<FLAG> comes first: it overrides the variables
 		// system-upgrade-controller sets (SYSTEM_UPGRADE_*)
-		env := []string{envPrefix + strings.ToUpper(strings.ReplaceAll(f.Names()[0], "-", "_"))}
+		env := []string{envName(f.Names()[0])}
 		switch x := f.(type) {
 		case *ucli.StringFlag:
 			x.EnvVars = append(env, x.EnvVars...)
@@ -214,11 +214,17 @@ func checkDurations(c *ucli.Context) error {
 	return nil
 }
 
+// envName is the environment variable flag also reads:
+// CHART_UPGRADER_<FLAG>, upper case, "-" as "_".
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
 // fromEnv says, for an error about flag's value, that the value may have
 // come from its environment variable (CHART_UPGRADER_<FLAG>), when that
 // holds it: a person who typed no such flag must learn where it came from.
 func fromEnv(flag, value string) string {
-	name := envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+	name := envName(flag)
 	if os.Getenv(name) == value {
 		return " (from $" + name + ")"
 	}
