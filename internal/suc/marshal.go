@@ -14,8 +14,9 @@ import (
 
 // Marshal prints plan as YAML: apiVersion, kind, metadata, spec, and inside
 // them the field order of the controller's API types (maps sorted by key),
-// two-space indent, no comment but a duration's (drain.timeout: 600000000000 # 10m0s), no empty status and no null
-// creationTimestamp. The same Plan always gives the same bytes.
+// two-space indent, no comment but a duration's (drain.timeout:
+// 600000000000 # 10m0s), no empty status and no null creationTimestamp.
+// The same Plan always gives the same bytes.
 func Marshal(plan *upgradev1.Plan) ([]byte, error) {
 	data, err := json.Marshal(plan)
 	if err != nil {
