@@ -36,7 +36,7 @@ const (
 // chart, a dependency missing from charts/) is marked outcome.BadInput.
 // Check changes neither c nor userValues.
 func Check(c *chart.Chart, userValues map[string]any) error {
-	_, err := render(c, userValues, "", checkNamespace)
+	_, err := render(c, userValues, "", checkNamespace, false)
 	return err
 }
 
@@ -44,7 +44,7 @@ func Check(c *chart.Chart, userValues map[string]any) error {
 // namespace, and returns the objects Helm would apply (hooks and NOTES left
 // out), as one YAML stream in Helm's install order. Errors are Check's.
 func Manifest(c *chart.Chart, userValues map[string]any, name, namespace string) (string, error) {
-	ms, err := render(c, userValues, name, namespace)
+	ms, err := render(c, userValues, name, namespace, false)
 	if err != nil {
 		return "", err
 	}
@@ -56,8 +56,8 @@ func Manifest(c *chart.Chart, userValues map[string]any, name, namespace string)
 }
 
 // render is Check's work: the chart's objects, as release name ("": the
-// chart's name) in namespace.
-func render(c *chart.Chart, userValues map[string]any, release, namespace string) ([]releaseutil.Manifest, error) {
+// chart's name) in namespace; without the schema check when skipSchema.
+func render(c *chart.Chart, userValues map[string]any, release, namespace string, skipSchema bool) ([]releaseutil.Manifest, error) {
 	if c == nil || c.Metadata == nil {
 		return nil, outcome.BadInput(errors.New("checking chart: no chart"))
 	}
@@ -89,7 +89,7 @@ func render(c *chart.Chart, userValues map[string]any, release, namespace string
 		Revision:  checkRevision,
 		IsUpgrade: true,
 	}
-	top, err := chartvalues.ToRenderValues(cp, vals, opts, common.DefaultCapabilities.Copy())
+	top, err := chartvalues.ToRenderValuesWithSchemaValidation(cp, vals, opts, common.DefaultCapabilities.Copy(), skipSchema)
 	if err != nil {
 		return nil, outcome.Refused(fmt.Errorf("validating the merged values against chart %s: %w", name, trimmed{err}))
 	}

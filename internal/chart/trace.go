@@ -1,0 +1,42 @@
+package chart
+
+import (
+	"fmt"
+
+	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
+)
+
+// Trace renders c with userValues as release name in namespace twice, as
+// it is and with its effective values marked (provenance.Mark, without the
+// schema check: a marker is a string where the schema may want a number),
+// and pairs the two: which values render which fields. A chart that does
+// not render with the marked values gives a Map that says so for every
+// field; one that does not render at all gives Manifest's error.
+func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*provenance.Map, error) {
+	real, err := render(c, userValues, name, namespace, false)
+	if err != nil {
+		return nil, err
+	}
+	effective, err := chartvalues.CoalesceValues(c, copyMap(userValues))
+	if err != nil {
+		return nil, fmt.Errorf("coalescing the values of chart %s: %w", nameVersion(c), err)
+	}
+	marked, marks := provenance.Mark(effective)
+	traced, err := render(c, marked, name, namespace, true)
+	if err != nil {
+		return provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%v)", err))
+	}
+	return provenance.Trace(docs(real), docs(traced), marks, effective)
+}
+
+func docs(ms []releaseutil.Manifest) []provenance.Doc {
+	out := make([]provenance.Doc, len(ms))
+	for i, m := range ms {
+		out[i] = provenance.Doc{Source: m.Name, Content: m.Content}
+	}
+	return out
+}

@@ -1,0 +1,209 @@
+package chart
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// webChart is a chart made to show every way a value reaches a field.
+func webChart(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "web")
+	writeFiles(t, dir, map[string]string{
+		"Chart.yaml": chartfile("web", "1.0.0"),
+		"values.yaml": `web:
+  image:
+    repository: registry.example/web
+    tag: "1"
+  replicas: 2
+  args: ["--color", "blue"]
+  resources:
+    limits: {cpu: 500m}
+  mode: fast
+config:
+  retention: 7d
+password: hunter2
+debug: false
+`,
+		"templates/web.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  replicas: {{ .Values.web.replicas }}
+  revisionHistoryLimit: 5
+  template:
+    spec:
+      terminationGracePeriodSeconds: {{ add .Values.web.replicas 28 }}
+      containers:
+      - name: web
+        image: "{{ .Values.web.image.repository }}:{{ .Values.web.image.tag }}"
+        args: {{ toJson .Values.web.args }}
+        resources: {{ toYaml .Values.web.resources | nindent 10 }}
+        env:
+        - name: MODE
+          value: {{ .Values.web.mode | upper | quote }}
+        - name: DEBUG
+          value: {{ .Values.debug | quote }}
+{{- if eq .Values.web.mode "fast" }}
+        - name: FAST
+          value: "yes"
+{{- end }}
+`,
+		"templates/config.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+data:
+  retention: {{ .Values.config.retention | quote }}
+  fixed: "hard-coded"
+`,
+		"templates/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-auth
+data:
+  password: {{ .Values.password | b64enc }}
+`,
+	})
+	return dir
+}
+
+func traceOf(t *testing.T, dir string, user map[string]any) *provenance.Map {
+	t.Helper()
+	c, err := Load(dir)
+	require.NoError(t, err)
+	m, err := Trace(c, user, "rel", "ns")
+	require.NoError(t, err)
+	return m
+}
+
+func assignments(s provenance.Source) map[string]any {
+	out := map[string]any{}
+	for _, a := range s.Assignments {
+		out[a.Path] = a.Value
+	}
+	return out
+}
+
+func TestTraceSplitsALiveFieldBackIntoItsValues(t *testing.T) {
+	m := traceOf(t, webChart(t), nil)
+	dep := provenance.ObjectID{Kind: "Deployment", Name: "rel-web"}
+	container := []any{"spec", "template", "spec", "containers", 0}
+	at := func(rest ...any) []any { return append(append([]any(nil), container...), rest...) }
+
+	image := m.Explain(dep, at("image"), "registry.example/web:1-hotfix", true)
+	require.Empty(t, image.Reason)
+	require.Equal(t, map[string]any{"web.image.repository": "registry.example/web", "web.image.tag": "1-hotfix"}, assignments(image))
+	require.False(t, image.Assignments[0].Changed)
+	require.True(t, image.Assignments[1].Changed)
+
+	// a number keeps its type; a field of one value takes the live value
+	replicas := m.Explain(dep, []any{"spec", "replicas"}, int64(5), true)
+	require.Equal(t, map[string]any{"web.replicas": int64(5)}, assignments(replicas))
+
+	// a list element, from toJson: the path names the element
+	arg := m.Explain(dep, at("args", 1), "green", true)
+	require.Equal(t, map[string]any{"web.args[1]": "green"}, assignments(arg))
+	require.Equal(t, []string{"web", "args"}, provenance.Unit(arg.Assignments[0].At))
+
+	// toYaml: a leaf maps, and so does a key the live object adds
+	cpu := m.Explain(dep, at("resources", "limits", "cpu"), "1", true)
+	require.Equal(t, map[string]any{"web.resources.limits.cpu": "1"}, assignments(cpu))
+	mem := m.Explain(dep, at("resources", "limits", "memory"), "1Gi", true)
+	require.Equal(t, map[string]any{"web.resources.limits.memory": "1Gi"}, assignments(mem))
+	require.Contains(t, mem.Note, "toYaml")
+
+	// a quoted value in a ConfigMap
+	cm := m.Explain(provenance.ObjectID{Kind: "ConfigMap", Name: "rel-config"}, []any{"data", "retention"}, "30d", true)
+	require.Equal(t, map[string]any{"config.retention": "30d"}, assignments(cm))
+
+	// b64enc: read back through base64
+	sec := m.Explain(provenance.ObjectID{Kind: "Secret", Name: "rel-auth"}, []any{"data", "password"}, "c2VjcmV0", true)
+	require.Equal(t, map[string]any{"password": "secret"}, assignments(sec))
+	require.Contains(t, sec.Note, "base64")
+}
+
+func TestTraceNamesWhyAFieldMapsToNoValue(t *testing.T) {
+	m := traceOf(t, webChart(t), nil)
+	dep := provenance.ObjectID{Kind: "Deployment", Name: "rel-web"}
+	env := func(i int) []any { return []any{"spec", "template", "spec", "containers", 0, "env", i, "value"} }
+	for _, tc := range []struct {
+		name  string
+		id    provenance.ObjectID
+		steps []any
+		want  string
+	}{
+		{"hard-coded", dep, []any{"spec", "revisionHistoryLimit"}, provenance.ReasonNoValue},
+		{"hard-coded in a ConfigMap", provenance.ObjectID{Kind: "ConfigMap", Name: "rel-config"}, []any{"data", "fixed"}, provenance.ReasonNoValue},
+		{"arithmetic", dep, []any{"spec", "template", "spec", "terminationGracePeriodSeconds"}, provenance.ReasonTransformed},
+		{"upper", dep, env(0), provenance.ReasonTransformed},
+		{"a boolean", dep, env(1), provenance.ReasonNoValue},
+		{"under a condition on a string", dep, env(2), provenance.ReasonCondition},
+		{"a field the chart does not render", dep, []any{"spec", "paused"}, provenance.ReasonNotRendered},
+		{"an object the chart does not render", provenance.ObjectID{Kind: "Service", Name: "rel-web"}, []any{"spec"}, provenance.ReasonNoObject},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := m.Explain(tc.id, tc.steps, "x", true)
+			require.False(t, s.Mapped(), "%+v", s)
+			require.Equal(t, tc.want, s.Reason)
+		})
+	}
+	// a live value that drops the template's literal text
+	s := m.Explain(dep, []any{"spec", "template", "spec", "containers", 0, "image"}, "web-hotfix", true)
+	require.True(t, strings.HasPrefix(s.Reason, provenance.ReasonNoFit), s.Reason)
+}
+
+func TestTraceOfSplitsTheLeastChange(t *testing.T) {
+	m := traceOf(t, webChart(t), map[string]any{"web": map[string]any{"image": map[string]any{"repository": "registry:5000/web"}}})
+	s := m.Explain(provenance.ObjectID{Kind: "Deployment", Name: "rel-web"}, []any{"spec", "template", "spec", "containers", 0, "image"}, "registry:5000/web:2", true)
+	require.Equal(t, map[string]any{"web.image.repository": "registry:5000/web", "web.image.tag": "2"}, assignments(s))
+}
+
+func TestTraceFollowsSubchartsAndGlobals(t *testing.T) {
+	m := traceOf(t, appChart(t), map[string]any{"sub": map[string]any{"color": "green"}})
+	color := m.Explain(provenance.ObjectID{Kind: "ConfigMap", Name: "sub"}, []any{"data", "color"}, "blue", true)
+	require.Equal(t, map[string]any{"sub.color": "blue"}, assignments(color))
+	require.Equal(t, "green", color.Assignments[0].Was)
+	region := m.Explain(provenance.ObjectID{Kind: "ConfigMap", Name: "sub"}, []any{"data", "region"}, "us", true)
+	require.Equal(t, map[string]any{"global.region": "us"}, assignments(region))
+	// printf "%s:%s" keeps the text, and the schema's integer is no obstacle
+	image := m.Explain(provenance.ObjectID{Kind: "ConfigMap", Name: "rel"}, []any{"data", "image"}, "example.com/app:v1.1.0", true)
+	require.Equal(t, map[string]any{"image.repository": "example.com/app", "image.tag": "v1.1.0"}, assignments(image))
+	replicas := m.Explain(provenance.ObjectID{Kind: "ConfigMap", Name: "rel"}, []any{"data", "replicas"}, "4", true)
+	require.Equal(t, map[string]any{"replicas": int64(4)}, assignments(replicas))
+	// an object whose name a value makes is still found by its real name
+	depth := m.Explain(provenance.ObjectID{Kind: "ConfigMap", Name: "deeper-1"}, []any{"metadata", "name"}, "deeper-5", true)
+	require.Equal(t, map[string]any{"sub.deeper.depth": int64(5)}, assignments(depth))
+}
+
+func TestTraceOfTheBundledExample(t *testing.T) {
+	vals, err := readYAMLFile(filepath.Join("..", "..", "package", "examples", "values.yaml"))
+	require.NoError(t, err)
+	m := traceOf(t, filepath.Join("..", "..", "package", "examples", "charts", "demo-app-1.0.0"), vals)
+	cm := provenance.ObjectID{Kind: "ConfigMap", Name: "rel-config"}
+	image := m.Explain(cm, []any{"data", "webhookImage"}, "registry.example.com/demo/webhook:v0.4.1-hotfix", true)
+	require.Equal(t, map[string]any{"webhook.image.repository": "registry.example.com/demo/webhook", "webhook.image.tag": "v0.4.1-hotfix"}, assignments(image))
+	// toJson | quote of a map: each value inside the JSON text
+	req := m.Explain(cm, []any{"data", "requests"}, `{"cpu":"100m","memory":"1Gi"}`, true)
+	require.Equal(t, "1Gi", assignments(req)["resources.requests.memory"])
+	require.Equal(t, map[string]any{"promote.clusterDNS": "10.53.0.10"}, assignments(m.Explain(cm, []any{"data", "clusterDNS"}, "10.53.0.10", true)))
+	sc := m.Explain(provenance.ObjectID{Kind: "StorageClass", Name: "rel-longhorn"}, []any{"parameters", "numberOfReplicas"}, "3", true)
+	require.Equal(t, map[string]any{"storageClass.replicaCount": int64(3)}, assignments(sc))
+	require.Equal(t, provenance.ReasonNoValue, m.Explain(provenance.ObjectID{Kind: "StorageClass", Name: "rel-longhorn"}, []any{"provisioner"}, "x", true).Reason)
+}
+
+func readYAMLFile(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return values.Parse(data)
+}

@@ -1,0 +1,183 @@
+// Package provenance finds which values of a chart render which fields of
+// its objects, by marker rendering: the chart is rendered once with every
+// non-empty string and every number of its effective values replaced by a
+// unique marker, and the markers found in the rendered objects are mapped
+// back to the values that hold them, with the literal text around each.
+// A live field can then be read back in values terms: the live image
+// registry.example/web:1-hotfix of a template
+// `{{ .Values.web.image.repository }}:{{ .Values.web.image.tag }}` is
+// web.image.repository=registry.example/web and web.image.tag=1-hotfix.
+//
+// It is pure (the caller renders): no I/O, no cluster. What it cannot map
+// it says, with the reason (Reason*): a field written literally, from a
+// boolean or an empty value; a value passed through a function or
+// arithmetic that changes its text; a field under a condition on a value.
+package provenance
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// A marker is markPrefix, the mark's number, markSuffix: letters and
+// digits only, so YAML keeps it a plain string and no template function
+// that keeps text (quote, printf, trim…) splits it.
+const (
+	markPrefix = "zqv"
+	markSuffix = "vqz"
+)
+
+var markerRE = regexp.MustCompile(markPrefix + `([0-9]+)` + markSuffix)
+
+// Step is one step into a values tree: a string is a map key, an int a
+// list index.
+type Step = any
+
+// Marks are the values a marked tree replaced, by marker number.
+type Marks struct {
+	at   [][]Step // where each mark is in the values
+	orig []any    // the value it replaced
+}
+
+// Len is the number of marks.
+func (m *Marks) Len() int { return len(m.orig) }
+
+// Mark returns a copy of vals with every non-empty string and every number
+// replaced by a marker, and what each marker replaced. Booleans, nulls and
+// empty strings are kept: templates test them in conditions, and a marker
+// would turn every condition true.
+func Mark(vals map[string]any) (map[string]any, *Marks) {
+	m := &Marks{}
+	out, _ := m.mark(vals, nil).(map[string]any)
+	return out, m
+}
+
+func (m *Marks) mark(v any, at []Step) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for _, k := range sortedKeys(t) {
+			out[k] = m.mark(t[k], append(at[:len(at):len(at)], k))
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = m.mark(e, append(at[:len(at):len(at)], i))
+		}
+		return out
+	case string:
+		if t == "" {
+			return t
+		}
+	case int, int64, float64, int32, uint64, float32, uint, uint32:
+	default:
+		return v
+	}
+	n := len(m.orig)
+	m.at = append(m.at, append([]Step(nil), at...))
+	m.orig = append(m.orig, v)
+	return markPrefix + strconv.Itoa(n) + markSuffix
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// PathString is a place in the values as a person writes it:
+// web.image.tag, args[1], a["b.c"].
+func PathString(at []Step) string {
+	var b strings.Builder
+	for _, s := range at {
+		switch k := s.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", k)
+		case string:
+			if b.Len() == 0 {
+				b.WriteString(values.FormatPath([]string{k}))
+			} else if f := values.FormatPath([]string{k}); strings.HasPrefix(f, "[") {
+				b.WriteString(f)
+			} else {
+				b.WriteString("." + f)
+			}
+		}
+	}
+	return b.String()
+}
+
+// Unit is the part of at a rule can name: its map keys up to the first
+// list (a rule decides a list as a whole).
+func Unit(at []Step) []string {
+	var keys []string
+	for _, s := range at {
+		k, ok := s.(string)
+		if !ok {
+			break
+		}
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// UnitValue is the value a rule on Unit(at) must give so that the value at
+// at becomes v: v itself, or, under a list, a copy of the list in vals
+// with that one element replaced.
+func UnitValue(vals map[string]any, at []Step, v any) any {
+	unit := Unit(at)
+	if len(unit) == len(at) {
+		return v
+	}
+	whole, _ := values.Lookup(vals, unit)
+	return setIn(copyTree(whole), at[len(unit):], v)
+}
+
+func setIn(tree any, at []Step, v any) any {
+	if len(at) == 0 {
+		return v
+	}
+	switch k := at[0].(type) {
+	case int:
+		l, ok := tree.([]any)
+		if !ok || k >= len(l) {
+			return tree
+		}
+		l[k] = setIn(l[k], at[1:], v)
+		return l
+	case string:
+		m, ok := tree.(map[string]any)
+		if !ok {
+			m = map[string]any{}
+		}
+		m[k] = setIn(m[k], at[1:], v)
+		return m
+	}
+	return tree
+}
+
+func copyTree(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = copyTree(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = copyTree(e)
+		}
+		return out
+	}
+	return v
+}

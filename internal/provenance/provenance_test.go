@@ -1,0 +1,49 @@
+package provenance
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestMarkReplacesStringsAndNumbersOnly(t *testing.T) {
+	in := map[string]any{"a": map[string]any{"s": "x", "n": int64(3), "b": true, "e": "", "z": nil}, "l": []any{"p", 1.5}}
+	out, marks := Mark(in)
+	require.Equal(t, 4, marks.Len())
+	a := out["a"].(map[string]any)
+	require.Regexp(t, "^zqv[0-9]+vqz$", a["s"])
+	require.Regexp(t, "^zqv[0-9]+vqz$", a["n"])
+	require.Equal(t, true, a["b"])
+	require.Equal(t, "", a["e"])
+	require.Nil(t, a["z"])
+	require.Regexp(t, "^zqv[0-9]+vqz$", out["l"].([]any)[1])
+	require.Equal(t, "x", in["a"].(map[string]any)["s"], "the input is not changed")
+}
+
+func TestPathStringAndUnit(t *testing.T) {
+	require.Equal(t, "web.image.tag", PathString([]Step{"web", "image", "tag"}))
+	require.Equal(t, `web.args[1]`, PathString([]Step{"web", "args", 1}))
+	require.Equal(t, `a["b.c"].d`, PathString([]Step{"a", "b.c", "d"}))
+	require.Equal(t, []string{"web", "args"}, Unit([]Step{"web", "args", 1, "x"}))
+	vals := map[string]any{"web": map[string]any{"args": []any{"--a", "b"}}}
+	require.Equal(t, []any{"--a", "c"}, UnitValue(vals, []Step{"web", "args", 1}, "c"))
+	require.Equal(t, []any{"--a", "b"}, vals["web"].(map[string]any)["args"], "the values are not changed")
+	require.Equal(t, "v", UnitValue(vals, []Step{"web", "x"}, "v"))
+}
+
+func TestMatchPartsTriesEverySplit(t *testing.T) {
+	parts := split("zqv0vqz:zqv1vqz")
+	var got [][]string
+	matchParts(parts, "a:b:c", nil, func(p []string) bool { got = append(got, append([]string(nil), p...)); return true })
+	require.Equal(t, [][]string{{"a", "b:c"}, {"a:b", "c"}}, got)
+	got = nil
+	matchParts(split("x-zqv0vqz"), "y-1", nil, func(p []string) bool { got = append(got, p); return true })
+	require.Empty(t, got, "the literal text must be kept")
+}
+
+func TestCoerceKeepsTheValuesType(t *testing.T) {
+	require.Equal(t, int64(3), coerce("3", 2))
+	require.Equal(t, 1.5, coerce("1.5", 2.0))
+	require.Equal(t, "3", coerce("3", "2"))
+	require.Equal(t, "x", coerce("x", 2))
+}
