@@ -114,6 +114,14 @@ func (m *merger) decidePolicy(d *Decision, u, old, nw node) node {
 	}
 
 	switch d.Policy {
+	case PolicyAdopt:
+		if v, ok := m.decideAdopt(d, u); ok {
+			return v
+		}
+		if u.set {
+			return keep("user value kept (no live change to adopt)")
+		}
+		return noUser()
 	case PolicyUser:
 		if u.set {
 			return keep("user value kept")

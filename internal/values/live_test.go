@@ -253,7 +253,7 @@ func TestParsePolicyNames(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, p, got)
 	}
-	assert.Len(t, values.Policies, 10, "docs/design.md §5.4 lists ten policies")
+	assert.Len(t, values.Policies, 11, "docs/design.md §5.4 lists eleven policies")
 	_, err := values.ParsePolicy("prefer-magic")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"prefer-magic"`)

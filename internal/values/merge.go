@@ -25,6 +25,22 @@ type Input struct {
 	// RegeneratedData lists template files of the new chart that generate
 	// data on every render (see chart.RegeneratedData); each is a warning.
 	RegeneratedData []string
+	// Adopt are live values of fields an operator changed in the cluster,
+	// in values terms; an adopt rule that decides a path takes its value.
+	Adopt []Adoption
+}
+
+// Adoption is the value a path must have for the chart to render a field
+// as it is live, and where that was seen.
+type Adoption struct {
+	Keys  []string
+	Value any
+	// Object, Field and Manager say what was changed, and by whom (for
+	// the report); Rendered is what the deployed revision rendered there.
+	Object, Field, Manager string
+	Rendered               string
+	// Secret: the field is a Secret's; its values are never shown.
+	Secret bool
 }
 
 // Override is one explicit source of values (`--set`, `-f`), merged over the
@@ -54,6 +70,7 @@ func Merge(in Input) (*Result, error) {
 		m.overTrees = append(m.overTrees, normalize(o.Values).(map[string]any))
 	}
 	m.overrides = mergeOverrides(m.overTrees)
+	m.adoptions()
 	m.walk()
 	m.noOldChartWarnings()
 	m.orphans(nil, m.result, in.NewDefaults)
@@ -113,6 +130,7 @@ type merger struct {
 	warnings  []Warning
 	refusals  []string
 	ruleUsed  []bool
+	adopt     map[string]Adoption // by path: what the adopt rules take
 
 	keys       []string        // the path the walk stands on
 	stateBufs  []ruleState     // per depth, reused

@@ -17,6 +17,7 @@ const (
 	ActionRemove   Action = "remove"   // the user's value is removed by a remove rule
 	ActionDefault  Action = "default"  // no value is written; the chart default applies
 	ActionOverride Action = "override" // an explicit --set or -f value is written
+	ActionAdopt    Action = "adopt"    // the live value of a field an operator changed is written
 )
 
 // WarningKind classifies a warning (docs/design.md §5.7).
@@ -51,6 +52,10 @@ const (
 	// not be checked for field-manager conflicts; the message says why
 	// (the RBAC rule to add, or the schema the cluster does not publish).
 	WarnNotChecked WarningKind = "conflict-not-checked"
+	// WarnAdopt: an adopt rule could not adopt (it matches no value of
+	// the new chart; live fields disagree on its value); the path names
+	// the rule's pattern or the value.
+	WarnAdopt WarningKind = "adopt"
 )
 
 // Value is an optional value: Set false means "not set", which differs from

@@ -22,11 +22,14 @@ const (
 	PolicyLive     Policy = "live"
 	PolicyOnce     Policy = "once"
 	PolicyRemove   Policy = "remove"
+	// PolicyAdopt takes the live value of a field an operator changed in
+	// the cluster (Input.Adopt), else behaves as user.
+	PolicyAdopt Policy = "adopt"
 )
 
 // Policies lists every policy in the order the documentation gives them.
 var Policies = []Policy{PolicyUser, PolicyChart, PolicyFollow, PolicyKeep, PolicyReadonly,
-	PolicyMax, PolicyMin, PolicyLive, PolicyOnce, PolicyRemove}
+	PolicyMax, PolicyMin, PolicyLive, PolicyOnce, PolicyRemove, PolicyAdopt}
 
 // ParsePolicy returns the policy named s, or an error listing the valid names.
 func ParsePolicy(s string) (Policy, error) {
