@@ -172,3 +172,39 @@ func (e element) matches(i int, item any) bool {
 func sameValue(a, b any) bool {
 	return reflect.DeepEqual(values.Normalize(a), values.Normalize(b))
 }
+
+// Steps resolves p in obj to concrete steps: a field name (string) or a
+// list index (int) each. When obj lacks a part of p, ok is false and the
+// steps go as far as obj has them, then name the fields p goes on with
+// (up to its next list element, which obj cannot place).
+func (p Path) Steps(obj map[string]any) (steps []any, ok bool) {
+	var cur any = obj
+	missing := false
+	for _, e := range p {
+		if e.field != "" {
+			steps = append(steps, e.field)
+			if !missing {
+				m, isMap := cur.(map[string]any)
+				if cur, ok = m[e.field]; !isMap || !ok {
+					missing = true
+				}
+			}
+			continue
+		}
+		if missing {
+			return steps, false
+		}
+		list, _ := cur.([]any)
+		found := false
+		for i, item := range list {
+			if e.matches(i, item) {
+				steps, cur, found = append(steps, i), item, true
+				break
+			}
+		}
+		if !found {
+			return steps, false
+		}
+	}
+	return steps, !missing
+}

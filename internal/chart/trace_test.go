@@ -207,3 +207,12 @@ func readYAMLFile(path string) (map[string]any, error) {
 	}
 	return values.Parse(data)
 }
+
+func TestTraceOfAWholeList(t *testing.T) {
+	m := traceOf(t, webChart(t), nil)
+	args := m.Explain(provenance.ObjectID{Kind: "Deployment", Name: "rel-web"}, []any{"spec", "template", "spec", "containers", 0, "args"}, []any{"--color", "red"}, true)
+	require.Equal(t, map[string]any{"web.args": []any{"--color", "red"}}, assignments(args))
+	r := m.Read(provenance.ObjectID{Kind: "Deployment", Name: "rel-web"}, []any{"spec", "template", "spec", "containers", 0, "args", 1}, "red", true, false)
+	require.Equal(t, []string{`--set-json web.args=["--color","red"]`}, r.Set)
+	require.Equal(t, []string{"{path: web.args, policy: adopt}"}, r.Rules)
+}

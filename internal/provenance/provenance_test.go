@@ -1,9 +1,13 @@
 package provenance
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v4/pkg/strvals"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 func TestMarkReplacesStringsAndNumbersOnly(t *testing.T) {
@@ -46,4 +50,39 @@ func TestCoerceKeepsTheValuesType(t *testing.T) {
 	require.Equal(t, 1.5, coerce("1.5", 2.0))
 	require.Equal(t, "3", coerce("3", "2"))
 	require.Equal(t, "x", coerce("x", 2))
+}
+
+// TestSetFlagIsReadBackByHelm parses each flag with Helm's own parser
+// (strvals, as helm and chart-upgrader read --set, --set-string and
+// --set-json) and finds the value.
+func TestSetFlagIsReadBackByHelm(t *testing.T) {
+	for _, tc := range []struct {
+		keys []string
+		v    any
+	}{
+		{[]string{"web", "image", "tag"}, "1-hotfix"},
+		{[]string{"web", "image", "tag"}, "1"}, // a string that reads as a number
+		{[]string{"a.b", "c"}, "x,y=z\\w"},
+		{[]string{"web", "replicas"}, int64(3)},
+		{[]string{"debug"}, true},
+		{[]string{"web", "args"}, []any{"--color", "green"}},
+	} {
+		flag := SetFlag(tc.keys, tc.v, false)
+		name, arg, _ := strings.Cut(flag, " ")
+		got := map[string]any{}
+		var err error
+		switch name {
+		case "--set-string":
+			err = strvals.ParseIntoString(arg, got)
+		case "--set-json":
+			err = strvals.ParseJSON(arg, got)
+		default:
+			err = strvals.ParseInto(arg, got)
+		}
+		require.NoError(t, err, flag)
+		v, ok := values.Lookup(got, tc.keys)
+		require.True(t, ok, "%s: %v", flag, got)
+		require.Equal(t, values.Normalize(tc.v), values.Normalize(v), flag)
+	}
+	require.Equal(t, "--set auth.password=(redacted)", SetFlag([]string{"auth", "password"}, "hunter2", true))
 }

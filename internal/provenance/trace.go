@@ -236,6 +236,10 @@ func (m *Map) Explain(id ObjectID, steps []Step, live any, liveSet bool) Source 
 			src.Assignments = []Assignment{m.assign(at, live, liveSet)}
 			return src
 		}
+	case []any:
+		if at, ok := m.sublist(v); ok {
+			return Source{Assignments: []Assignment{m.assign(at, live, liveSet)}}
+		}
 	}
 	if reflect.DeepEqual(values.Normalize(mv), values.Normalize(rv)) {
 		return Source{Reason: ReasonNoValue}
@@ -384,6 +388,35 @@ func (m *Map) subtree(node map[string]any) ([]Step, bool) {
 		if _, ok := vm[k]; !ok {
 			return nil, false
 		}
+	}
+	return at, true
+}
+
+// sublist is the value list a rendered list is the whole of (toJson or
+// toYaml of it): each element the value's element at the same index.
+func (m *Map) sublist(node []any) ([]Step, bool) {
+	var at []Step
+	for i, e := range node {
+		s, ok := e.(string)
+		if !ok {
+			return nil, false
+		}
+		parts := split(s)
+		if len(parts) != 1 || parts[0].mark < 0 {
+			return nil, false
+		}
+		el := m.marks.at[parts[0].mark]
+		if len(el) == 0 || el[len(el)-1] != Step(i) || (at != nil && PathString(at) != PathString(el[:len(el)-1])) {
+			return nil, false
+		}
+		at = el[:len(el)-1]
+	}
+	if at == nil {
+		return nil, false
+	}
+	v, _ := getValue(m.values, at)
+	if l, ok := v.([]any); !ok || len(l) != len(node) {
+		return nil, false
 	}
 	return at, true
 }

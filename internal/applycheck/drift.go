@@ -1,0 +1,204 @@
+package applycheck
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+)
+
+// Drifted is one field of an object a chart renders that differs live
+// from what the deployed revision rendered, or that a field manager other
+// than the chart's applier owns.
+type Drifted struct {
+	Kind, Namespace, Name string
+	Object                string // Kind namespace/name
+	Field                 string // the field path, as the API server prints it
+	// Steps are the field's concrete steps in the rendered object (map
+	// keys and list indices), for provenance.
+	Steps []any
+	// Managers own the field beside or instead of the applier: name and
+	// operation (`kubectl-set (Update)`); Owner is the first one's name.
+	Managers []string
+	Owner    string
+	// Live and Rendered are the values; LiveSet is false when the live
+	// object lacks the field.
+	Live, Rendered any
+	LiveSet        bool
+	// Differs: the live value is not the rendered one.
+	Differs bool
+	// Secret: the object is a Secret; its values are never shown.
+	Secret bool
+}
+
+// DriftRequest is what to compare: the manifest the deployed revision
+// rendered, the namespace of objects that name none, and the applier's
+// field manager (Manager; "" to take the one holding each object's Apply
+// entry, else Fallback).
+type DriftRequest struct {
+	Manifest, Namespace string
+	Manager, Fallback   string
+}
+
+// DriftResult is what Drift found, in manifest order.
+type DriftResult struct {
+	Fields []Drifted
+	// Checked counts the objects compared; Missing names those the
+	// cluster does not have; NotChecked those that could not be read or
+	// have no schema, with why.
+	Checked    int
+	Missing    []string
+	NotChecked []string
+	Requests   int
+}
+
+// Drift reads the live copy of each object of r.Manifest and lists its
+// drifted fields (FieldDrift). It writes nothing.
+func (c Checker) Drift(ctx context.Context, r DriftRequest) (DriftResult, error) {
+	objs, err := Objects(r.Manifest)
+	if err != nil {
+		return DriftResult{}, fmt.Errorf("reading the deployed manifest: %w", err)
+	}
+	read, err := c.Reader.Read(ctx, objs, r.Namespace)
+	if err != nil {
+		return DriftResult{}, err
+	}
+	res := DriftResult{Requests: read.Requests}
+	c.Schemas.prefetch(ctx, read.Objects)
+	for _, o := range read.Objects {
+		switch {
+		case o.Unread != "":
+			res.NotChecked = append(res.NotChecked, o.Name()+": "+o.Unread)
+			continue
+		case o.Live == nil:
+			res.Missing = append(res.Missing, o.Name())
+			continue
+		}
+		tc, err := c.Schemas.Converter(ctx, o.Want.GroupVersionKind())
+		if err != nil {
+			res.NotChecked = append(res.NotChecked, o.Name()+": "+err.Error())
+			continue
+		}
+		applier := r.Manager
+		if applier == "" {
+			if applier = ApplyManager(o.Live); applier == "" {
+				applier = r.Fallback
+			}
+		}
+		fields, err := FieldDrift(tc, o.Want, o.Live, applier)
+		if err != nil {
+			res.NotChecked = append(res.NotChecked, o.Name()+": "+err.Error())
+			continue
+		}
+		res.Checked++
+		res.Fields = append(res.Fields, fields...)
+	}
+	if c.Schemas != nil {
+		res.Requests += c.Schemas.fetched()
+	}
+	return res, nil
+}
+
+// FieldDrift compares each field rendered sets (its leaves, as the kind's
+// schema tc types them) with live: a field whose value differs, or that a
+// manager other than applier owns (live's managedFields), is listed. The
+// identity fields, and a Secret's stringData (the API server folds it into
+// data), are left out.
+func FieldDrift(tc managedfields.TypeConverter, rendered, live *unstructured.Unstructured, applier string) ([]Drifted, error) {
+	want, err := asDecoded(rendered)
+	if err != nil {
+		return nil, err
+	}
+	tv, err := tc.ObjectToTyped(want, typed.AllowDuplicates)
+	if err != nil {
+		return nil, fmt.Errorf("typing the rendered object: %w", err)
+	}
+	set, err := tv.ToFieldSet()
+	if err != nil {
+		return nil, err
+	}
+	type owner struct {
+		name, label string
+		set         *fieldpath.Set
+	}
+	var owners []owner
+	for _, e := range live.GetManagedFields() {
+		if e.Manager == applier || e.FieldsV1 == nil {
+			continue
+		}
+		s := &fieldpath.Set{}
+		if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+			continue
+		}
+		label := fmt.Sprintf("%s (%s)", e.Manager, e.Operation)
+		if e.Subresource != "" {
+			label = fmt.Sprintf("%s (%s of %s)", e.Manager, e.Operation, e.Subresource)
+		}
+		owners = append(owners, owner{name: e.Manager, label: label, set: s})
+	}
+	gvk := rendered.GroupVersionKind()
+	secret := gvk.Group == "" && gvk.Kind == "Secret"
+	var out []Drifted
+	set.Leaves().Iterate(func(fp fieldpath.Path) {
+		printed := fp.String()
+		if skipDrift(printed, secret) {
+			return
+		}
+		p, err := ParsePath(printed)
+		if err != nil {
+			return
+		}
+		rv, _ := p.Lookup(want.Object)
+		lv, lok := p.Lookup(live.Object)
+		d := Drifted{Kind: rendered.GetKind(), Namespace: rendered.GetNamespace(), Name: rendered.GetName(),
+			Object: liveobjects.Describe(rendered), Field: printed, Rendered: rv, Live: lv, LiveSet: lok, Secret: secret,
+			Differs: !lok || !sameField(rv, lv)}
+		for _, o := range owners {
+			if o.set.Has(fp) {
+				d.Managers = append(d.Managers, o.label)
+				if d.Owner == "" {
+					d.Owner = o.name
+				}
+			}
+		}
+		if !d.Differs && len(d.Managers) == 0 {
+			return
+		}
+		d.Steps, _ = p.Steps(want.Object)
+		out = append(out, d)
+	})
+	return out, nil
+}
+
+// skipDrift: the identity of the object, and what the API server rewrites.
+func skipDrift(field string, secret bool) bool {
+	switch field {
+	case ".apiVersion", ".kind", ".metadata.name", ".metadata.namespace":
+		return true
+	}
+	return secret && strings.HasPrefix(field, ".stringData")
+}
+
+// sameField compares a rendered and a live value: as JSON values, or as
+// the same quantity written two ways (1024Mi and 1Gi).
+func sameField(a, b any) bool {
+	if sameValue(a, b) {
+		return true
+	}
+	as, aok := a.(string)
+	bs, bok := b.(string)
+	if !aok || !bok {
+		return false
+	}
+	qa, err1 := resource.ParseQuantity(as)
+	qb, err2 := resource.ParseQuantity(bs)
+	return err1 == nil && err2 == nil && qa.Cmp(qb) == 0
+}

@@ -1,0 +1,106 @@
+package provenance
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Reading is a field read back in values terms: the values it is made of
+// (or why none), and what makes the chart render its live value.
+type Reading struct {
+	Source
+	// Set are the Helm flags that make the chart render the live value
+	// (--set-string for a string, --set-json for a list, --set else); a
+	// Secret's values are redacted. None when the chart renders it
+	// already.
+	Set []string `json:"set,omitempty"`
+	// Rules are the spec rules that keep the live value across the
+	// upgrade: adopt, on each value to change.
+	Rules []string `json:"rules,omitempty"`
+	// Adopt is what an adopt rule on each of those values writes.
+	Adopt []Adopted `json:"-"`
+}
+
+// Adopted is the value a rule path takes so that the chart renders the
+// live field: Keys are the path (Unit), Value the whole value there.
+type Adopted struct {
+	Keys  []string
+	Value any
+}
+
+// Adoptable reports whether values render the field and the live value
+// can be written back to them.
+func (r Reading) Adoptable() bool { return r.Mapped() }
+
+// Redacted stands for a Secret's value.
+const Redacted = "(redacted)"
+
+// Read explains the field (Explain) and says how to make the chart
+// render the live value; secret redacts the values in the flags.
+func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Reading {
+	r := Reading{Source: m.Explain(id, steps, live, liveSet)}
+	if !r.Mapped() || !liveSet {
+		return r
+	}
+	for _, a := range r.Assignments {
+		if !a.Changed {
+			continue
+		}
+		unit := Unit(a.At)
+		v := UnitValue(m.values, a.At, a.Value)
+		r.Adopt = append(r.Adopt, Adopted{Keys: unit, Value: v})
+		r.Set = append(r.Set, SetFlag(unit, v, secret))
+		r.Rules = append(r.Rules, fmt.Sprintf("{path: %s, policy: adopt}", PathString(stepsOf(unit))))
+	}
+	return r
+}
+
+func stepsOf(keys []string) []Step {
+	out := make([]Step, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out
+}
+
+// SetFlag is the Helm flag that sets the value at keys to v, in the
+// syntax of Helm's strvals: keys joined by dots (a dot, comma, equals
+// sign or backslash in a key escaped), a string value with --set-string
+// (its commas and backslashes escaped), a list, map or null with
+// --set-json, a number or boolean with --set. secret shows the value as
+// Redacted.
+func SetFlag(keys []string, v any, secret bool) string {
+	esc := strings.NewReplacer(`\`, `\\`, `.`, `\.`, `,`, `\,`, `=`, `\=`, `[`, `\[`)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = esc.Replace(k)
+	}
+	key := strings.Join(parts, ".")
+	if secret {
+		return fmt.Sprintf("--set %s=%s", key, Redacted)
+	}
+	switch t := v.(type) {
+	case string:
+		return fmt.Sprintf("--set-string %s=%s", key, strings.NewReplacer(`\`, `\\`, `,`, `\,`).Replace(t))
+	case map[string]any, []any, nil:
+		b, _ := json.Marshal(t)
+		return fmt.Sprintf("--set-json %s=%s", key, b)
+	}
+	return fmt.Sprintf("--set %s=%v", key, v)
+}
+
+// Says is the reading in one clause for a conflict line: which values
+// render the field, and how to keep the live value (or why it cannot be
+// adopted).
+func (r Reading) Says() string {
+	if !r.Mapped() {
+		return "not adoptable: " + r.Reason
+	}
+	s := "set by the value " + r.Paths()
+	if len(r.Rules) == 0 {
+		return s
+	}
+	return fmt.Sprintf("%s; to keep the live value, adopt it with the spec rule %s, or give %s",
+		s, strings.Join(r.Rules, " and "), strings.Join(r.Set, " "))
+}
