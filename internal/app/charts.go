@@ -10,6 +10,7 @@ import (
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -46,6 +47,9 @@ func describe(c *chart.Chart) (*upgrade.Chart, error) {
 		Check:           func(v map[string]any) error { return chartpkg.Check(c, v) },
 		Manifest: func(v map[string]any, name, namespace string) (string, error) {
 			return chartpkg.Manifest(c, v, name, namespace)
+		},
+		Trace: func(v map[string]any, name, namespace string) (*provenance.Map, error) {
+			return chartpkg.Trace(c, v, name, namespace)
 		}}, nil
 }
 

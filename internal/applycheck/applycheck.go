@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -55,6 +56,9 @@ type Conflict struct {
 	// (the chart does not change it): a client-side three-way merge leaves
 	// the live value alone.
 	Unchanged bool
+	// Values says which values render the field and how to keep its live
+	// value, or why it cannot be adopted ("" without Request.Trace).
+	Values string
 }
 
 // String is the conflict in one line: object, field, owner, values.
@@ -88,6 +92,9 @@ type Request struct {
 	// the chart changes from those it does not (Conflict.Unchanged), and
 	// the objects the upgrade adds (Unowned).
 	Old string
+	// Trace is Manifest's provenance: each conflict is then read back in
+	// values terms (Conflict.Values); nil to leave that out.
+	Trace *provenance.Map
 }
 
 // Result is what the check found.
@@ -173,7 +180,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			if r.Release != "" {
 				setOwnership(want, r.Release, r.Namespace)
 			}
-			a.conflicts, a.reason = c.one(ctx, o, want, a.manager, old[o.Want.GetKind()+"/"+o.Want.GetName()])
+			a.conflicts, a.reason = c.one(ctx, o, want, a.manager, old[o.Want.GetKind()+"/"+o.Want.GetName()], r.Trace)
 		}()
 	}
 	wg.Wait()
@@ -201,7 +208,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 // one computes the conflicts of applying want over o.Live as manager; a
 // reason when it cannot (no schema for the kind; an object its schema
 // refuses, which the apply itself will meet and name).
-func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any) ([]Conflict, string) {
+func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any, trace *provenance.Map) ([]Conflict, string) {
 	gvk := want.GroupVersionKind()
 	tc, err := c.Schemas.Converter(ctx, gvk)
 	if err != nil {
@@ -217,11 +224,18 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 		owner := strings.TrimPrefix(cause.Message, "conflict with ")
 		k := Conflict{Object: o.Name(), Field: cause.Field, Owner: owner, OwnerName: ownerName(owner), Secret: secret, AppliedAs: manager}
 		if path, err := ParsePath(cause.Field); err == nil {
-			k.Live, k.New = show(path.Lookup(o.Live.Object)), show(path.Lookup(want.Object))
+			live, liveSet := path.Lookup(o.Live.Object)
+			k.Live, k.New = show(live, liveSet), show(path.Lookup(want.Object))
 			if old != nil {
 				ov, ook := path.Lookup(old)
 				nv, nok := path.Lookup(want.Object)
 				k.Unchanged = ook == nok && sameValue(ov, nv)
+			}
+			if trace != nil {
+				steps, _ := path.Steps(want.Object)
+				r, _ := readField(trace, provenance.ObjectID{Kind: want.GetKind(), Namespace: want.GetNamespace(), Name: want.GetName()},
+					steps, live, liveSet, secret)
+				k.Values = r.Says()
 			}
 		} else {
 			k.Live, k.New = "(unread)", "(unread)"
@@ -478,11 +492,11 @@ func show(v any, ok bool) string {
 }
 
 // WaysOut says what an operator can do about conflicts, as one line.
-const WaysOut = "the ways out: revert the other manager's change; or make it the chart's, as a value or a rule of the spec; " +
+const WaysOut = "the ways out: revert the other manager's change; or make it the chart's, as a value or a rule of the spec (adopt, where a value renders it); " +
 	"or set apply.forceConflicts: true in the spec, and the upgrade takes the fields (the other manager's change is lost)"
 
 // WaysOutNoForce is WaysOut for an applier that cannot force (Fleet).
-const WaysOutNoForce = "the ways out: revert the other manager's change; or make it the chart's, as a value or a rule of the spec " +
+const WaysOutNoForce = "the ways out: revert the other manager's change; or make it the chart's, as a value or a rule of the spec (adopt, where a value renders it) " +
 	"(Fleet cannot force conflicts, so apply.forceConflicts is not one)"
 
 // Note is what the check did, for the log: objects, managers, requests,
@@ -526,7 +540,11 @@ func Judge(res Result, how How) (refused []string, warnings []values.Warning) {
 		}
 		switch {
 		case how.ServerSide && !how.Force:
-			refused = append(refused, fmt.Sprintf("field-manager conflict: %s; %s server-side as %q and would fail", k, how.Applier, k.AppliedAs))
+			line := fmt.Sprintf("field-manager conflict: %s; %s server-side as %q and would fail", k, how.Applier, k.AppliedAs)
+			if k.Values != "" {
+				line += "; " + k.Values
+			}
+			refused = append(refused, line)
 		case how.ServerSide:
 			warnings = append(warnings, values.Warning{Kind: values.WarnFieldOwner, Path: k.Object + " " + k.Field,
 				Message: fmt.Sprintf("%s; apply.forceConflicts is true: the upgrade takes the field", k)})

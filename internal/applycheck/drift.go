@@ -13,6 +13,9 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // Drifted is one field of an object a chart renders that differs live
@@ -201,4 +204,69 @@ func sameField(a, b any) bool {
 	qa, err1 := resource.ParseQuantity(as)
 	qb, err2 := resource.ParseQuantity(bs)
 	return err1 == nil && err2 == nil && qa.Cmp(qb) == 0
+}
+
+// ValuesDrift is Drift with each field read back in values terms against
+// trace (the deployed chart rendered with the deployed values), as the
+// core reports it; values of a Secret are redacted.
+func (c Checker) ValuesDrift(ctx context.Context, r DriftRequest, trace *provenance.Map) (upgrade.DriftReport, error) {
+	res, err := c.Drift(ctx, r)
+	if err != nil {
+		return upgrade.DriftReport{}, err
+	}
+	out := upgrade.DriftReport{Missing: res.Missing, NotChecked: res.NotChecked,
+		Note: fmt.Sprintf("%d objects compared with what the deployed revision rendered, %d requests", res.Checked, res.Requests)}
+	for _, d := range res.Fields {
+		f := upgrade.DriftField{Object: d.Object, Field: d.Field, Managers: d.Managers, Owner: d.Owner,
+			Live: show(d.Live, d.LiveSet), Rendered: show(d.Rendered, true), Differs: d.Differs, Secret: d.Secret}
+		if f.Managers == nil {
+			f.Managers = []string{}
+		}
+		if d.Secret {
+			f.Live, f.Rendered = provenance.Redacted, provenance.Redacted
+		}
+		if trace != nil {
+			id := provenance.ObjectID{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name}
+			if f.Reading, f.Secret = readField(trace, id, d.Steps, d.Live, d.LiveSet, d.Secret); f.Secret {
+				f.Live, f.Rendered = provenance.Redacted, provenance.Redacted
+			}
+		}
+		out.Fields = append(out.Fields, f)
+	}
+	return out, nil
+}
+
+// readField reads a field back in values terms; a Secret's field, or one
+// a value named like a secret renders, comes back redacted, and secret
+// says so.
+func readField(trace *provenance.Map, id provenance.ObjectID, steps []any, live any, liveSet, secret bool) (provenance.Reading, bool) {
+	r := trace.Read(id, steps, live, liveSet, secret)
+	if !secret && secretPath(r) {
+		secret, r = true, trace.Read(id, steps, live, liveSet, true)
+	}
+	if secret {
+		r = redactReading(r)
+	}
+	return r, secret
+}
+
+func secretPath(r provenance.Reading) bool {
+	for _, a := range r.Assignments {
+		if values.LooksSecret(a.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// redactReading hides the values of a Secret's field read back; what
+// adopt writes (Adopt) is kept, it is never shown.
+func redactReading(r provenance.Reading) provenance.Reading {
+	as := make([]provenance.Assignment, len(r.Assignments))
+	for i, a := range r.Assignments {
+		a.Value, a.Was = provenance.Redacted, provenance.Redacted
+		as[i] = a
+	}
+	r.Assignments = as
+	return r
 }

@@ -32,6 +32,8 @@ type Intent struct {
 	// made again from what it holds now (an upgrade); a restore writes the
 	// same backup on the new read.
 	Remerge bool
+	// Drift is what the adopt rules read (nil without adopt rules).
+	Drift *DriftReport
 	// key is what the intent was made from (mergeKey of the target).
 	key string
 }
@@ -49,8 +51,20 @@ func (j *jobRun) merged(ctx context.Context, r Resolved, o *Observed) (*Intent, 
 	if err != nil {
 		return nil, err
 	}
+	drift, unread, err := j.drift(ctx, r, o)
+	if err != nil {
+		return nil, err
+	}
+	var adopt []values.Adoption
+	if drift != nil {
+		adopt = drift.Adoptions()
+	}
 	res, err := Merge(MergeInputs{User: o.Values, New: r.New, Old: r.Old, Rules: j.job.Rules, Migrations: j.job.Migrations,
-		Live: live, Overrides: j.job.Overrides, FromVersion: r.From, ToVersion: r.To, Overlay: o.Overlay, OverlayFrom: o.OverlayFrom})
+		Live: live, Overrides: j.job.Overrides, FromVersion: r.From, ToVersion: r.To, Overlay: o.Overlay, OverlayFrom: o.OverlayFrom,
+		Adopt: adopt})
+	if res != nil && unread != "" {
+		res.Warnings = append(res.Warnings, values.Warning{Kind: values.WarnAdopt, Message: unread})
+	}
 	if err != nil {
 		if res != nil {
 			_ = res.WriteTable(j.Out) // the report of a refusal; never applied
@@ -58,7 +72,7 @@ func (j *jobRun) merged(ctx context.Context, r Resolved, o *Observed) (*Intent, 
 		}
 		return nil, err
 	}
-	in := &Intent{Merge: res, Want: Want{Version: r.To, ValuesHash: res.SHA256}, key: mergeKey(o), BackupFirst: true, Remerge: true,
+	in := &Intent{Merge: res, Drift: drift, Want: Want{Version: r.To, ValuesHash: res.SHA256}, key: mergeKey(o), BackupFirst: true, Remerge: true,
 		Change: Change{Version: r.To, Values: res.Values, Chart: r.New,
 			Record: Record{Version: r.To, ValuesHash: res.SHA256, PreviousVersion: r.From}}}
 	in.NoChange = o.Version == r.To && o.ValuesHash == res.SHA256 && !o.Paused
@@ -68,6 +82,68 @@ func (j *jobRun) merged(ctx context.Context, r Resolved, o *Observed) (*Intent, 
 		}
 	}
 	return in, nil
+}
+
+// drift reads what the adopt rules need: the target's objects compared
+// live with what its deployed revision rendered (Drifter), against the
+// deployed chart. Without adopt rules it reads nothing (nil); when it
+// cannot read (no deployed chart, a kind that cannot compare), unread
+// says why, for a warning, and nothing is adopted.
+func (j *jobRun) drift(ctx context.Context, r Resolved, o *Observed) (*DriftReport, string, error) {
+	adopts := false
+	for _, rule := range j.job.Rules {
+		adopts = adopts || rule.Policy == values.PolicyAdopt
+	}
+	if !adopts {
+		return nil, "", nil
+	}
+	d, ok := j.job.Target.(Drifter)
+	switch {
+	case !ok:
+		return nil, fmt.Sprintf("%s cannot compare its objects with what it deployed: the adopt rules adopt nothing", j.ref), nil
+	case r.Old == nil:
+		return nil, fmt.Sprintf("the chart of the deployed version %s is not in the chart source (%s): the adopt rules adopt nothing", r.From, r.OldMissing), nil
+	}
+	rep, err := d.Drift(ctx, o, r.Old)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the drift the adopt rules adopt: %w", err)
+	}
+	return &rep, "", nil
+}
+
+// adoptedAll reports whether the merge adopted every field of obj that
+// differs live from what the deployed revision rendered (and there is
+// one): the upgrade then renders the live values, and the drift ends.
+func (in *Intent) adoptedAll(obj values.ObjectRef) bool {
+	if in == nil || in.Drift == nil || in.Merge == nil {
+		return false
+	}
+	adopted := map[string]bool{}
+	for _, d := range in.Merge.Decisions {
+		if d.Action == values.ActionAdopt {
+			adopted[d.Path] = true
+		}
+	}
+	name := obj.Kind + " " + obj.Name
+	if obj.Namespace != "" {
+		name = obj.Kind + " " + obj.Namespace + "/" + obj.Name
+	}
+	n := 0
+	for _, f := range in.Drift.Fields {
+		if f.Object != name || !f.Differs {
+			continue
+		}
+		if !f.Reading.Adoptable() || len(f.Reading.Adopt) == 0 {
+			return false
+		}
+		for _, a := range f.Reading.Adopt {
+			if !adopted[values.FormatPath(a.Keys)] {
+				return false
+			}
+		}
+		n++
+	}
+	return n > 0
 }
 
 // restoring is the Intent of a rollback: write the backup back as it is.

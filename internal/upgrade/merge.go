@@ -24,6 +24,8 @@ type MergeInputs struct {
 	// it shadows is reported, naming OverlayFrom.
 	Overlay     map[string]any
 	OverlayFrom string
+	// Adopt are the live values adopt rules may take (DriftReport.Adoptions).
+	Adopt []values.Adoption
 }
 
 // Merge is the one path from merge inputs to new values, shared by the
@@ -36,7 +38,7 @@ type MergeInputs struct {
 func Merge(in MergeInputs) (*values.Result, error) {
 	vin := values.Input{User: in.User, NewDefaults: in.New.Defaults, Rules: in.Rules, Migrations: in.Migrations,
 		Live: in.Live, Overrides: in.Overrides, FromVersion: in.FromVersion, ToVersion: in.ToVersion,
-		RegeneratedData: in.New.RegeneratedData}
+		RegeneratedData: in.New.RegeneratedData, Adopt: in.Adopt}
 	if in.Old != nil {
 		vin.OldDefaults = in.Old.Defaults
 		if vin.FromVersion == "" {

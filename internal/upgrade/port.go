@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -148,6 +149,68 @@ type Conflicts struct {
 	Note string
 }
 
+// Drifter is a target that can compare its objects live with what its
+// deployed revision rendered.
+type Drifter interface {
+	// Drift lists the fields of the target's objects that differ live
+	// from what its deployed revision rendered, or that a field manager
+	// other than its applier owns, each read back in values terms against
+	// deployed (the chart of the deployed version). It writes nothing.
+	Drift(ctx context.Context, o *Observed, deployed *Chart) (DriftReport, error)
+}
+
+// DriftReport is what Drift found.
+type DriftReport struct {
+	Fields []DriftField
+	// Reported are the drifts the target's controller reports itself
+	// (Fleet's modified patches): a second source.
+	Reported []Drift
+	// Note says what was compared, for people.
+	Note string
+	// Missing names the objects the cluster does not have; NotChecked
+	// those that could not be compared, with why.
+	Missing, NotChecked []string
+}
+
+// DriftField is one drifted field of a target's object.
+type DriftField struct {
+	Object string `json:"object"` // Kind namespace/name
+	Field  string `json:"field"`  // as the API server prints it
+	// Managers own it beside or instead of the applier (name and
+	// operation); Owner is the first one's bare name.
+	Managers []string `json:"managers"`
+	Owner    string   `json:"-"`
+	// Live and Rendered are the values for people (a Secret's redacted).
+	Live     string `json:"live"`
+	Rendered string `json:"rendered"`
+	// Differs: the live value is not the rendered one (else another
+	// manager owns the field with the rendered value).
+	Differs bool `json:"differs"`
+	Secret  bool `json:"secret,omitempty"`
+	// Reading is the field in values terms.
+	Reading provenance.Reading `json:"values"`
+}
+
+// Adoptions are the values that make the chart render the drifted fields
+// as they are live, for the merge's adopt rules (values.Input.Adopt).
+func (r DriftReport) Adoptions() []values.Adoption {
+	var out []values.Adoption
+	for _, f := range r.Fields {
+		if !f.Differs || !f.Reading.Adoptable() {
+			continue
+		}
+		manager := f.Owner
+		if manager == "" {
+			manager = "a manager that kept no field record"
+		}
+		for _, a := range f.Reading.Adopt {
+			out = append(out, values.Adoption{Keys: a.Keys, Value: a.Value, Object: f.Object, Field: f.Field,
+				Manager: manager, Rendered: f.Rendered, Secret: f.Secret})
+		}
+	}
+	return out
+}
+
 // Health is a target's fitness for an upgrade now.
 type Health struct {
 	// Problems are reasons to refuse (not ready, in error, a release
@@ -252,6 +315,17 @@ type Chart struct {
 	// namespace: the objects Helm would apply, one YAML stream (errors as
 	// Check's). For a target's conflict check.
 	Manifest func(userValues map[string]any, name, namespace string) (string, error)
+	// Trace renders it as Manifest does and says which values render
+	// which fields (provenance); nil when unknown.
+	Trace func(userValues map[string]any, name, namespace string) (*provenance.Map, error)
+}
+
+// Traced is c's Trace; nil (no error) when c or its Trace is nil.
+func (c *Chart) Traced(userValues map[string]any, name, namespace string) (*provenance.Map, error) {
+	if c == nil || c.Trace == nil {
+		return nil, nil
+	}
+	return c.Trace(userValues, name, namespace)
 }
 
 // Journal is the local record of which steps finished, per target and

@@ -52,15 +52,6 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		return nil, err
 	}
 	problems = append(problems, health.Problems...)
-	owned := map[int]values.Rule{} // by index in health.Drift
-	for i, d := range health.Drift {
-		if r, ok := liveRuleReading(j.job.Rules, d.Object); ok {
-			owned[i] = r
-			continue
-		}
-		refuse("%s was changed in the cluster (drift; the change: %s) and no live rule reads it: undo the change, "+
-			"or make the field the operator's with the chart's diff.comparePatches", d.Object, d.Patch)
-	}
 	if j.RequireNodesReady {
 		notReady, err := j.Cluster.NotReadyNodes(ctx)
 		if err != nil {
@@ -78,6 +69,21 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		}
 		refuse("%v", err)
 	}
+	// drift must be read by a live rule or adopted whole
+	owned := map[int]values.Rule{} // by index in health.Drift
+	adopted := map[int]bool{}
+	for i, d := range health.Drift {
+		if r, ok := liveRuleReading(j.job.Rules, d.Object); ok {
+			owned[i] = r
+			continue
+		}
+		if err == nil && intent.adoptedAll(d.Object) {
+			adopted[i] = true
+			continue
+		}
+		refuse("%s was changed in the cluster (drift; the change: %s) and no live rule reads it nor adopt rule adopts it: undo the change, "+
+			"adopt its fields with adopt rules (chart-upgrader drift names them), or make the field the operator's with the chart's diff.comparePatches", d.Object, d.Patch)
+	}
 	// the objects the change writes must not meet another field manager
 	var conflicts Conflicts
 	if cc, ok := j.job.Target.(ConflictChecker); ok && err == nil && !intent.NoChange {
@@ -92,6 +98,11 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 	}
 	if len(problems) == 0 {
 		for i, d := range health.Drift {
+			if adopted[i] {
+				intent.Merge.Warnings = append(intent.Merge.Warnings, values.Warning{Kind: values.WarnAdopt, Path: d.Object.String(),
+					Message: fmt.Sprintf("%s was changed in the cluster (the change: %s); adopt rules take its live values, so this upgrade renders them and the drift ends", d.Object, d.Patch)})
+				continue
+			}
 			r := owned[i]
 			msg := fmt.Sprintf("%s was changed in the cluster (the change: %s); the live rule reads it, so this upgrade writes its live value and the drift ends",
 				d.Object, d.Patch)

@@ -59,8 +59,12 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	ssa := kind.ServerSide(setting, recorded)
 	start := time.Now()
+	trace, err := c.Chart.Traced(vals, h.ReleaseName(), h.TargetNamespace)
+	if err != nil {
+		return upgrade.Conflicts{}, err
+	}
 	res, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Check(ctx,
-		applycheck.Request{Manifest: manifest, Namespace: h.TargetNamespace, Release: h.ReleaseName(), Fallback: cluster.HelmFieldManager, Old: old})
+		applycheck.Request{Manifest: manifest, Namespace: h.TargetNamespace, Release: h.ReleaseName(), Fallback: cluster.HelmFieldManager, Old: old, Trace: trace})
 	if err != nil {
 		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", t.Ref(), err)
 	}
@@ -105,4 +109,27 @@ func (t *Target) checkApplyFields(ctx context.Context, h *HelmChart) error {
 	default:
 		return fmt.Errorf("%s: checking that the HelmChart CRD takes the apply: settings: %w", t.Ref(), err)
 	}
+}
+
+// Drift compares the objects of the release klipper-helm deployed, as its
+// manifest holds them, with the cluster, the manager that holds each
+// object's Apply entry (else Helm's) the applier, and reads each drifted
+// field back against deployed rendered with the HelmChart's values and
+// the HelmChartConfig's over them.
+func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgrade.Chart) (upgrade.DriftReport, error) {
+	r := o.Source.(*read)
+	h := r.chart
+	if r.release == nil {
+		return upgrade.DriftReport{}, fmt.Errorf("%s: helm-controller has deployed no release %s/%s to compare with", t.Ref(), h.TargetNamespace, h.ReleaseName())
+	}
+	vals := o.Values
+	if len(o.Overlay) > 0 {
+		vals = values.Overlay(o.Values, o.Overlay)
+	}
+	trace, err := deployed.Traced(vals, h.ReleaseName(), h.TargetNamespace)
+	if err != nil {
+		return upgrade.DriftReport{}, err
+	}
+	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).ValuesDrift(ctx,
+		applycheck.DriftRequest{Manifest: r.release.Manifest, Namespace: h.TargetNamespace, Fallback: cluster.HelmFieldManager}, trace)
 }

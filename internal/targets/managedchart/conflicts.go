@@ -48,8 +48,12 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	ssa := kind.ServerSide(kind.ServerSideAuto, rel.ApplyMethod) // Fleet upgrades with auto
 	start := time.Now()
+	trace, err := c.Chart.Traced(c.Values, mc.Release(), ns)
+	if err != nil {
+		return upgrade.Conflicts{}, err
+	}
 	res, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Check(ctx,
-		applycheck.Request{Manifest: manifest, Namespace: ns, Release: mc.Release(), Fallback: AgentFieldManager, Old: rel.Manifest})
+		applycheck.Request{Manifest: manifest, Namespace: ns, Release: mc.Release(), Fallback: AgentFieldManager, Old: rel.Manifest, Trace: trace})
 	if err != nil {
 		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", t.Ref(), err)
 	}
@@ -65,6 +69,48 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 			// Fleet has no force: the way out through the spec is not there
 			out.Refused[i] = applycheck.WaysOutNoForce
 		}
+	}
+	return out, nil
+}
+
+// Drift compares the objects of the release Fleet's agent deployed on
+// this (the local) cluster, as its manifest holds them, with the cluster,
+// the manager that holds each object's Apply entry (else the agent's) the
+// applier, and reads each drifted field back against deployed rendered
+// with the ManagedChart's values. The objects Fleet itself reports
+// Modified, with its patches, are the second source (Reported).
+func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgrade.Chart) (upgrade.DriftReport, error) {
+	mc := o.Source.(*ManagedChart)
+	ns := mc.DefaultNamespace
+	if ns == "" {
+		ns = "default"
+	}
+	rel, err := t.c.Releases().Newest(ns, mc.Release(), "secret")
+	if err != nil {
+		return upgrade.DriftReport{}, err
+	}
+	if rel == nil {
+		return upgrade.DriftReport{}, fmt.Errorf("%s: no helm release %s/%s on this cluster to compare with", t.Ref(), ns, mc.Release())
+	}
+	trace, err := deployed.Traced(o.Values, mc.Release(), ns)
+	if err != nil {
+		return upgrade.DriftReport{}, err
+	}
+	out, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).ValuesDrift(ctx,
+		applycheck.DriftRequest{Manifest: rel.Manifest, Namespace: ns, Fallback: AgentFieldManager}, trace)
+	if err != nil {
+		return upgrade.DriftReport{}, err
+	}
+	b, err := t.c.Bundle(ctx, mc.Namespace, mc.Name)
+	if err != nil {
+		return upgrade.DriftReport{}, err
+	}
+	s := mc.Status
+	if b != nil {
+		s = b.Status
+	}
+	for _, nr := range s.Summary.NonReadyResources {
+		out.Reported = append(out.Reported, nr.Modified...)
 	}
 	return out, nil
 }

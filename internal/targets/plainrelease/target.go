@@ -550,8 +550,12 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	ssa := kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod)
 	start := time.Now()
+	trace, err := c.Chart.Traced(c.Values, t.name, t.namespace)
+	if err != nil {
+		return upgrade.Conflicts{}, err
+	}
 	res, err := applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper()).Check(ctx,
-		applycheck.Request{Manifest: manifest, Namespace: t.namespace, Release: t.name, Manager: cluster.HelmFieldManager, Old: rel.Manifest})
+		applycheck.Request{Manifest: manifest, Namespace: t.namespace, Release: t.name, Manager: cluster.HelmFieldManager, Old: rel.Manifest, Trace: trace})
 	if err != nil {
 		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of helm release %s/%s for field-manager conflicts: %w", t.namespace, t.name, err)
 	}
@@ -568,4 +572,21 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	out.Refused, out.Warnings = applycheck.Judge(res, applycheck.How{ServerSide: ssa, Force: t.apply.ForceConflicts,
 		Applier: "Helm applies this release", Self: cluster.HelmFieldManager})
 	return out, nil
+}
+
+// Drift compares the objects of the release's last deployed revision, as
+// its manifest holds them, with the cluster, Helm's field manager the
+// applier, and reads each drifted field back against deployed rendered
+// with the release's values.
+func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgrade.Chart) (upgrade.DriftReport, error) {
+	rel := revisionsOf(o).base
+	if rel == nil {
+		return upgrade.DriftReport{}, fmt.Errorf("helm release %s/%s has no deployed revision to compare with", t.namespace, t.name)
+	}
+	trace, err := deployed.Traced(o.Values, t.name, t.namespace)
+	if err != nil {
+		return upgrade.DriftReport{}, err
+	}
+	return applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper()).ValuesDrift(ctx,
+		applycheck.DriftRequest{Manifest: rel.Manifest, Namespace: t.namespace, Manager: cluster.HelmFieldManager}, trace)
 }
