@@ -58,6 +58,7 @@ func newApp(stdout, stderr io.Writer) *ucli.App {
 			upgradeCommand(),
 			preflightCommand(),
 			statusCommand(),
+			driftCommand(),
 			rollbackCommand(),
 			resolveCommand(),
 			channelCommand(),

@@ -15,7 +15,7 @@ import (
 // input (exit 2) naming it, before anything is read or written, and the
 // flags after it are not silently dropped but named.
 func TestEveryCommandRefusesAStrayArgument(t *testing.T) {
-	leaves := []string{"merge", "upgrade", "preflight", "status", "rollback", "resolve", "channel serve", "plan",
+	leaves := []string{"merge", "upgrade", "preflight", "status", "drift", "rollback", "resolve", "channel serve", "plan",
 		"node cordon", "node drain", "node uncordon", "host prepare", "version"}
 	// the list is every command --help names
 	_, help, _ := runCLI(t, "--help")
@@ -99,7 +99,7 @@ func TestPreflightWithoutAClusterWritesNothing(t *testing.T) {
 // Every command refuses a flag it does not define: exit 2, the command and
 // the flag named once, nothing on stdout.
 func TestEveryCommandRefusesAnUnknownFlag(t *testing.T) {
-	for _, cmd := range []string{"merge", "upgrade", "preflight", "status", "rollback", "resolve", "channel serve", "plan",
+	for _, cmd := range []string{"merge", "upgrade", "preflight", "status", "drift", "rollback", "resolve", "channel serve", "plan",
 		"node cordon", "node drain", "node uncordon", "host prepare", "version", "completion"} {
 		code, stdout, stderr := runCLI(t, append(strings.Fields(cmd), "--bogus", "x")...)
 		assert.Equal(t, outcome.ExitBadInput, code, cmd)

@@ -36,6 +36,8 @@ func TestEveryOutputCommandPrintsOneObjectWhenItFails(t *testing.T) {
 		{"merge without --values", []string{"merge", "--chart", ex.chart}, 2, "--values is required"},
 		{"merge of a readonly value", ex.args("--set", "promote.clusterDNS=10.0.0.1"), 3, "promote.clusterDNS"},
 		{"status without a target", []string{"status"}, 2, "--target: "},
+		{"drift without a target", []string{"drift"}, 2, "--target: "},
+		{"drift of a bad target", []string{"drift", "--target", "deployment/a/b"}, 2, "--target: "},
 		{"plan without --image", []string{"plan", "--version", "1.0.0"}, 2, "--image: required"},
 		{"resolve with no source", []string{"resolve", "--timeout", "1s"}, 2, ""},
 		{"version with a stray word", []string{"version", "now"}, 2, `unexpected argument "now"`},

@@ -26,6 +26,7 @@ var commands = []struct {
 	{"upgrade", []string{"Cluster flags"}},
 	{"preflight", []string{"Cluster flags"}},
 	{"status", []string{"Cluster flags"}},
+	{"drift", []string{"Cluster flags"}},
 	{"rollback", []string{"Cluster flags"}},
 	{"resolve", nil},
 	{"channel serve", nil},

@@ -1,0 +1,155 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
+	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// DriftOptions are the inputs of `drift`.
+type DriftOptions struct {
+	Kubeconfig  string
+	Target      string // KIND/NAMESPACE/NAME
+	ChartSource string // where the deployed version's chart is ("": the target's own)
+	ChartName   string
+	CAFile      string
+	Log         *slog.Logger
+}
+
+// DriftOutput is what `drift` reports: each drifted field of the target's
+// objects in values terms. A Secret's values are redacted.
+type DriftOutput struct {
+	Target  string               `json:"target"`
+	Chart   string               `json:"chart"`
+	Version string               `json:"version"`
+	Fields  []upgrade.DriftField `json:"fields"`
+	// Reported are the objects the target's controller reports changed
+	// itself (Fleet's Modified, with its patch).
+	Reported   []ReportedDrift `json:"reportedByController,omitempty"`
+	Missing    []string        `json:"missing,omitempty"`
+	NotChecked []string        `json:"notChecked,omitempty"`
+	Note       string          `json:"note"`
+}
+
+// ReportedDrift is one object a controller reports changed.
+type ReportedDrift struct {
+	Object string `json:"object"`
+	Patch  string `json:"patch"`
+}
+
+// Drift reads the target and compares its objects live with what its
+// deployed revision rendered, each drifted field read back against the
+// chart of the deployed version (from the chart source, or the one the
+// target holds). It reads only. A target that does not exist is bad input.
+func Drift(ctx context.Context, o DriftOptions) (*DriftOutput, error) {
+	log, _ := logAndOut(o.Log, nil)
+	t, err := spec.ParseTarget(o.Target, targets.Kinds())
+	if err != nil {
+		return nil, outcome.BadInput(fmt.Errorf("--target: %w", err))
+	}
+	clients, err := connect(ctx, o.Kubeconfig, log)
+	if err != nil {
+		return nil, err
+	}
+	tg, _, err := openTarget(ctx, clients, t, nil, kind.DefaultApply)
+	if err != nil {
+		return nil, err
+	}
+	tg = wrapTarget(ctx, tg)
+	d, ok := tg.(upgrade.Drifter)
+	if !ok {
+		return nil, outcome.BadInput(fmt.Errorf("--target %s: a %s cannot be compared with what it deployed", t, t.Kind))
+	}
+	obs, err := tg.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if obs == nil {
+		return nil, outcome.BadInput(fmt.Errorf("--target %s: not found: check the kind, namespace and name", t))
+	}
+	var src upgrade.ChartSource
+	if o.ChartSource != "" {
+		if src, err = openSource(o.ChartSource, o.CAFile); err != nil {
+			return nil, outcome.BadInput(fmt.Errorf("--chart-source: %w", err))
+		}
+	}
+	if src, err = targetSource(ctx, tg, src); err != nil {
+		return nil, err
+	}
+	name := o.ChartName
+	if name == "" {
+		name = obs.Chart
+	}
+	deployed, err := src.Load(ctx, name, obs.Version)
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s %s, the deployed version, from %s: %w", name, obs.Version, src, err)
+	}
+	rep, err := d.Drift(ctx, obs, deployed)
+	if err != nil {
+		return nil, err
+	}
+	out := &DriftOutput{Target: t.String(), Chart: name, Version: obs.Version, Fields: rep.Fields, Missing: rep.Missing,
+		NotChecked: rep.NotChecked, Note: rep.Note}
+	if out.Fields == nil {
+		out.Fields = []upgrade.DriftField{}
+	}
+	for _, r := range rep.Reported {
+		patch := r.Patch
+		if r.Object.IsSecret() {
+			patch = provenance.Redacted
+		}
+		out.Reported = append(out.Reported, ReportedDrift{Object: r.Object.String(), Patch: patch})
+	}
+	return out, nil
+}
+
+// WriteTable prints the report for people: one row per field, then what
+// the controller reports and what was not compared.
+func (d *DriftOutput) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "%s: chart %s %s; %s\n", d.Target, d.Chart, d.Version, d.Note)
+	if len(d.Fields) == 0 {
+		fmt.Fprintln(w, "no drift: every field is as the deployed revision rendered it, and no other manager owns one")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "OBJECT\tFIELD\tMANAGER\tLIVE\tRENDERED\tVALUE\tTO KEEP THE LIVE VALUE")
+		for _, f := range d.Fields {
+			manager := strings.Join(f.Managers, ", ")
+			if manager == "" {
+				manager = "(none recorded)"
+			}
+			value, keep := f.Reading.Paths(), strings.Join(f.Reading.Rules, " ")
+			switch {
+			case !f.Reading.Mapped():
+				value, keep = "-", "not adoptable: "+f.Reading.Reason
+			case !f.Differs:
+				keep = "nothing to change: the chart renders the live value"
+			default:
+				keep += " (or " + strings.Join(f.Reading.Set, " ") + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Object, f.Field, manager, f.Live, f.Rendered, value, keep)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, r := range d.Reported {
+		fmt.Fprintf(w, "reported changed by the target's controller: %s: %s\n", r.Object, r.Patch)
+	}
+	for _, m := range d.Missing {
+		fmt.Fprintf(w, "missing from the cluster: %s\n", m)
+	}
+	for _, n := range d.NotChecked {
+		fmt.Fprintf(w, "not compared: %s\n", n)
+	}
+	return nil
+}
