@@ -77,22 +77,13 @@ func Drift(ctx context.Context, o DriftOptions) (*DriftOutput, error) {
 	if obs == nil {
 		return nil, outcome.BadInput(fmt.Errorf("--target %s: not found: check the kind, namespace and name", t))
 	}
-	var src upgrade.ChartSource
-	if o.ChartSource != "" {
-		if src, err = openSource(o.ChartSource, o.CAFile); err != nil {
-			return nil, outcome.BadInput(fmt.Errorf("--chart-source: %w", err))
-		}
-	}
-	if src, err = targetSource(ctx, tg, src); err != nil {
-		return nil, err
-	}
 	name := o.ChartName
 	if name == "" {
 		name = obs.Chart
 	}
-	deployed, err := src.Load(ctx, name, obs.Version)
+	deployed, err := deployedChart(ctx, tg, o, name, obs.Version)
 	if err != nil {
-		return nil, fmt.Errorf("loading chart %s %s, the deployed version, from %s: %w", name, obs.Version, src, err)
+		return nil, err
 	}
 	rep, err := d.Drift(ctx, obs, deployed)
 	if err != nil {
@@ -111,6 +102,37 @@ func Drift(ctx context.Context, o DriftOptions) (*DriftOutput, error) {
 		out.Reported = append(out.Reported, ReportedDrift{Object: r.Object.String(), Patch: patch})
 	}
 	return out, nil
+}
+
+// deployedChart is the chart of the deployed version: the one the target
+// holds (a release's, a HelmChart's), unless --chart-source is given; else
+// the chart source's.
+func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name, version string) (*upgrade.Chart, error) {
+	if h, ok := tg.(chartHolder); ok && o.ChartSource == "" {
+		c, err := h.DeployedChart(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading the deployed chart: %w", tg.Ref(), err)
+		}
+		if c != nil {
+			return describe(c)
+		}
+	}
+	var src upgrade.ChartSource
+	if o.ChartSource != "" {
+		var err error
+		if src, err = openSource(o.ChartSource, o.CAFile); err != nil {
+			return nil, outcome.BadInput(fmt.Errorf("--chart-source: %w", err))
+		}
+	}
+	src, err := targetSource(ctx, tg, src)
+	if err != nil {
+		return nil, err
+	}
+	c, err := src.Load(ctx, name, version)
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s %s, the deployed version, from %s: %w", name, version, src, err)
+	}
+	return c, nil
 }
 
 // WriteTable prints the report for people: one row per field, then what

@@ -124,3 +124,46 @@ spec:
       - name: migrate
         image: registry.example/migrate:1
 `
+
+// HotfixTemplate renders, from .Values.web, what an operator hotfixes:
+// a Deployment <release>-web whose image is
+// {{ .Values.web.image.repository }}:{{ .Values.web.image.tag }} (kubectl
+// set image), whose replicas are .Values.web.replicas (kubectl scale) and
+// whose revisionHistoryLimit is hard-coded, and a ConfigMap
+// <release>-web-config whose retention key is .Values.web.retention
+// (kubectl patch).
+const HotfixTemplate = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+  namespace: {{ .Release.Namespace }}
+spec:
+  replicas: {{ .Values.web.replicas }}
+  revisionHistoryLimit: 5
+  selector:
+    matchLabels: {app: {{ .Release.Name }}-web}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}-web}
+    spec:
+      containers:
+      - name: web
+        image: "{{ .Values.web.image.repository }}:{{ .Values.web.image.tag }}"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-web-config
+  namespace: {{ .Release.Namespace }}
+data:
+  retention: {{ .Values.web.retention | quote }}
+`
+
+// HotfixValues are HotfixTemplate's default values, the image at tag.
+func HotfixValues(tag string) map[string]any {
+	return map[string]any{"web": map[string]any{
+		"image":     map[string]any{"repository": "registry.example/web", "tag": tag},
+		"replicas":  1,
+		"retention": "7d",
+	}}
+}

@@ -1,0 +1,119 @@
+package e2erelease
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/tests/hotfix"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
+)
+
+// hotfixCharts puts testchart.HotfixTemplate in both versions of the
+// example chart, in place of the fixture's Deployment: 2.0.0 moves the
+// image tag from 1 to 2.
+func (f *fixture) hotfixCharts() {
+	f.t.Helper()
+	for v, tag := range map[string]string{"1.0.0": "1", "2.0.0": "2"} {
+		require.NoError(f.t, os.Remove(filepath.Join(f.charts, "demo-app-"+v, "templates", "deployment.yaml")))
+		require.NoError(f.t, writeTemplate(f.charts, v, "web.yaml", testchart.HotfixTemplate))
+		f.addValues(v, testchart.HotfixValues(tag))
+	}
+}
+
+// policyWith is the example policy (policy) with rules put first.
+func (f *fixture) policyWith(name, rules string) string {
+	f.t.Helper()
+	data, err := os.ReadFile(f.policy(name))
+	require.NoError(f.t, err)
+	p := strings.Replace(string(data), "rules:\n", "rules:\n"+rules, 1)
+	path := filepath.Join(f.t.TempDir(), "policy.yaml")
+	require.NoError(f.t, os.WriteFile(path, []byte(p), 0o600))
+	return path
+}
+
+// An operator's hotfixes on a server-side release, made with the real
+// kubectl: drift names each in values terms with the rule that keeps it;
+// an upgrade without adopt rules is refused as before, each conflict
+// line saying which value renders the field and how to adopt it; with
+// adopt rules on the image tag and the replicas only the ConfigMap key is
+// refused; with one on it too the upgrade goes through without force,
+// keeping every hotfix, the fields shared between Helm and the managers
+// that made them.
+func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
+	f := newFixture(t, "")
+	f.hotfixCharts()
+	name := releaseName()
+	f.install(name)
+	f.demoteStorageClass(name + "-longhorn")
+	hotfix.Make(t, f.env, f.ns, name, true)
+	n := newNode(t, "node-1")
+
+	r := f.cli(n, "drift", "--target", f.target(name), "-o", "json")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	hotfix.CheckDrift(t, r.stdout, f.ns, name, true)
+	r = f.cli(n, "drift", "--target", f.target(name))
+	require.Equal(t, 0, r.code, r.stderr)
+	t.Logf("drift:\n%s", r.stdout)
+	for _, want := range []string{"MANAGER", "web.image.repository, web.image.tag", "{path: web.image.tag, policy: adopt} (or --set-string web.image.tag=1-hotfix)",
+		"not adoptable: no value renders it"} {
+		assert.Contains(t, r.stdout, want)
+	}
+	hotfix.UndoHardCoded(t, f.env, f.ns, name)
+	before := len(f.writesBy())
+
+	// without adopt: today's refusal, each line in values terms
+	r = f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0")...)
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	for _, want := range []string{
+		hotfix.ImageField + ` is owned by "kubectl-set"`,
+		"set by the value web.image.repository, web.image.tag; to keep the live value, adopt it with the spec rule {path: web.image.tag, policy: adopt}, or give --set-string web.image.tag=1-hotfix",
+		hotfix.ReplicasField + ` is owned by "kubectl" with subresource "scale"`,
+		hotfix.RetentionField + ` is owned by "kubectl-patch"`,
+	} {
+		assert.Contains(t, r.stderr, want)
+	}
+
+	// adopt the Deployment's hotfixes: the ConfigMap key alone is refused
+	args := func(rules string) []string {
+		return []string{"--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", f.policyWith(name, rules), "--timeout", "60s"}
+	}
+	r = f.cli(n, "preflight", args(hotfix.AdoptDeployment)...)
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
+	assert.Contains(t, r.stderr, "{path: web.retention, policy: adopt}")
+	assert.NotContains(t, r.stderr, hotfix.ImageField)
+	assert.NotContains(t, r.stderr, hotfix.ReplicasField)
+	assert.Equal(t, before, len(f.writesBy()), "nothing written by the refusals")
+	assert.Len(t, f.history(name), 1)
+
+	// adopt all three: no conflict, no force
+	r = f.cli(n, "upgrade", args(hotfix.AdoptDeployment+hotfix.AdoptConfigMap)...)
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "adopted from the live Deployment "+f.ns+"/"+name+"-web "+hotfix.ImageField+" (changed by kubectl-set)")
+	assert.NotContains(t, r.stdout, "field-owned-by-another-manager")
+	h := f.history(name)
+	require.Len(t, h, 2)
+	assert.Equal(t, "2.0.0", h[1].Chart.Metadata.Version)
+	assert.Equal(t, "ssa", h[1].ApplyMethod)
+	hotfix.CheckKept(t, f.env, f.ns, name, cluster.HelmFieldManager)
+
+	// the fields are the chart's now too: drift shows them shared, not changed
+	r = f.cli(n, "drift", "--target", f.target(name), "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, `"differs": true`)
+}
+
+// drift of a target that does not exist is bad input naming it.
+func TestDriftOfAMissingTarget(t *testing.T) {
+	f := newFixture(t, "")
+	r := f.cli(newNode(t, "node-1"), "drift", "--target", f.target("nothing-here"))
+	assert.Equal(t, outcome.ExitBadInput, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "release/"+f.ns+"/nothing-here: not found")
+}
