@@ -1,0 +1,114 @@
+package e2ehelmchart
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/tests/hotfix"
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
+)
+
+// hotfixCharts puts testchart.HotfixTemplate in both versions of the
+// fixture's example charts: 2.0.0 moves the image tag from 1 to 2.
+func (f *fixture) hotfixCharts() {
+	f.t.Helper()
+	for v, tag := range map[string]string{"1.0.0": "1", "2.0.0": "2"} {
+		dir := f.exampleChart(v)
+		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "templates", "web.yaml"), []byte(testchart.HotfixTemplate), 0o644))
+		data, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
+		require.NoError(f.t, err)
+		extra, err := yaml.Marshal(testchart.HotfixValues(tag))
+		require.NoError(f.t, err)
+		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "values.yaml"), append(append(data, '\n'), extra...), 0o644))
+	}
+}
+
+// withRules is the policy file at path with rules put first.
+func (f *fixture) withRules(path, rules string) string {
+	f.t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(f.t, err)
+	return f.writeFile("policy.yaml", strings.Replace(string(data), "rules:\n", "rules:\n"+rules, 1))
+}
+
+// An operator's hotfixes (the real kubectl) of a chart helm-controller's
+// Job deployed server-side, everything run as the k3s Plan's
+// ServiceAccount: drift names each in values terms; without adopt rules
+// the upgrade is refused as before; with adopt rules on the Deployment's
+// fields only the ConfigMap key is; with one on it too the real Job
+// upgrades with no force, and the hotfixes stay, shared with Helm. No
+// request is refused by the Plan's RBAC.
+func TestAdoptAnOperatorsHotfixesUnderAHelmChart(t *testing.T) {
+	f := newFixture(t)
+	f.hotfixCharts()
+	name := release()
+	k := f.k3sPlan(name, true)
+	// as plans/k3s/10-rbac.yaml says to adapt it: a chart with a
+	// Deployment needs deployments, for its readiness
+	saName := k.sa[strings.LastIndex(k.sa, ":")+1:]
+	rbaccheck.Create(t, f.env, rbaccheck.Decode(t, `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: `+saName+`-deployments, namespace: `+k.relNS+`}
+rules:
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: `+saName+`-deployments, namespace: `+k.relNS+`}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: `+saName+`-deployments}
+subjects:
+- {kind: ServiceAccount, name: `+saName+`, namespace: `+k.sucNS+`}
+`))
+	rbaccheck.WaitAuthorized(t, k.kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.AppsV1().Deployments(k.relNS).List(ctx, metav1.ListOptions{})
+		return err
+	})
+	f.demoteStorageClass(name + "-longhorn")
+	hotfix.Make(t, f.env, k.relNS, name, true)
+	n := newNode(t, "node-1")
+
+	r := f.cliAs(k.kubeconfig, n, "drift", "--target", f.target(name), "-o", "json")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	hotfix.CheckDrift(t, r.stdout, k.relNS, name, true)
+	hotfix.UndoHardCoded(t, f.env, k.relNS, name)
+	before := f.get(name)
+
+	args := func(policy string) []string {
+		return []string{"--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", policy, "--timeout", "90s"}
+	}
+	r = f.cliAs(k.kubeconfig, n, "upgrade", args(k.policy)...)
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	for _, want := range []string{hotfix.ImageField + ` is owned by "kubectl-set"`, "{path: web.image.tag, policy: adopt}",
+		hotfix.ReplicasField + ` is owned by "kubectl"`, hotfix.RetentionField + ` is owned by "kubectl-patch"`} {
+		assert.Contains(t, r.stderr, want)
+	}
+
+	r = f.cliAs(k.kubeconfig, n, "preflight", args(f.withRules(k.policy, hotfix.AdoptDeployment))...)
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
+	assert.NotContains(t, r.stderr, hotfix.ImageField)
+	assert.NotContains(t, r.stderr, hotfix.ReplicasField)
+	assert.Equal(t, before.ResourceVersion, f.get(name).ResourceVersion, "the HelmChart is untouched")
+
+	r = f.cliAs(k.kubeconfig, n, "upgrade", args(f.withRules(k.policy, hotfix.AdoptDeployment+hotfix.AdoptConfigMap))...)
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "adopted from the live Deployment "+k.relNS+"/"+name+"-web")
+	f.waitDeployed(name, "2.0.0")
+	hotfix.CheckKept(t, f.env, k.relNS, name, cluster.HelmFieldManager)
+	_, denied := rbaccheck.Requests(t, f.env, k.sa)
+	assert.Empty(t, denied, "requests of %s the RBAC refused", k.sa)
+}
