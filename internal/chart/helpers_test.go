@@ -13,7 +13,7 @@ import (
 )
 
 // writeFiles writes files (path relative to root → content) under root.
-func writeFiles(t *testing.T, root string, files map[string]string) {
+func writeFiles(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for name, body := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))
