@@ -41,7 +41,16 @@ func MergeOffline(_ context.Context, f MergeFiles) (*values.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return upgrade.Merge(in)
+	res, err := upgrade.Merge(in)
+	if res != nil {
+		for _, r := range in.Rules {
+			if r.Policy == values.PolicyAdopt {
+				res.Warnings = append(res.Warnings, values.Warning{Kind: values.WarnAdopt, Path: r.Pattern.String(),
+					Message: "an offline merge has no cluster to read drift from: the adopt rule decides as user (merge --target adopts)"})
+			}
+		}
+	}
+	return res, err
 }
 
 func loadOffline(f MergeFiles) (upgrade.MergeInputs, error) {

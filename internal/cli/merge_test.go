@@ -397,3 +397,26 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// An adopt rule on a path the new chart has no value at is a warning,
+// not a failure; offline, with no cluster to read drift from, every adopt
+// rule decides as user, and says so.
+func TestMergeWithAdoptRulesOffline(t *testing.T) {
+	ex := bundledExample(t)
+	policy := writeFile(t, t.TempDir(), "adopt.yaml", "rules:\n- {path: nothing.here, policy: adopt}\n- {path: \"**.image.tag\", policy: adopt}\n")
+	args := ex.args()
+	for i := range args {
+		if args[i] == "--policy" {
+			args[i+1] = policy
+		}
+	}
+	stdout, _ := runOK(t, append(args, "-o", "json")...)
+	res := parseYAML(t, stdout)
+	var warnings []string
+	for _, w := range res["warnings"].([]any) {
+		m := w.(map[string]any)
+		warnings = append(warnings, m["kind"].(string)+" "+m["path"].(string)+": "+m["message"].(string))
+	}
+	assert.Contains(t, warnings, "adopt nothing.here: rule 1 (adopt) matches no value of the new chart: nothing is adopted there")
+	assert.Contains(t, warnings, "adopt **.image.tag: an offline merge has no cluster to read drift from: the adopt rule decides as user (merge --target adopts)")
+}

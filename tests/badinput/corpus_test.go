@@ -133,6 +133,9 @@ func TestBadInputCorpus(t *testing.T) {
 		{name: "policy unknown policy", args: merge("--policy", "$DIR/policy.yaml"),
 			files: map[string]string{"policy.yaml": "rules:\n- {path: a.b, policy: prefer-magic}\n"}, code: 2,
 			want: []string{"--policy", "$DIR/policy.yaml:2", "rules[1].policy", `"prefer-magic"`}},
+		{name: "policy adopt with a source", args: merge("--policy", "$DIR/policy.yaml"),
+			files: map[string]string{"policy.yaml": "rules:\n- {path: a.b, policy: adopt, source: {apiVersion: v1, kind: ConfigMap, name: x}, expr: .a}\n"}, code: 2,
+			want: []string{"$DIR/policy.yaml:2", "policy adopt takes no source"}},
 		{name: "policy bad path pattern", args: merge("--policy", "$DIR/policy.yaml"),
 			files: map[string]string{"policy.yaml": "rules:\n- {path: 'a..b', policy: user}\n"}, code: 2,
 			want: []string{"$DIR/policy.yaml:2", "rules[1].path"}},
@@ -337,6 +340,17 @@ func TestBadInputCorpus(t *testing.T) {
 			env: map[string]string{"CHART_UPGRADER_OUTPUT": "xml"}, code: 2, want: []string{`"xml"`}},
 		{name: "status kubeconfig not a kubeconfig", args: []string{"status", "--target", "$TARGET", "--kubeconfig", "$DIR/kubeconfig"}, cluster: true,
 			files: map[string]string{"kubeconfig": "\x00\x01not yaml: ["}, code: 2, want: []string{"--kubeconfig $DIR/kubeconfig"}},
+
+		// drift
+		{name: "drift without target", args: []string{"drift"}, cluster: true, code: 2, want: []string{"--target", "want KIND/NAMESPACE/NAME"}},
+		{name: "drift of a target that does not exist", args: []string{"drift", "--target", "managedchart/$NS/no-such-chart", "--chart-source", "$CHARTS"},
+			cluster: true, code: 2, want: []string{"--target managedchart/$NS/no-such-chart: not found"}},
+		{name: "drift of a kind that is not one", args: []string{"drift", "--target", "deployment/$NS/$MC"}, cluster: true, code: 2,
+			want: []string{"--target", "deployment"}},
+		{name: "drift -o unknown format", args: []string{"drift", "--target", "$TARGET", "--chart-source", "$CHARTS", "-o", "text"}, cluster: true, code: 2,
+			want: []string{`drift: -o "text": want table, json or yaml`}},
+		{name: "drift chart source that does not exist", args: []string{"drift", "--target", "$TARGET", "--chart-source", "$DIR/nothing"}, cluster: true, code: 2,
+			want: []string{"--chart-source", "$DIR/nothing"}},
 
 		// rollback
 		{name: "rollback without target", args: []string{"rollback"}, cluster: true, code: 2, want: []string{"--target"}},
