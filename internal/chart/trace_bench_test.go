@@ -174,4 +174,3 @@ func BenchmarkTrace(b *testing.B) {
 		})
 	}
 }
-
