@@ -1,0 +1,80 @@
+package applycheck
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
+)
+
+func configMap(data map[string]any, annotations map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "web", "namespace": "app", "annotations": annotations}, "data": data}}
+}
+
+// A field whose live value differs is drift, whoever changed it; a field
+// another manager owns is drift even at the rendered value; a field only
+// the applier owns at the rendered value is not. Keys with dots are read
+// by their structured path.
+func TestFieldDrift(t *testing.T) {
+	rendered := configMap(map[string]any{"retention": "7d", "level": "info", "shared": "x"},
+		map[string]any{"example.com/tier": "gold", "app.kubernetes.io/name": "web"})
+	live := configMap(map[string]any{"retention": "30d", "level": "info", "shared": "x"},
+		map[string]any{"example.com/tier": "silver", "app.kubernetes.io/name": "web"})
+	live.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "helm", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(
+			`{"f:data":{"f:retention":{},"f:level":{},"f:shared":{}},"f:metadata":{"f:annotations":{"f:example.com/tier":{},"f:app.kubernetes.io/name":{}}}}`)}},
+		{Manager: "kubectl-patch", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(
+			`{"f:data":{"f:retention":{},"f:shared":{}}}`)}},
+	})
+	fields, err := FieldDrift(managedfields.NewDeducedTypeConverter(), rendered, live, "helm")
+	require.NoError(t, err)
+	got := map[string]Drifted{}
+	for _, f := range fields {
+		got[f.Field] = f
+	}
+	require.Len(t, got, 3, "%+v", fields)
+	r := got[".data.retention"]
+	assert.True(t, r.Differs)
+	assert.Equal(t, "30d", r.Live)
+	assert.Equal(t, []string{"kubectl-patch (Update)"}, r.Managers)
+	assert.Equal(t, "kubectl-patch", r.Owner)
+	assert.Equal(t, []any{"data", "retention"}, r.Steps)
+	s := got[".data.shared"]
+	assert.False(t, s.Differs, "shared at the rendered value")
+	tier := got[".metadata.annotations.example.com/tier"]
+	assert.True(t, tier.Differs)
+	assert.Equal(t, "silver", tier.Live)
+	assert.Equal(t, []any{"metadata", "annotations", "example.com/tier"}, tier.Steps)
+	assert.Empty(t, tier.Managers, "changed by a manager that kept no record of it")
+}
+
+// A value named like a secret, rendered into a ConfigMap, is read back
+// redacted: its values and the --set line never show it.
+func TestReadFieldRedactsSecretValues(t *testing.T) {
+	vals := map[string]any{"auth": map[string]any{"password": "hunter2"}, "level": "info"}
+	marked, marks := provenance.Mark(vals)
+	real := []provenance.Doc{{Source: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {password: hunter2, level: info}\n"}}
+	traced := []provenance.Doc{{Source: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {password: " +
+		marked["auth"].(map[string]any)["password"].(string) + ", level: " + marked["level"].(string) + "}\n"}}
+	m, err := provenance.Trace(real, traced, marks, vals)
+	require.NoError(t, err)
+	id := provenance.ObjectID{Kind: "ConfigMap", Name: "web"}
+
+	r, secret := readField(m, id, []any{"data", "password"}, "hunter3", true, false)
+	assert.True(t, secret)
+	assert.Equal(t, []string{"--set auth.password=(redacted)"}, r.Set)
+	assert.Equal(t, provenance.Redacted, r.Assignments[0].Value)
+	assert.Equal(t, provenance.Redacted, r.Assignments[0].Was)
+	assert.Equal(t, "hunter3", r.Adopt[0].Value, "what adopt writes is kept, never shown")
+	assert.NotContains(t, r.Says(), "hunter")
+
+	r, secret = readField(m, id, []any{"data", "level"}, "debug", true, false)
+	assert.False(t, secret)
+	assert.Equal(t, []string{"--set-string level=debug"}, r.Set)
+}
