@@ -1,6 +1,7 @@
 package e2erelease
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,10 +9,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/hotfix"
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
 
@@ -39,26 +43,38 @@ func (f *fixture) policyWith(name, rules string) string {
 }
 
 // An operator's hotfixes on a server-side release, made with the real
-// kubectl: drift names each in values terms with the rule that keeps it;
+// kubectl, everything run as the release Plan's ServiceAccount: drift names each in values terms with the rule that keeps it;
 // an upgrade without adopt rules is refused as before, each conflict
 // line saying which value renders the field and how to adopt it; with
 // adopt rules on the image tag and the replicas only the ConfigMap key is
 // refused; with one on it too the upgrade goes through without force,
 // keeping every hotfix, the fields shared between Helm and the managers
-// that made them.
+// that made them. No request is refused by the Plan's RBAC.
 func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 	f := newFixture(t, "")
 	f.hotfixCharts()
 	name := releaseName()
+	// the chart's Deployment: Helm's verbs on it, as for every kind of the chart
+	sucNS, sa, _ := f.releasePlanRBAC(name, "- apiGroups: [coordination.k8s.io]",
+		"- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]")
 	f.install(name)
 	f.demoteStorageClass(name + "-longhorn")
 	hotfix.Make(t, f.env, f.ns, name, true)
+	kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
+	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.AppsV1().Deployments(f.ns).Get(ctx, name+"-web", metav1.GetOptions{})
+		return err
+	})
 	n := newNode(t, "node-1")
+	cli := func(command string, args ...string) result {
+		t.Helper()
+		return f.cli(n, command, append(args, "--kubeconfig", kubeconfig)...)
+	}
 
-	r := f.cli(n, "drift", "--target", f.target(name), "-o", "json")
+	r := cli("drift", "--target", f.target(name), "-o", "json")
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	hotfix.CheckDrift(t, r.stdout, f.ns, name, true)
-	r = f.cli(n, "drift", "--target", f.target(name))
+	r = cli("drift", "--target", f.target(name))
 	require.Equal(t, 0, r.code, r.stderr)
 	t.Logf("drift:\n%s", r.stdout)
 	for _, want := range []string{"MANAGER", "web.image.repository, web.image.tag", "{path: web.image.tag, policy: adopt} (or --set-string web.image.tag=1-hotfix)",
@@ -69,7 +85,7 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 	before := len(f.writesBy())
 
 	// without adopt: today's refusal, each line in values terms
-	r = f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0")...)
+	r = cli("upgrade", f.upgradeArgs(name, "2.0.0")...)
 	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	for _, want := range []string{
 		hotfix.ImageField + ` is owned by "kubectl-set"`,
@@ -84,7 +100,7 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 	args := func(rules string) []string {
 		return []string{"--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", f.policyWith(name, rules), "--timeout", "60s"}
 	}
-	r = f.cli(n, "preflight", args(hotfix.AdoptDeployment)...)
+	r = cli("preflight", args(hotfix.AdoptDeployment)...)
 	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
 	assert.Contains(t, r.stderr, "{path: web.retention, policy: adopt}")
@@ -94,7 +110,7 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 	assert.Len(t, f.history(name), 1)
 
 	// adopt all three: no conflict, no force
-	r = f.cli(n, "upgrade", args(hotfix.AdoptDeployment+hotfix.AdoptConfigMap)...)
+	r = cli("upgrade", args(hotfix.AdoptDeployment+hotfix.AdoptConfigMap)...)
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "adopted from the live Deployment "+f.ns+"/"+name+"-web "+hotfix.ImageField+" (changed by kubectl-set)")
 	assert.NotContains(t, r.stdout, "field-owned-by-another-manager")
@@ -105,9 +121,11 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 	hotfix.CheckKept(t, f.env, f.ns, name, cluster.HelmFieldManager)
 
 	// the fields are the chart's now too: drift shows them shared, not changed
-	r = f.cli(n, "drift", "--target", f.target(name), "-o", "json")
+	r = cli("drift", "--target", f.target(name), "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.NotContains(t, r.stdout, `"differs": true`)
+	_, denied := rbaccheck.Requests(t, f.env, sa)
+	assert.Empty(t, denied, "requests of %s the RBAC refused", sa)
 }
 
 // drift of a target that does not exist is bad input naming it.
