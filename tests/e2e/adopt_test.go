@@ -1,38 +1,18 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/hotfix"
-	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
-
-// hotfixCharts puts testchart.HotfixTemplate in both versions of the
-// fixture's charts (the ones the simulated Fleet deploys): 2.0.0 moves
-// the image tag from 1 to 2.
-func (f *fixture) hotfixCharts() {
-	f.t.Helper()
-	for v, tag := range map[string]string{"1.0.0": "1", "2.0.0": "2"} {
-		dir := filepath.Join(f.charts, "demo-app-"+v)
-		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "templates", "web.yaml"), []byte(testchart.HotfixTemplate), 0o644))
-		data, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
-		require.NoError(f.t, err)
-		extra, err := yaml.Marshal(testchart.HotfixValues(tag))
-		require.NoError(f.t, err)
-		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "values.yaml"), append(append(data, '\n'), extra...), 0o644))
-	}
-}
 
 // An operator's hotfixes (the real kubectl) under a ManagedChart: Fleet
 // reports the objects Modified; drift names each field in values terms
@@ -43,7 +23,7 @@ func (f *fixture) hotfixCharts() {
 // with no force, and the hotfixes stay, shared with the agent.
 func TestAdoptAnOperatorsHotfixesUnderAManagedChart(t *testing.T) {
 	f := newFixture(t)
-	f.hotfixCharts()
+	hotfix.Charts(t, f.charts)
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
 	hotfix.Make(t, f.env, f.ns, name, true)
@@ -64,11 +44,7 @@ func TestAdoptAnOperatorsHotfixesUnderAManagedChart(t *testing.T) {
 	hotfix.UndoHardCoded(t, f.env, f.ns, name)
 	before := f.get(name)
 
-	policy := func(rules string) string {
-		data, err := os.ReadFile(f.policy(name))
-		require.NoError(t, err)
-		return f.writeFile("policy.yaml", strings.Replace(string(data), "rules:\n", "rules:\n"+rules, 1))
-	}
+	policy := func(rules string) string { return hotfix.WithRules(t, f.policy(name), rules) }
 	r = f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
 	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	for _, want := range []string{

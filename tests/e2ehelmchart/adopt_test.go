@@ -2,8 +2,6 @@ package e2ehelmchart
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,37 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/hotfix"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
-	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
-
-// hotfixCharts puts testchart.HotfixTemplate in both versions of the
-// fixture's example charts: 2.0.0 moves the image tag from 1 to 2.
-func (f *fixture) hotfixCharts() {
-	f.t.Helper()
-	for v, tag := range map[string]string{"1.0.0": "1", "2.0.0": "2"} {
-		dir := f.exampleChart(v)
-		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "templates", "web.yaml"), []byte(testchart.HotfixTemplate), 0o644))
-		data, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
-		require.NoError(f.t, err)
-		extra, err := yaml.Marshal(testchart.HotfixValues(tag))
-		require.NoError(f.t, err)
-		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "values.yaml"), append(append(data, '\n'), extra...), 0o644))
-	}
-}
-
-// withRules is the policy file at path with rules put first.
-func (f *fixture) withRules(path, rules string) string {
-	f.t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(f.t, err)
-	return f.writeFile("policy.yaml", strings.Replace(string(data), "rules:\n", "rules:\n"+rules, 1))
-}
 
 // An operator's hotfixes (the real kubectl) of a chart helm-controller's
 // Job deployed server-side, everything run as the k3s Plan's
@@ -52,7 +25,7 @@ func (f *fixture) withRules(path, rules string) string {
 // request is refused by the Plan's RBAC.
 func TestAdoptAnOperatorsHotfixesUnderAHelmChart(t *testing.T) {
 	f := newFixture(t)
-	f.hotfixCharts()
+	hotfix.Charts(t, f.charts)
 	name := release()
 	k := f.k3sPlan(name, true)
 	// as plans/k3s/10-rbac.yaml says to adapt it: a chart with a
@@ -97,14 +70,14 @@ subjects:
 		assert.Contains(t, r.stderr, want)
 	}
 
-	r = f.cliAs(k.kubeconfig, n, "preflight", args(f.withRules(k.policy, hotfix.AdoptDeployment))...)
+	r = f.cliAs(k.kubeconfig, n, "preflight", args(hotfix.WithRules(t, k.policy, hotfix.AdoptDeployment))...)
 	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
 	assert.NotContains(t, r.stderr, hotfix.ImageField)
 	assert.NotContains(t, r.stderr, hotfix.ReplicasField)
 	assert.Equal(t, before.ResourceVersion, f.get(name).ResourceVersion, "the HelmChart is untouched")
 
-	r = f.cliAs(k.kubeconfig, n, "upgrade", args(f.withRules(k.policy, hotfix.AdoptDeployment+hotfix.AdoptConfigMap))...)
+	r = f.cliAs(k.kubeconfig, n, "upgrade", args(hotfix.WithRules(t, k.policy, hotfix.AdoptDeployment+hotfix.AdoptConfigMap))...)
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "adopted from the live Deployment "+k.relNS+"/"+name+"-web")
 	f.waitDeployed(name, "2.0.0")

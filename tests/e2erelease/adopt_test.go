@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,30 +15,16 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/hotfix"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
-	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
 
 // hotfixCharts puts testchart.HotfixTemplate in both versions of the
-// example chart, in place of the fixture's Deployment: 2.0.0 moves the
-// image tag from 1 to 2.
+// example chart (hotfix.Charts), in place of the fixture's Deployment.
 func (f *fixture) hotfixCharts() {
 	f.t.Helper()
-	for v, tag := range map[string]string{"1.0.0": "1", "2.0.0": "2"} {
+	for _, v := range []string{"1.0.0", "2.0.0"} {
 		require.NoError(f.t, os.Remove(filepath.Join(f.charts, "demo-app-"+v, "templates", "deployment.yaml")))
-		require.NoError(f.t, writeTemplate(f.charts, v, "web.yaml", testchart.HotfixTemplate))
-		f.addValues(v, testchart.HotfixValues(tag))
 	}
-}
-
-// policyWith is the example policy (policy) with rules put first.
-func (f *fixture) policyWith(name, rules string) string {
-	f.t.Helper()
-	data, err := os.ReadFile(f.policy(name))
-	require.NoError(f.t, err)
-	p := strings.Replace(string(data), "rules:\n", "rules:\n"+rules, 1)
-	path := filepath.Join(f.t.TempDir(), "policy.yaml")
-	require.NoError(f.t, os.WriteFile(path, []byte(p), 0o600))
-	return path
+	hotfix.Charts(f.t, f.charts)
 }
 
 // An operator's hotfixes on a server-side release, made with the real
@@ -98,7 +83,7 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 
 	// adopt the Deployment's hotfixes: the ConfigMap key alone is refused
 	args := func(rules string) []string {
-		return []string{"--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", f.policyWith(name, rules), "--timeout", "60s"}
+		return []string{"--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", hotfix.WithRules(t, f.policy(name), rules), "--timeout", "60s"}
 	}
 	r = cli("preflight", args(hotfix.AdoptDeployment)...)
 	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)

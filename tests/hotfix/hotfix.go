@@ -8,6 +8,8 @@ package hotfix
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,9 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/yaml"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -155,4 +159,31 @@ func CheckKept(t *testing.T, env *testenv.Env, ns, release, applier string) {
 	}
 	assert.ElementsMatch(t, []string{applier + "/Apply", "kubectl-set/Update"}, owners(image), "the image is shared")
 	assert.ElementsMatch(t, []string{applier + "/Apply", "kubectl/Update"}, owners(replicas), "the replicas are shared")
+}
+
+// Charts puts testchart.HotfixTemplate (as templates/web.yaml) and its
+// values in both versions of the example chart under charts
+// (demo-app-1.0.0, demo-app-2.0.0): 2.0.0 moves the image tag from 1 to 2.
+func Charts(t *testing.T, charts string) {
+	t.Helper()
+	for v, tag := range map[string]string{"1.0.0": "1", "2.0.0": "2"} {
+		dir := filepath.Join(charts, "demo-app-"+v)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "templates", "web.yaml"), []byte(testchart.HotfixTemplate), 0o644))
+		data, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
+		require.NoError(t, err)
+		extra, err := yaml.Marshal(testchart.HotfixValues(tag))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "values.yaml"), append(append(data, '\n'), extra...), 0o644))
+	}
+}
+
+// WithRules is the policy file at path with rules put first (the first
+// matching rule decides), written to a new file whose path it returns.
+func WithRules(t *testing.T, path, rules string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(out, []byte(strings.Replace(string(data), "rules:\n", "rules:\n"+rules, 1)), 0o600))
+	return out
 }
