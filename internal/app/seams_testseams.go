@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"syscall"
@@ -62,6 +63,14 @@ func (b *beforeApply) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.
 	b.attempts++
 	b.f(ctx, b.attempts)
 	return b.Target.Apply(ctx, o, c)
+}
+
+// Drift is the wrapped target's drift, when it can compare its objects.
+func (b *beforeApply) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgrade.Chart) (upgrade.DriftReport, error) {
+	if d, ok := b.Target.(upgrade.Drifter); ok {
+		return d.Drift(ctx, o, deployed)
+	}
+	return upgrade.DriftReport{}, fmt.Errorf("%s cannot compare its objects with what it deployed", b.Ref())
 }
 
 // Conflicts is the wrapped target's conflict check, when it has one.
