@@ -538,19 +538,19 @@ func Judge(res Result, how How) (refused []string, warnings []values.Warning) {
 		if k.OwnerName == how.Self || k.OwnerName == k.AppliedAs {
 			continue // the applier's own entries
 		}
+		inValues := ""
+		if k.Values != "" {
+			inValues = "; " + k.Values
+		}
 		switch {
 		case how.ServerSide && !how.Force:
-			line := fmt.Sprintf("field-manager conflict: %s; %s server-side as %q and would fail", k, how.Applier, k.AppliedAs)
-			if k.Values != "" {
-				line += "; " + k.Values
-			}
-			refused = append(refused, line)
+			refused = append(refused, fmt.Sprintf("field-manager conflict: %s; %s server-side as %q and would fail%s", k, how.Applier, k.AppliedAs, inValues))
 		case how.ServerSide:
 			warnings = append(warnings, values.Warning{Kind: values.WarnFieldOwner, Path: k.Object + " " + k.Field,
-				Message: fmt.Sprintf("%s; apply.forceConflicts is true: the upgrade takes the field", k)})
+				Message: fmt.Sprintf("%s; apply.forceConflicts is true: the upgrade takes the field%s", k, inValues)})
 		case !k.Unchanged:
 			warnings = append(warnings, values.Warning{Kind: values.WarnFieldOwner, Path: k.Object + " " + k.Field,
-				Message: fmt.Sprintf("%s; %s client-side and overwrites it", k, how.Applier)})
+				Message: fmt.Sprintf("%s; %s client-side and overwrites it%s", k, how.Applier, inValues)})
 		}
 	}
 	if len(refused) > 0 {

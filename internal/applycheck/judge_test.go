@@ -69,3 +69,15 @@ func TestJudgeOwnershipAndNotChecked(t *testing.T) {
 		assert.Contains(t, warnings[0].Message, "Fleet's agent applies this chart with takeOwnership and adopts it")
 	}
 }
+
+// A conflict read back in values terms says so at the end of its line,
+// refused or warned.
+func TestJudgeSaysWhichValueRendersTheField(t *testing.T) {
+	k := Conflict{Object: "Deployment ns/web", Field: ".spec.replicas", Owner: `"kubectl" with subresource "scale" using apps/v1`, OwnerName: "kubectl",
+		Live: "3", New: "1", AppliedAs: "helm",
+		Values: "set by the value web.replicas; to keep the live value, adopt it with the spec rule {path: web.replicas, policy: adopt}, or give --set web.replicas=3"}
+	refused, _ := Judge(Result{Conflicts: []Conflict{k}}, How{ServerSide: true, Applier: "Helm applies this release", Self: "helm"})
+	assert.Contains(t, refused[0], `would fail; set by the value web.replicas; to keep the live value, adopt it with the spec rule {path: web.replicas, policy: adopt}`)
+	_, warnings := Judge(Result{Conflicts: []Conflict{k}}, How{ServerSide: true, Force: true, Applier: "Helm applies this release", Self: "helm"})
+	assert.Contains(t, warnings[0].Message, "the upgrade takes the field; set by the value web.replicas")
+}
