@@ -20,10 +20,10 @@ const (
 	// default), or from a boolean or an empty value, which are not traced.
 	ReasonNoValue = "no value renders it: the template writes it literally, through default, or from a boolean or empty value (those are not traced)"
 	// ReasonTransformed: the field changes with the values but holds no
-	// marker: a value reaches it through a function or arithmetic that
-	// changes its text (b64enc of more than text, upper, sha256sum, int,
-	// add, printf "%d"…).
-	ReasonTransformed = "a value reaches it through a function or arithmetic that changes its text (upper, sha256sum, int, add, printf…), so it cannot be read back"
+	// marker: a value reaches it through a condition that picks a literal
+	// (if eq …), or a function or arithmetic that changes its text
+	// (upper, sha256sum, int, add, printf "%d"…).
+	ReasonTransformed = "a value reaches it through a condition, or a function or arithmetic that changes its text (if eq, upper, sha256sum, int, add, printf…), so it cannot be read back"
 	// ReasonCondition: the object or field renders differently when the
 	// values are traced: it sits under a condition on a value (if, eq,
 	// with, range over a string).

@@ -66,8 +66,19 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 		"not adoptable: no value renders it"} {
 		assert.Contains(t, r.stdout, want)
 	}
-	hotfix.UndoHardCoded(t, f.env, f.ns, name)
 	before := len(f.writesBy())
+
+	// with every value adopted, the hard-coded field alone is refused
+	args := func(rules string) []string {
+		return []string{"--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", hotfix.WithRules(t, f.policy(name), rules), "--timeout", "60s"}
+	}
+	r = cli("preflight", args(hotfix.AdoptDeployment+hotfix.AdoptConfigMap)...)
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, hotfix.HardCodedField+` is owned by "kubectl-patch"`)
+	assert.Contains(t, r.stderr, "not adoptable: no value renders it")
+	assert.NotContains(t, r.stderr, hotfix.ImageField)
+	assert.NotContains(t, r.stderr, hotfix.RetentionField)
+	hotfix.UndoHardCoded(t, f.env, f.ns, name)
 
 	// without adopt: today's refusal, each line in values terms
 	r = cli("upgrade", f.upgradeArgs(name, "2.0.0")...)
@@ -82,9 +93,6 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 	}
 
 	// adopt the Deployment's hotfixes: the ConfigMap key alone is refused
-	args := func(rules string) []string {
-		return []string{"--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", hotfix.WithRules(t, f.policy(name), rules), "--timeout", "60s"}
-	}
 	r = cli("preflight", args(hotfix.AdoptDeployment)...)
 	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
