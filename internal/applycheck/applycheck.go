@@ -59,6 +59,13 @@ type Conflict struct {
 	// Values says which values render the field and how to keep its live
 	// value, or why it cannot be adopted ("" without Request.Trace).
 	Values string
+
+	// the object applied, where the field is in it, and its live value,
+	// to read it back in values terms
+	id      provenance.ObjectID
+	steps   []any
+	live    any
+	liveSet bool
 }
 
 // String is the conflict in one line: object, field, owner, values.
@@ -92,9 +99,10 @@ type Request struct {
 	// the chart changes from those it does not (Conflict.Unchanged), and
 	// the objects the upgrade adds (Unowned).
 	Old string
-	// Trace is Manifest's provenance: each conflict is then read back in
-	// values terms (Conflict.Values); nil to leave that out.
-	Trace *provenance.Map
+	// Trace gives Manifest's provenance, called only when there is a
+	// conflict: each is then read back in values terms (Conflict.Values);
+	// nil to leave that out.
+	Trace func() (*provenance.Map, error)
 }
 
 // Result is what the check found.
@@ -180,7 +188,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			if r.Release != "" {
 				setOwnership(want, r.Release, r.Namespace)
 			}
-			a.conflicts, a.reason = c.one(ctx, o, want, a.manager, old[o.Want.GetKind()+"/"+o.Want.GetName()], r.Trace)
+			a.conflicts, a.reason = c.one(ctx, o, want, a.manager, old[o.Want.GetKind()+"/"+o.Want.GetName()])
 		}()
 	}
 	wg.Wait()
@@ -198,6 +206,9 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	for m := range managers {
 		res.Managers = append(res.Managers, m)
 	}
+	if err := inValues(res.Conflicts, r.Trace); err != nil {
+		return Result{}, err
+	}
 	sort.Strings(res.Managers)
 	if c.Schemas != nil {
 		res.Requests += c.Schemas.fetched()
@@ -208,7 +219,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 // one computes the conflicts of applying want over o.Live as manager; a
 // reason when it cannot (no schema for the kind; an object its schema
 // refuses, which the apply itself will meet and name).
-func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any, trace *provenance.Map) ([]Conflict, string) {
+func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any) ([]Conflict, string) {
 	gvk := want.GroupVersionKind()
 	tc, err := c.Schemas.Converter(ctx, gvk)
 	if err != nil {
@@ -231,12 +242,9 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 				nv, nok := path.Lookup(want.Object)
 				k.Unchanged = ook == nok && sameValue(ov, nv)
 			}
-			if trace != nil {
-				steps, _ := path.Steps(want.Object)
-				r, _ := readField(trace, provenance.ObjectID{Kind: want.GetKind(), Namespace: want.GetNamespace(), Name: want.GetName()},
-					steps, live, liveSet, secret)
-				k.Values = r.Says()
-			}
+			k.id = provenance.ObjectID{Kind: want.GetKind(), Namespace: want.GetNamespace(), Name: want.GetName()}
+			k.steps, _ = path.Steps(want.Object)
+			k.live, k.liveSet = live, liveSet
 		} else {
 			k.Live, k.New = "(unread)", "(unread)"
 		}
@@ -246,6 +254,28 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 		out = append(out, k)
 	}
 	return out, ""
+}
+
+// inValues reads each conflict back in values terms (Conflict.Values)
+// against the provenance traceOf gives, asked once when there is a
+// conflict.
+func inValues(conflicts []Conflict, traceOf func() (*provenance.Map, error)) error {
+	if len(conflicts) == 0 || traceOf == nil {
+		return nil
+	}
+	trace, err := traceOf()
+	if err != nil || trace == nil {
+		return err
+	}
+	for i := range conflicts {
+		k := &conflicts[i]
+		if k.steps == nil {
+			continue // its path did not parse
+		}
+		read, _ := readField(trace, k.id, k.steps, k.live, k.liveSet, k.Secret)
+		k.Values = read.Says()
+	}
+	return nil
 }
 
 // ApplyConflicts runs, in this process, the server-side apply (without

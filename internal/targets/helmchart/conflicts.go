@@ -13,6 +13,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -59,10 +60,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	ssa := kind.ServerSide(setting, recorded)
 	start := time.Now()
-	trace, err := c.Chart.Traced(vals, h.ReleaseName(), h.TargetNamespace)
-	if err != nil {
-		return upgrade.Conflicts{}, err
-	}
+	trace := func() (*provenance.Map, error) { return c.Chart.Traced(vals, h.ReleaseName(), h.TargetNamespace) }
 	res, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Check(ctx,
 		applycheck.Request{Manifest: manifest, Namespace: h.TargetNamespace, Release: h.ReleaseName(), Fallback: cluster.HelmFieldManager, Old: old, Trace: trace})
 	if err != nil {

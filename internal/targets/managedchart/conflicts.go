@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -48,10 +49,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	ssa := kind.ServerSide(kind.ServerSideAuto, rel.ApplyMethod) // Fleet upgrades with auto
 	start := time.Now()
-	trace, err := c.Chart.Traced(c.Values, mc.Release(), ns)
-	if err != nil {
-		return upgrade.Conflicts{}, err
-	}
+	trace := func() (*provenance.Map, error) { return c.Chart.Traced(c.Values, mc.Release(), ns) }
 	res, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Check(ctx,
 		applycheck.Request{Manifest: manifest, Namespace: ns, Release: mc.Release(), Fallback: AgentFieldManager, Old: rel.Manifest, Trace: trace})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -550,10 +551,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	}
 	ssa := kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod)
 	start := time.Now()
-	trace, err := c.Chart.Traced(c.Values, t.name, t.namespace)
-	if err != nil {
-		return upgrade.Conflicts{}, err
-	}
+	trace := func() (*provenance.Map, error) { return c.Chart.Traced(c.Values, t.name, t.namespace) }
 	res, err := applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper()).Check(ctx,
 		applycheck.Request{Manifest: manifest, Namespace: t.namespace, Release: t.name, Manager: cluster.HelmFieldManager, Old: rel.Manifest, Trace: trace})
 	if err != nil {
