@@ -24,7 +24,8 @@ import (
 // `kubectl patch` hotfix of a field the upgrade changes (one Fleet's drift
 // check is told to ignore, so the Bundle stays Ready) makes `preflight`
 // and `upgrade` exit 3, naming the object, the field and the manager;
-// nothing is written.
+// nothing is written. `drift`, as the same ServiceAccount, names the field
+// in values terms with the adopt rule that keeps it.
 func TestAHotfixIsNamedAsTheServiceAccount(t *testing.T) {
 	// the chart's StorageClass is cluster-scoped: the next test of this API
 	// server installs the same chart (registered first, so it runs last,
@@ -86,6 +87,10 @@ func TestAHotfixIsNamedAsTheServiceAccount(t *testing.T) {
 		assert.NotContains(t, stderr, "not checked", cmd)
 		assert.NotContains(t, strings.ToLower(stderr), "forbidden", cmd)
 	}
+	// drift reads what the conflict check reads: the Plan's RBAC lets it
+	code, stdout, stderr := runCLI(t, append([]string{"drift", "--target", "managedchart/" + w.target + "/" + demo, "--chart-source", w.charts}, local...)...)
+	require.Equal(t, 0, code, "drift as %s:\n%s\n%s", w.sa, stderr, stdout)
+	assert.Regexp(t, `ConfigMap `+w.release+`/`+demo+`-config +\.data\.replicaCount +kubectl-patch \(Update\) +9 +2 +storageClass\.replicaCount +\{path: storageClass\.replicaCount, policy: adopt\} \(or --set storageClass\.replicaCount=9\)`, stdout)
 	after, _, err := tc.Get(ctx, w.target, demo)
 	require.NoError(t, err)
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "the ManagedChart is untouched")
