@@ -39,6 +39,9 @@ type DriftOutput struct {
 	Missing    []string        `json:"missing,omitempty"`
 	NotChecked []string        `json:"notChecked,omitempty"`
 	Note       string          `json:"note"`
+	// Unread says why nothing could be compared (no release of the target
+	// on this cluster, say).
+	Unread string `json:"unread,omitempty"`
 }
 
 // ReportedDrift is one object a controller reports changed.
@@ -90,7 +93,7 @@ func Drift(ctx context.Context, o DriftOptions) (*DriftOutput, error) {
 		return nil, err
 	}
 	out := &DriftOutput{Target: t.String(), Chart: name, Version: obs.Version, Fields: rep.Fields, Missing: rep.Missing,
-		NotChecked: rep.NotChecked, Note: rep.Note}
+		NotChecked: rep.NotChecked, Note: rep.Note, Unread: rep.Unread}
 	if out.Fields == nil {
 		out.Fields = []upgrade.DriftField{}
 	}
@@ -138,10 +141,17 @@ func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name,
 // WriteTable prints the report for people: one row per field, then what
 // the controller reports and what was not compared.
 func (d *DriftOutput) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "%s: chart %s %s; %s\n", d.Target, d.Chart, d.Version, d.Note)
-	if len(d.Fields) == 0 {
+	head := fmt.Sprintf("%s: chart %s %s", d.Target, d.Chart, d.Version)
+	if d.Note != "" {
+		head += "; " + d.Note
+	}
+	fmt.Fprintln(w, head)
+	switch {
+	case d.Unread != "":
+		fmt.Fprintf(w, "nothing compared: %s\n", d.Unread)
+	case len(d.Fields) == 0:
 		fmt.Fprintln(w, "no drift: every field is as the deployed revision rendered it, and no other manager owns one")
-	} else {
+	default:
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "OBJECT\tFIELD\tMANAGER\tLIVE\tRENDERED\tVALUE\tTO KEEP THE LIVE VALUE")
 		for _, f := range d.Fields {

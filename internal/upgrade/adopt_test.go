@@ -87,3 +87,14 @@ func TestPreflightWeighsDriftAgainstAdoptRules(t *testing.T) {
 	assert.Contains(t, err.Error(), "nor adopt rule adopts it")
 	assert.Zero(t, e.target.applyCalls)
 }
+
+// A target with nothing to compare (no release of it on this cluster)
+// adopts nothing and says why; the upgrade goes on.
+func TestAdoptWithNothingToCompareWarns(t *testing.T) {
+	e := newEnv(t)
+	e.job.Target = &driftingTarget{fakeTarget: e.target, report: DriftReport{Unread: "no helm release app/app on this cluster to compare with"}}
+	e.job.Rules = append([]values.Rule{rule(t, "adopt", "replicas")}, e.job.Rules...)
+	e.mustRun(GoalUpgrade)
+	assert.Equal(t, int64(3), e.target.current().Values["replicas"])
+	assert.Contains(t, e.out.String(), "no helm release app/app on this cluster to compare with: the adopt rules adopt nothing")
+}

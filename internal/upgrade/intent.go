@@ -105,8 +105,11 @@ func (j *jobRun) drift(ctx context.Context, r Resolved, o *Observed) (*DriftRepo
 		return nil, fmt.Sprintf("the chart of the deployed version %s is not in the chart source (%s): the adopt rules adopt nothing", r.From, r.OldMissing), nil
 	}
 	rep, err := d.Drift(ctx, o, r.Old)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, "", fmt.Errorf("reading the drift the adopt rules adopt: %w", err)
+	case rep.Unread != "":
+		return nil, rep.Unread + ": the adopt rules adopt nothing", nil
 	}
 	return &rep, "", nil
 }

@@ -167,6 +167,9 @@ type DriftReport struct {
 	Reported []Drift
 	// Note says what was compared, for people.
 	Note string
+	// Unread says why nothing could be compared ("" when it was): no
+	// release of the target on this cluster, say.
+	Unread string
 	// Missing names the objects the cluster does not have; NotChecked
 	// those that could not be compared, with why.
 	Missing, NotChecked []string

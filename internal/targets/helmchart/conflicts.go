@@ -118,7 +118,8 @@ func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgra
 	r := o.Source.(*read)
 	h := r.chart
 	if r.release == nil {
-		return upgrade.DriftReport{}, fmt.Errorf("%s: helm-controller has deployed no release %s/%s to compare with", t.Ref(), h.TargetNamespace, h.ReleaseName())
+		why := fmt.Sprintf("helm-controller has deployed no release %s/%s to compare with", h.TargetNamespace, h.ReleaseName())
+		return upgrade.DriftReport{Unread: why}, nil
 	}
 	vals := o.Values
 	if len(o.Overlay) > 0 {

@@ -88,7 +88,8 @@ func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgra
 		return upgrade.DriftReport{}, err
 	}
 	if rel == nil {
-		return upgrade.DriftReport{}, fmt.Errorf("%s: no helm release %s/%s on this cluster to compare with", t.Ref(), ns, mc.Release())
+		why := fmt.Sprintf("no helm release %s/%s on this cluster to compare with", ns, mc.Release())
+		return upgrade.DriftReport{Unread: why}, nil
 	}
 	trace, err := deployed.Traced(o.Values, mc.Release(), ns)
 	if err != nil {

@@ -579,7 +579,8 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgrade.Chart) (upgrade.DriftReport, error) {
 	rel := revisionsOf(o).base
 	if rel == nil {
-		return upgrade.DriftReport{}, fmt.Errorf("helm release %s/%s has no deployed revision to compare with", t.namespace, t.name)
+		why := fmt.Sprintf("helm release %s/%s has no deployed revision to compare with", t.namespace, t.name)
+		return upgrade.DriftReport{Unread: why}, nil
 	}
 	trace, err := deployed.Traced(o.Values, t.name, t.namespace)
 	if err != nil {
