@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v4/pkg/strvals"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -85,4 +86,17 @@ func TestSetFlagIsReadBackByHelm(t *testing.T) {
 		require.Equal(t, values.Normalize(tc.v), values.Normalize(v), flag)
 	}
 	require.Equal(t, "--set auth.password=(redacted)", SetFlag([]string{"auth", "password"}, "hunter2", true))
+}
+
+// The adopt rule drift prints parses as a rule of a policy file, and
+// names the path it was made for.
+func TestAdoptRuleIsARuleOfThePolicyFile(t *testing.T) {
+	for _, keys := range [][]string{{"web", "image", "tag"}, {"a.b", "c"}, {"metadata", "annotations", "example.com/tier"}, {"it's"}} {
+		rule := AdoptRule(keys)
+		p, err := spec.ParsePolicy("drift", []byte("rules:\n- "+rule+"\n"))
+		require.NoError(t, err, rule)
+		require.Len(t, p.Rules, 1)
+		require.Equal(t, values.PolicyAdopt, p.Rules[0].Policy)
+		require.True(t, p.Rules[0].Pattern.Match(keys), "%s matches %q", rule, keys)
+	}
 }

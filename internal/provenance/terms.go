@@ -3,6 +3,7 @@ package provenance
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -51,10 +52,23 @@ func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Re
 		v := UnitValue(m.values, a.At, a.Value)
 		r.Adopt = append(r.Adopt, Adopted{Keys: unit, Value: v})
 		r.Set = append(r.Set, SetFlag(unit, v, secret))
-		r.Rules = append(r.Rules, fmt.Sprintf("{path: %s, policy: adopt}", PathString(stepsOf(unit))))
+		r.Rules = append(r.Rules, AdoptRule(unit))
 	}
 	return r
 }
+
+// AdoptRule is the spec rule, in YAML flow style, that adopts the value
+// at keys: the path plain when it is letters, digits, dots, dashes and
+// underscores, else single-quoted.
+func AdoptRule(keys []string) string {
+	path := PathString(stepsOf(keys))
+	if !plainPath.MatchString(path) {
+		path = "'" + strings.ReplaceAll(path, "'", "''") + "'"
+	}
+	return fmt.Sprintf("{path: %s, policy: adopt}", path)
+}
+
+var plainPath = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 
 func stepsOf(keys []string) []Step {
 	out := make([]Step, len(keys))
