@@ -14,8 +14,10 @@ import (
 // it is and with its effective values marked (provenance.Mark, without the
 // schema check: a marker is a string where the schema may want a number),
 // and pairs the two: which values render which fields. A chart that does
-// not render with the marked values gives a Map that says so for every
-// field; one that does not render at all gives Manifest's error.
+// not render with its numbers marked is traced by its strings alone; one
+// that does not render with its strings marked either gives a Map that
+// says so for every field; one that does not render at all gives
+// Manifest's error.
 func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*provenance.Map, error) {
 	real, err := render(c, userValues, name, namespace, false)
 	if err != nil {
@@ -28,7 +30,12 @@ func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*
 	marked, marks := provenance.Mark(effective)
 	traced, err := render(c, marked, name, namespace, true)
 	if err != nil {
-		return provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%v)", err))
+		// a template may want a number where a marker is text (until, a
+		// comparison): try again with the strings alone marked
+		marked, marks = provenance.MarkStrings(effective, fmt.Sprintf("with them marked, the chart does not render (%v)", err))
+		if traced, err = render(c, marked, name, namespace, true); err != nil {
+			return provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%v)", err))
+		}
 	}
 	return provenance.Trace(docs(real), docs(traced), marks, effective)
 }

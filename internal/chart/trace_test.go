@@ -216,3 +216,29 @@ func TestTraceOfAWholeList(t *testing.T) {
 	require.Equal(t, []string{`--set-json web.args=["--color","red"]`}, r.Set)
 	require.Equal(t, []string{"{path: web.args, policy: adopt}"}, r.Rules)
 }
+
+// A chart that wants a number where a marker is text (gt of a string
+// fails) is traced by its strings; a field a number renders then says numbers are not traced.
+func TestTraceOfAChartThatNeedsItsNumbers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "loop")
+	writeFiles(t, dir, map[string]string{
+		"Chart.yaml":  chartfile("loop", "1.0.0"),
+		"values.yaml": "workers: 2\nimage: registry.example/w:1\n",
+		"templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: loop}
+data:
+  image: {{ .Values.image | quote }}
+  workers: {{ .Values.workers | quote }}
+{{- if gt .Values.workers 1.0 }}
+  pool: "on"
+{{- end }}
+`,
+	})
+	m := traceOf(t, dir, nil)
+	cm := provenance.ObjectID{Kind: "ConfigMap", Name: "loop"}
+	require.Equal(t, map[string]any{"image": "registry.example/w:2"}, assignments(m.Explain(cm, []any{"data", "image"}, "registry.example/w:2", true)))
+	workers := m.Explain(cm, []any{"data", "workers"}, "3", true)
+	require.False(t, workers.Mapped())
+	require.Contains(t, workers.Reason, "numbers are not traced in this chart")
+}

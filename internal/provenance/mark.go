@@ -42,6 +42,8 @@ type Step = any
 type Marks struct {
 	at   [][]Step // where each mark is in the values
 	orig []any    // the value it replaced
+	// stringsOnly: numbers were kept (MarkStrings), and why.
+	stringsOnly string
 }
 
 // Len is the number of marks.
@@ -53,6 +55,15 @@ func (m *Marks) Len() int { return len(m.orig) }
 // would turn every condition true.
 func Mark(vals map[string]any) (map[string]any, *Marks) {
 	m := &Marks{}
+	out, _ := m.mark(vals, nil).(map[string]any)
+	return out, m
+}
+
+// MarkStrings is Mark keeping numbers too, for a chart that does not
+// render with its numbers marked (one passed to until, say); why says so,
+// and each field a number renders then names it.
+func MarkStrings(vals map[string]any, why string) (map[string]any, *Marks) {
+	m := &Marks{stringsOnly: why}
 	out, _ := m.mark(vals, nil).(map[string]any)
 	return out, m
 }
@@ -76,6 +87,9 @@ func (m *Marks) mark(v any, at []Step) any {
 			return t
 		}
 	case int, int64, float64, int32, uint64, float32, uint, uint32:
+		if m.stringsOnly != "" {
+			return v
+		}
 	default:
 		return v
 	}

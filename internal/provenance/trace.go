@@ -242,6 +242,9 @@ func (m *Map) Explain(id ObjectID, steps []Step, live any, liveSet bool) Source 
 		}
 	}
 	if reflect.DeepEqual(values.Normalize(mv), values.Normalize(rv)) {
+		if m.marks.stringsOnly != "" {
+			return Source{Reason: ReasonNoValue + "; numbers are not traced in this chart: " + m.marks.stringsOnly}
+		}
 		return Source{Reason: ReasonNoValue}
 	}
 	return Source{Reason: ReasonTransformed}
