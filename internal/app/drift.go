@@ -14,6 +14,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // DriftOptions are the inputs of `drift`.
@@ -99,7 +100,7 @@ func Drift(ctx context.Context, o DriftOptions) (*DriftOutput, error) {
 	}
 	for _, r := range rep.Reported {
 		patch := r.Patch
-		if r.Object.IsSecret() {
+		if r.Object.IsSecret() || values.LooksSecret(patch) {
 			patch = provenance.Redacted
 		}
 		out.Reported = append(out.Reported, ReportedDrift{Object: r.Object.String(), Patch: patch})
