@@ -166,6 +166,8 @@ func (d *DriftOutput) WriteTable(w io.Writer) error {
 				value, keep = "-", "not adoptable: "+f.Reading.Reason
 			case !f.Differs:
 				keep = "nothing to change: the chart renders the live value"
+			case len(f.Reading.Rules) == 0:
+				keep = "no change of a value renders it (the live field is gone, or the chart now renders it otherwise than the deployed manifest)"
 			default:
 				keep += " (or " + strings.Join(f.Reading.Set, " ") + ")"
 			}
