@@ -242,3 +242,25 @@ data:
 	require.False(t, workers.Mapped())
 	require.Contains(t, workers.Reason, "numbers are not traced in this chart")
 }
+
+// Two elements of one list in one field are adopted as one list with both
+// replaced.
+func TestReadOfTwoElementsOfOneList(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pair")
+	writeFiles(t, dir, map[string]string{
+		"Chart.yaml":  chartfile("pair", "1.0.0"),
+		"values.yaml": "hosts: [a.example, b.example, c.example]\n",
+		"templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: pair}
+data:
+  pair: "{{ index .Values.hosts 0 }},{{ index .Values.hosts 1 }}"
+`,
+	})
+	m := traceOf(t, dir, nil)
+	r := m.Read(provenance.ObjectID{Kind: "ConfigMap", Name: "pair"}, []any{"data", "pair"}, "x.example,y.example", true, false)
+	require.Len(t, r.Adopt, 1)
+	require.Equal(t, []any{"x.example", "y.example", "c.example"}, r.Adopt[0].Value)
+	require.Equal(t, []string{`--set-json hosts=["x.example","y.example","c.example"]`}, r.Set)
+	require.Equal(t, []string{"{path: hosts, policy: adopt}"}, r.Rules)
+}

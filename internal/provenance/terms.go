@@ -44,11 +44,20 @@ func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Re
 	if !r.Mapped() || !liveSet {
 		return r
 	}
+	byUnit := map[string]int{} // index in r.Adopt
 	for _, a := range r.Assignments {
 		if !a.Changed {
 			continue
 		}
 		unit := Unit(a.At)
+		path := PathString(stepsOf(unit))
+		if i, ok := byUnit[path]; ok {
+			// two elements of one list: one list with both replaced
+			r.Adopt[i].Value = setIn(r.Adopt[i].Value, a.At[len(unit):], a.Value)
+			r.Set[i] = SetFlag(unit, r.Adopt[i].Value, secret)
+			continue
+		}
+		byUnit[path] = len(r.Adopt)
 		v := UnitValue(m.values, a.At, a.Value)
 		r.Adopt = append(r.Adopt, Adopted{Keys: unit, Value: v})
 		r.Set = append(r.Set, SetFlag(unit, v, secret))
