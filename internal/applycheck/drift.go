@@ -155,8 +155,12 @@ func FieldDrift(tc managedfields.TypeConverter, rendered, live *unstructured.Uns
 		if skipDrift(printed, secret) {
 			return
 		}
-		rv, _, steps := walkFieldPath(want.Object, fp)
-		lv, lok, _ := walkFieldPath(live.Object, fp)
+		// by its structured path: the printed one cannot be parsed back
+		// when a key holds a dot (app.kubernetes.io/name)
+		p := pathOf(fp)
+		rv, _ := p.Lookup(want.Object)
+		lv, lok := p.Lookup(live.Object)
+		steps, _ := p.Steps(want.Object)
 		d := Drifted{Kind: rendered.GetKind(), Namespace: rendered.GetNamespace(), Name: rendered.GetName(),
 			Object: liveobjects.Describe(rendered), Field: printed, Rendered: rv, Live: lv, LiveSet: lok, Secret: secret,
 			Differs: !lok || !sameField(rv, lv)}
@@ -175,72 +179,6 @@ func FieldDrift(tc managedfields.TypeConverter, rendered, live *unstructured.Uns
 		out = append(out, d)
 	})
 	return out, nil
-}
-
-// walkFieldPath is the value at fp in obj (an object as JSON decodes it),
-// and fp's concrete steps there: field names and list indices. Where obj
-// lacks a part of fp, ok is false and the steps name the fields fp goes
-// on with, up to its next list element. (fp's printed form cannot be
-// parsed back: a key holding a dot, app.kubernetes.io/name, reads as
-// several.)
-func walkFieldPath(obj map[string]any, fp fieldpath.Path) (v any, ok bool, steps []any) {
-	var cur any = obj
-	missing := false
-	for _, pe := range fp {
-		if pe.FieldName != nil {
-			steps = append(steps, *pe.FieldName)
-			if !missing {
-				m, isMap := cur.(map[string]any)
-				var has bool
-				if cur, has = m[*pe.FieldName]; !isMap || !has {
-					missing = true
-				}
-			}
-			continue
-		}
-		if missing {
-			return nil, false, steps
-		}
-		list, _ := cur.([]any)
-		found := -1
-		for i, item := range list {
-			if elementMatches(pe, i, item) {
-				found = i
-				break
-			}
-		}
-		if found < 0 {
-			return nil, false, steps
-		}
-		steps, cur = append(steps, found), list[found]
-	}
-	if missing {
-		return nil, false, steps
-	}
-	return cur, true, steps
-}
-
-// elementMatches says whether list item i is the one pe selects: by its
-// keys, its value or its index.
-func elementMatches(pe fieldpath.PathElement, i int, item any) bool {
-	switch {
-	case pe.Index != nil:
-		return *pe.Index == i
-	case pe.Value != nil:
-		return sameValue(item, (*pe.Value).Unstructured())
-	case pe.Key != nil:
-		m, ok := item.(map[string]any)
-		if !ok {
-			return false
-		}
-		for _, f := range *pe.Key {
-			if !sameValue(m[f.Name], f.Value.Unstructured()) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
 }
 
 // skipDrift: the identity of the object, and what the API server rewrites.

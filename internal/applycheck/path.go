@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -67,6 +69,29 @@ func ParsePath(s string) (Path, error) {
 		}
 	}
 	return p, nil
+}
+
+// pathOf is a structured field path (a field set's) as a Path.
+func pathOf(fp fieldpath.Path) Path {
+	p := make(Path, len(fp))
+	for i, pe := range fp {
+		e := element{index: -1}
+		switch {
+		case pe.FieldName != nil:
+			e.field = *pe.FieldName
+		case pe.Key != nil:
+			e.keys = map[string]any{}
+			for _, f := range *pe.Key {
+				e.keys[f.Name] = f.Value.Unstructured()
+			}
+		case pe.Value != nil:
+			e.value, e.byVal = (*pe.Value).Unstructured(), true
+		case pe.Index != nil:
+			e.index = *pe.Index
+		}
+		p[i] = e
+	}
+	return p
 }
 
 // parseSelector reads the inside of [...].
