@@ -16,8 +16,9 @@ package provenance
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,7 +73,7 @@ func (m *Marks) mark(v any, at []Step) any {
 	switch t := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(t))
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			out[k] = m.mark(t[k], append(at[:len(at):len(at)], k))
 		}
 		return out
@@ -97,15 +98,6 @@ func (m *Marks) mark(v any, at []Step) any {
 	m.at = append(m.at, append([]Step(nil), at...))
 	m.orig = append(m.orig, v)
 	return markPrefix + strconv.Itoa(n) + markSuffix
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // PathString is a place in the values as a person writes it:

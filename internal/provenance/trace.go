@@ -265,7 +265,7 @@ func (m *Map) whole(n int, live any, liveSet bool) Source {
 }
 
 func (m *Map) assign(at []Step, v any, set bool) Assignment {
-	was, _ := getValue(m.values, at)
+	was, _ := get(m.values, at)
 	a := Assignment{At: at, Path: PathString(at), Was: was, Value: was}
 	if set {
 		a.Value = v
@@ -382,7 +382,7 @@ func (m *Map) subtree(node map[string]any) ([]Step, bool) {
 	if at == nil {
 		return nil, false
 	}
-	v, ok := getValue(m.values, at)
+	v, ok := get(m.values, at)
 	vm, isMap := v.(map[string]any)
 	if !ok || !isMap || len(vm) != len(node) {
 		return nil, false
@@ -417,7 +417,7 @@ func (m *Map) sublist(node []any) ([]Step, bool) {
 	if at == nil {
 		return nil, false
 	}
-	v, _ := getValue(m.values, at)
+	v, _ := get(m.values, at)
 	if l, ok := v.([]any); !ok || len(l) != len(node) {
 		return nil, false
 	}
@@ -554,5 +554,3 @@ func get(v any, steps []Step) (any, bool) {
 	}
 	return v, true
 }
-
-func getValue(vals map[string]any, at []Step) (any, bool) { return get(vals, at) }

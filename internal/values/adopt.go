@@ -1,9 +1,6 @@
 package values
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // adoptions prepares Input.Adopt: the value of each path an adopt rule
 // decides (the first rule matching it is adopt), added to the paths the
@@ -59,13 +56,8 @@ func anyPathMatches(p Pattern, tree any, keys []string) bool {
 	if len(keys) > 0 && p.Match(keys) {
 		return true
 	}
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if anyPathMatches(p, m[k], append(keys[:len(keys):len(keys)], k)) {
+	for k, v := range m {
+		if anyPathMatches(p, v, append(keys[:len(keys):len(keys)], k)) {
 			return true
 		}
 	}
