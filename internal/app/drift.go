@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
@@ -171,7 +172,7 @@ func (d *DriftOutput) WriteTable(w io.Writer) error {
 			default:
 				keep += " (or " + strings.Join(f.Reading.Set, " ") + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Object, f.Field, manager, f.Live, f.Rendered, value, keep)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Object, f.Field, manager, applycheck.Clip(f.Live), applycheck.Clip(f.Rendered), value, keep)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

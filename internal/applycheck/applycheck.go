@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,6 +37,8 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/yaml"
 )
 
@@ -68,9 +71,10 @@ type Conflict struct {
 	liveSet bool
 }
 
-// String is the conflict in one line: object, field, owner, values.
+// String is the conflict in one line: object, field, owner, values (cut
+// to MaxShown each).
 func (c Conflict) String() string {
-	return fmt.Sprintf("%s %s is owned by %s (live: %s; the upgrade sets: %s)", c.Object, c.Field, c.Owner, c.Live, c.New)
+	return fmt.Sprintf("%s %s is owned by %s (live: %s; the upgrade sets: %s)", c.Object, c.Field, c.Owner, Clip(c.Live), Clip(c.New))
 }
 
 // Unowned is an object the new chart adds that exists already without
@@ -218,14 +222,25 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 
 // one computes the conflicts of applying want over o.Live as manager; a
 // reason when it cannot (no schema for the kind; an object its schema
-// refuses, which the apply itself will meet and name).
+// refuses, which the apply itself will meet and name). The fields the API
+// server resets on such a write (a status) are left out, as it leaves
+// them out.
 func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any) ([]Conflict, string) {
 	gvk := want.GroupVersionKind()
 	tc, err := c.Schemas.Converter(ctx, gvk)
 	if err != nil {
 		return nil, err.Error()
 	}
-	causes, err := ApplyConflicts(tc, o.Live, want, manager)
+	causes, err := ApplyConflicts(tc, c.Schemas.ResetFields(ctx, gvk), o.Live, want, manager)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if len(causes) == 0 {
+		return nil, ""
+	}
+	// each conflict's field by its structured path in want's field set:
+	// the printed one cannot be parsed back when a key holds a dot
+	paths, err := fieldPaths(tc, want)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -234,7 +249,8 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 	for _, cause := range causes {
 		owner := strings.TrimPrefix(cause.Message, "conflict with ")
 		k := Conflict{Object: o.Name(), Field: cause.Field, Owner: owner, OwnerName: ownerName(owner), Secret: secret, AppliedAs: manager}
-		if path, err := ParsePath(cause.Field); err == nil {
+		if fp, ok := paths[cause.Field]; ok {
+			path := pathOf(fp)
 			live, liveSet := path.Lookup(o.Live.Object)
 			k.Live, k.New = show(live, liveSet), show(path.Lookup(want.Object))
 			if old != nil {
@@ -249,11 +265,31 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 			k.Live, k.New = "(unread)", "(unread)"
 		}
 		if secret {
-			k.Live, k.New = "(redacted)", "(redacted)"
+			k.Live, k.New = provenance.Redacted, provenance.Redacted
 		}
 		out = append(out, k)
 	}
 	return out, ""
+}
+
+// fieldPaths are the structured paths of the fields obj sets, as tc
+// types them, by the way the API server prints them in a conflict.
+func fieldPaths(tc managedfields.TypeConverter, obj *unstructured.Unstructured) (map[string]fieldpath.Path, error) {
+	decoded, err := asDecoded(obj)
+	if err != nil {
+		return nil, err
+	}
+	tv, err := tc.ObjectToTyped(decoded, typed.AllowDuplicates)
+	if err != nil {
+		return nil, fmt.Errorf("typing the object: %w", err)
+	}
+	set, err := tv.ToFieldSet()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]fieldpath.Path{}
+	set.Iterate(func(fp fieldpath.Path) { out[fp.String()] = fp.Copy() })
+	return out, nil
 }
 
 // inValues reads each conflict back in values terms (Conflict.Values)
@@ -281,12 +317,13 @@ func inValues(conflicts []Conflict, traceOf func() (*provenance.Map, error)) err
 // ApplyConflicts runs, in this process, the server-side apply (without
 // force) of want over live as manager, as the API server runs it: the
 // same field manager of k8s.io/apimachinery over tc, the type converter of
-// the cluster's schema for the kind. It returns the conflicts as the API
+// the cluster's schema for the kind, and reset, the fields its
+// reset-fields strategy drops from such a write (Schemas.ResetFields). It returns the conflicts as the API
 // server reports them (the causes of its 409); an error when the apply
 // fails for another reason (the schema refuses want, say).
-func ApplyConflicts(tc managedfields.TypeConverter, live, want *unstructured.Unstructured, manager string) ([]metav1.StatusCause, error) {
+func ApplyConflicts(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]fieldpath.Filter, live, want *unstructured.Unstructured, manager string) ([]metav1.StatusCause, error) {
 	gvk := want.GroupVersionKind()
-	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{gvk.GroupVersion()}, noDefaults{}, creater{}, gvk, gvk.GroupVersion(), "", nil)
+	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{gvk.GroupVersion()}, noDefaults{}, creater{}, gvk, gvk.GroupVersion(), "", reset)
 	if err != nil {
 		return nil, err
 	}
@@ -499,26 +536,34 @@ func Objects(manifest string) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// maxShown is the longest value shown in full.
-const maxShown = 120
+// MaxShown is the longest value a line for people shows in full (Clip);
+// a value in -o json or -o yaml is never cut.
+const MaxShown = 120
 
-// show is a value for people: a string as it is, anything else as JSON;
-// "(unset)" when absent; cut to maxShown.
+// show is a value, whole: a string as it is, anything else as JSON;
+// "(unset)" when absent.
 func show(v any, ok bool) string {
 	if !ok {
 		return "(unset)"
 	}
-	var s string
 	if str, isStr := v.(string); isStr {
-		s = str
-	} else {
-		b, _ := json.Marshal(v)
-		s = string(b)
+		return str
 	}
-	if len(s) > maxShown {
-		s = s[:maxShown] + "…"
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Clip is a value of show for a line: cut to MaxShown bytes (on a rune
+// boundary), with "…" where it was cut.
+func Clip(s string) string {
+	if len(s) <= MaxShown {
+		return s
 	}
-	return s
+	cut := MaxShown
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // WaysOut says what an operator can do about conflicts, as one line.

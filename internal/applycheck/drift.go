@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -96,7 +95,7 @@ func (c Checker) Drift(ctx context.Context, r DriftRequest) (DriftResult, error)
 				applier = r.Fallback
 			}
 		}
-		fields, err := FieldDrift(tc, o.Want, o.Live, applier)
+		fields, err := FieldDrift(tc, c.Schemas.ResetFields(ctx, o.Want.GroupVersionKind()), o.Want, o.Live, applier)
 		if err != nil {
 			res.NotChecked = append(res.NotChecked, o.Name()+": "+err.Error())
 			continue
@@ -112,10 +111,13 @@ func (c Checker) Drift(ctx context.Context, r DriftRequest) (DriftResult, error)
 
 // FieldDrift compares each field rendered sets (its leaves, as the kind's
 // schema tc types them) with live: a field whose value differs, or that a
-// manager other than applier owns (live's managedFields), is listed. The
-// identity fields, and a Secret's stringData (the API server folds it into
-// data), are left out.
-func FieldDrift(tc managedfields.TypeConverter, rendered, live *unstructured.Unstructured, applier string) ([]Drifted, error) {
+// manager other than applier owns (live's managedFields), is listed. Left
+// out, as no one but the API server and the applier sets them: the
+// identity fields, the metadata the API server sets, Helm's ownership
+// metadata, a Secret's stringData (the API server folds it into data),
+// and the fields reset drops from a write of the object (its status, for
+// a kind with a status subresource: Schemas.ResetFields).
+func FieldDrift(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]fieldpath.Filter, rendered, live *unstructured.Unstructured, applier string) ([]Drifted, error) {
 	want, err := asDecoded(rendered)
 	if err != nil {
 		return nil, err
@@ -127,6 +129,9 @@ func FieldDrift(tc managedfields.TypeConverter, rendered, live *unstructured.Uns
 	set, err := tv.ToFieldSet()
 	if err != nil {
 		return nil, err
+	}
+	if f := reset[fieldpath.APIVersion(rendered.GroupVersionKind().GroupVersion().String())]; f != nil {
+		set = f.Filter(set)
 	}
 	type owner struct {
 		name, label string
@@ -152,7 +157,7 @@ func FieldDrift(tc managedfields.TypeConverter, rendered, live *unstructured.Uns
 	var out []Drifted
 	set.Leaves().Iterate(func(fp fieldpath.Path) {
 		printed := fp.String()
-		if skipDrift(printed, secret) {
+		if skipDrift(fp, secret) {
 			return
 		}
 		// by its structured path: the printed one cannot be parsed back
@@ -181,13 +186,32 @@ func FieldDrift(tc managedfields.TypeConverter, rendered, live *unstructured.Uns
 	return out, nil
 }
 
-// skipDrift: the identity of the object, and what the API server rewrites.
-func skipDrift(field string, secret bool) bool {
-	switch field {
-	case ".apiVersion", ".kind", ".metadata.name", ".metadata.namespace":
-		return true
+// skipDrift: the identity of the object, the metadata the API server
+// sets, Helm's ownership metadata, and what the API server rewrites.
+func skipDrift(fp fieldpath.Path, secret bool) bool {
+	name := func(i int) string {
+		if i < len(fp) && fp[i].FieldName != nil {
+			return *fp[i].FieldName
+		}
+		return ""
 	}
-	return secret && strings.HasPrefix(field, ".stringData")
+	switch top := name(0); {
+	case len(fp) == 1 && (top == "apiVersion" || top == "kind"):
+		return true
+	case top == "stringData":
+		return secret
+	case top != "metadata":
+		return false
+	}
+	switch field := name(1); field {
+	case "name", "namespace", "creationTimestamp", "uid", "resourceVersion", "generation", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds":
+		return true
+	case "annotations":
+		return len(fp) == 3 && (name(2) == releaseNameKey || name(2) == releaseNamespaceKey)
+	case "labels":
+		return len(fp) == 3 && name(2) == managedByLabel
+	}
+	return false
 }
 
 // sameField compares a rendered and a live value: as JSON values, or as

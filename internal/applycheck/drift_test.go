@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 )
@@ -32,7 +34,7 @@ func TestFieldDrift(t *testing.T) {
 		{Manager: "kubectl-patch", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: []byte(
 			`{"f:data":{"f:retention":{},"f:shared":{}}}`)}},
 	})
-	fields, err := FieldDrift(managedfields.NewDeducedTypeConverter(), rendered, live, "helm")
+	fields, err := FieldDrift(managedfields.NewDeducedTypeConverter(), nil, rendered, live, "helm")
 	require.NoError(t, err)
 	got := map[string]Drifted{}
 	for _, f := range fields {
@@ -52,6 +54,40 @@ func TestFieldDrift(t *testing.T) {
 	assert.Equal(t, "silver", tier.Live)
 	assert.Equal(t, []any{"metadata", "annotations", "example.com/tier"}, tier.Steps)
 	assert.Empty(t, tier.Managers, "changed by a manager that kept no record of it")
+}
+
+// What no one but the API server and the applier sets is no drift: the
+// status a chart renders into a kind with a status subresource (a CRD
+// template with a status: block, as Harvester's), the metadata the API
+// server sets (creationTimestamp: null, as controller-gen writes it), and
+// Helm's ownership metadata; a field beside them is.
+func TestFieldDriftLeavesOutWhatTheServerSets(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+	obj := func(status map[string]any, group string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "widgets.example.com", "creationTimestamp": nil,
+				"annotations": map[string]any{"meta.helm.sh/release-name": "web", "example.com/tier": "gold"},
+				"labels":      map[string]any{"app.kubernetes.io/managed-by": "Helm"}},
+			"spec":   map[string]any{"group": group},
+			"status": status}}
+		u.SetGroupVersionKind(gvk)
+		return u
+	}
+	rendered := obj(map[string]any{"acceptedNames": map[string]any{"kind": "", "plural": ""}, "storedVersions": []any{}}, "example.com")
+	live := obj(map[string]any{"acceptedNames": map[string]any{"kind": "Widget", "plural": "widgets"}, "storedVersions": []any{"v1"}}, "example.org")
+	live.SetCreationTimestamp(metav1.Now())
+	live.SetAnnotations(map[string]string{"meta.helm.sh/release-name": "other", "example.com/tier": "gold"})
+	live.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "Fleet"})
+	reset := map[fieldpath.APIVersion]fieldpath.Filter{"apiextensions.k8s.io/v1": fieldpath.NewExcludeSetFilter(statusSet)}
+	fields, err := FieldDrift(managedfields.NewDeducedTypeConverter(), reset, rendered, live, "helm")
+	require.NoError(t, err)
+	require.Len(t, fields, 1, "%+v", fields)
+	assert.Equal(t, ".spec.group", fields[0].Field)
+
+	// without a status subresource, status is the object's own field
+	fields, err = FieldDrift(managedfields.NewDeducedTypeConverter(), nil, rendered, live, "helm")
+	require.NoError(t, err)
+	assert.Len(t, fields, 4, "%+v", fields) // spec.group, acceptedNames.kind and .plural, storedVersions
 }
 
 // A value named like a secret, rendered into a ConfigMap, is read back

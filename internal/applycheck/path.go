@@ -1,21 +1,18 @@
 package applycheck
 
 import (
-	"encoding/json"
-	"fmt"
 	"reflect"
-	"strconv"
-	"strings"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
-// Path is a field path as the API server prints it in a conflict:
-// .spec.template.spec.containers[name="web"].image. Its elements are a
-// field (.name), a list element by its keys ([name="web",port=80]), by
-// its value ([="x"]) or by its index ([2]).
+// Path is a field path of a field set (pathOf), to find a field in an
+// object as JSON decodes it. Its elements are a field, a list element by
+// its keys ([name="web",port=80] as the API server prints it), by its
+// value ([="x"]) or by its index ([2]). It is never parsed from the
+// printed form: a key may hold a dot (eks.amazonaws.com/role-arn).
 type Path []element
 
 type element struct {
@@ -24,51 +21,6 @@ type element struct {
 	value any            // [=v]
 	byVal bool
 	index int // [i]; -1 when not an index
-}
-
-// ParsePath parses a printed field path.
-func ParsePath(s string) (Path, error) {
-	var p Path
-	for i := 0; i < len(s); {
-		switch s[i] {
-		case '.':
-			j := i + 1
-			for j < len(s) && s[j] != '.' && s[j] != '[' {
-				j++
-			}
-			if j == i+1 {
-				return nil, fmt.Errorf("field path %q: an empty field at %d", s, i)
-			}
-			p = append(p, element{field: s[i+1 : j], index: -1})
-			i = j
-		case '[':
-			j, inQuote := i+1, false
-			for ; j < len(s); j++ {
-				if s[j] == '\\' && inQuote {
-					j++
-					continue
-				}
-				if s[j] == '"' {
-					inQuote = !inQuote
-				}
-				if s[j] == ']' && !inQuote {
-					break
-				}
-			}
-			if j >= len(s) {
-				return nil, fmt.Errorf("field path %q: an unclosed [ at %d", s, i)
-			}
-			e, err := parseSelector(s[i+1 : j])
-			if err != nil {
-				return nil, fmt.Errorf("field path %q: %w", s, err)
-			}
-			p = append(p, e)
-			i = j + 1
-		default:
-			return nil, fmt.Errorf("field path %q: want . or [ at %d", s, i)
-		}
-	}
-	return p, nil
 }
 
 // pathOf is a structured field path (a field set's) as a Path.
@@ -92,49 +44,6 @@ func pathOf(fp fieldpath.Path) Path {
 		p[i] = e
 	}
 	return p
-}
-
-// parseSelector reads the inside of [...].
-func parseSelector(s string) (element, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		return element{index: n}, nil
-	}
-	if strings.HasPrefix(s, "=") {
-		var v any
-		if err := json.Unmarshal([]byte(s[1:]), &v); err != nil {
-			return element{}, fmt.Errorf("a value selector [%s]: %w", s, err)
-		}
-		return element{value: v, byVal: true, index: -1}, nil
-	}
-	// k1=v1,k2=v2 with JSON values: read it as a JSON object
-	var b strings.Builder
-	b.WriteByte('{')
-	rest := s
-	for first := true; rest != ""; first = false {
-		eq := strings.IndexByte(rest, '=')
-		if eq <= 0 {
-			return element{}, fmt.Errorf("a key selector [%s]: want key=value", s)
-		}
-		if !first {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Quote(rest[:eq]))
-		b.WriteByte(':')
-		rest = rest[eq+1:]
-		dec := json.NewDecoder(strings.NewReader(rest))
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return element{}, fmt.Errorf("a key selector [%s]: %w", s, err)
-		}
-		b.Write(v)
-		rest = strings.TrimPrefix(strings.TrimSpace(rest[dec.InputOffset():]), ",")
-	}
-	b.WriteByte('}')
-	keys := map[string]any{}
-	if err := json.Unmarshal([]byte(b.String()), &keys); err != nil {
-		return element{}, fmt.Errorf("a key selector [%s]: %w", s, err)
-	}
-	return element{keys: keys, index: -1}, nil
 }
 
 // Lookup is the value at p in obj (an object as JSON decodes it); ok is

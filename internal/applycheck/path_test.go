@@ -1,15 +1,20 @@
 package applycheck
 
 import (
-	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// A printed field path finds the value it names: fields, list elements by
-// key (strings and numbers), by value and by index.
+// A field set's path finds the value it names: fields, keys with dots,
+// list elements by key (strings and numbers), by value and by index.
 func TestPathLookup(t *testing.T) {
 	obj := map[string]any{"spec": map[string]any{
 		"template": map[string]any{"spec": map[string]any{"containers": []any{
@@ -20,36 +25,81 @@ func TestPathLookup(t *testing.T) {
 			}},
 		}}},
 		"finalizers": []any{"a", "b,c"},
-	}}
-	for path, want := range map[string]any{
-		`.spec.template.spec.containers[name="web"].image`:                                        "web:2",
-		`.spec.template.spec.containers[name="side"]`:                                             map[string]any{"name": "side", "image": "side:1"},
-		`.spec.template.spec.containers[name="web"].ports[containerPort=443,protocol="TCP"].name`: "https",
-		`.spec.template.spec.containers[name="web"].ports[containerPort=80,protocol="TCP"].name`:  "http",
-		`.spec.template.spec.containers[1].image`:                                                 "web:2",
-		`.spec.finalizers[="b,c"]`:                                                                "b,c",
-	} {
-		p, err := ParsePath(path)
-		require.NoError(t, err, path)
-		got, ok := p.Lookup(obj)
-		assert.True(t, ok, path)
-		assert.Equal(t, want, got, path)
+	}, "metadata": map[string]any{"annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:1"}}}
+	containers := []any{"spec", "template", "spec", "containers"}
+	with := func(base []any, more ...any) []any { return append(append([]any{}, base...), more...) }
+	port := func(n int, proto string) fieldpath.PathElement {
+		return fieldpath.PathElement{Key: &value.FieldList{{Name: "containerPort", Value: value.NewValueInterface(n)}, {Name: "protocol", Value: value.NewValueInterface(proto)}}}
 	}
-	for _, path := range []string{`.spec.nothing`, `.spec.template.spec.containers[name="db"].image`, `.spec.finalizers[="z"]`, `.spec.template.spec.containers[5]`} {
-		p, err := ParsePath(path)
-		require.NoError(t, err, path)
-		_, ok := p.Lookup(obj)
-		assert.False(t, ok, path)
+	for _, tc := range []struct {
+		path []any
+		want any
+	}{
+		{with(containers, fieldpath.KeyByFields("name", "web"), "image"), "web:2"},
+		{with(containers, fieldpath.KeyByFields("name", "side")), map[string]any{"name": "side", "image": "side:1"}},
+		{with(containers, fieldpath.KeyByFields("name", "web"), "ports", port(443, "TCP"), "name"), "https"},
+		{with(containers, fieldpath.KeyByFields("name", "web"), "ports", port(80, "TCP"), "name"), "http"},
+		{with(containers, 1, "image"), "web:2"},
+		{[]any{"spec", "finalizers", value.NewValueInterface("b,c")}, "b,c"},
+		{[]any{"metadata", "annotations", "eks.amazonaws.com/role-arn"}, "arn:1"},
+	} {
+		fp := fieldpath.MakePathOrDie(tc.path...)
+		got, ok := pathOf(fp).Lookup(obj)
+		assert.True(t, ok, fp.String())
+		assert.Equal(t, tc.want, got, fp.String())
+	}
+	for _, path := range [][]any{
+		{"spec", "nothing"},
+		with(containers, fieldpath.KeyByFields("name", "db"), "image"),
+		{"spec", "finalizers", value.NewValueInterface("z")},
+		with(containers, 5),
+		{"metadata", "annotations", "eks", "amazonaws.com/role-arn"},
+	} {
+		fp := fieldpath.MakePathOrDie(path...)
+		_, ok := pathOf(fp).Lookup(obj)
+		assert.False(t, ok, fp.String())
 	}
 }
 
-// A path that is not one is an error naming it.
-func TestParsePathRefusesBadPaths(t *testing.T) {
-	for _, bad := range []string{`spec`, `.spec[name="x"`, `.spec..x`, `.spec[name]`, `.spec[=nope]`} {
-		_, err := ParsePath(bad)
-		require.Error(t, err, bad)
-		assert.Contains(t, err.Error(), strconv.Quote(bad))
+// The round trip of a conflict's field: a path of the applied object's
+// field set, printed as the API server prints it in a conflict, is found
+// again by that line (fieldPaths) and looks up the value it was made
+// from, whatever its keys hold (dots, slashes, brackets, quotes).
+func FuzzFieldPathRoundTrip(f *testing.F) {
+	f.Add("eks.amazonaws.com/role-arn", "config.yaml", "arn:aws:iam::1:role/x", "web")
+	f.Add("a", "b", "c", "d")
+	f.Add(`we"ird].[key`, `=`, `\`, `x.y`)
+	tc := managedfields.NewDeducedTypeConverter()
+	f.Fuzz(func(t *testing.T, annotation, dataKey, val, name string) {
+		if annotation == "" || dataKey == "" || name == "" || annotation == dataKey ||
+			!utf8.ValidString(annotation) || !utf8.ValidString(dataKey) || !utf8.ValidString(val) || !utf8.ValidString(name) {
+			return // JSON, and so the API server, has no such keys
+		}
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "annotations": map[string]any{annotation: val}},
+			"data":     map[string]any{dataKey: val, "plain": "p"}}}
+		paths, err := fieldPaths(tc, obj)
+		if err != nil {
+			t.Skip(err) // not an object the API server would type either
+		}
+		for _, want := range [][]any{{"metadata", "annotations", annotation}, {"data", dataKey}, {"data", "plain"}} {
+			line := fieldpath.MakePathOrDie(want...).String()
+			fp, ok := paths[line]
+			require.True(t, ok, "%s is not found by its line", line)
+			got, ok := pathOf(fp).Lookup(obj.Object)
+			require.True(t, ok, line)
+			wantValue, _, _ := unstructured.NestedFieldNoCopy(obj.Object, toStrings(want)...)
+			require.Equal(t, wantValue, got, line)
+		}
+	})
+}
+
+func toStrings(steps []any) []string {
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = s.(string)
 	}
+	return out
 }
 
 // The owner's bare name is read from the API server's wording.
@@ -60,13 +110,18 @@ func TestOwnerName(t *testing.T) {
 	assert.Equal(t, "odd", ownerName(`odd`))
 }
 
-// Values are shown as they are, JSON when not a string, cut when long,
-// "(unset)" when absent.
+// Values are shown as they are, JSON when not a string, whole, "(unset)"
+// when absent; a line cuts them when long, on a rune boundary.
 func TestShow(t *testing.T) {
 	assert.Equal(t, "web:2", show("web:2", true))
 	assert.Equal(t, "3", show(int64(3), true))
 	assert.Equal(t, `{"a":"b"}`, show(map[string]any{"a": "b"}, true))
 	assert.Equal(t, "(unset)", show(nil, false))
-	long := show(string(make([]byte, 300)), true)
-	assert.Len(t, []rune(long), maxShown+1)
+	long := show(strings.Repeat("x", 300), true)
+	assert.Len(t, long, 300, "never cut: -o json shows it whole")
+	assert.Len(t, []rune(Clip(long)), MaxShown+1)
+	assert.Equal(t, "web:2", Clip("web:2"))
+	runes := Clip(strings.Repeat("é", 100)) // 200 bytes
+	assert.True(t, utf8.ValidString(runes), runes)
+	assert.True(t, strings.HasSuffix(runes, "…"))
 }

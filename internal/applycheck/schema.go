@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/openapi"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 )
@@ -35,11 +37,13 @@ type Schemas struct {
 }
 
 // gvDoc is one group-version's document: its schemas undecoded, by name,
-// and the name of each kind's.
+// the name of each kind's, and the kinds served with a status
+// subresource.
 type gvDoc struct {
 	once   sync.Once
 	raw    map[string]json.RawMessage
 	byKind map[string]string
+	status map[string]bool
 	err    error
 
 	mu    sync.Mutex
@@ -95,9 +99,49 @@ func (s *Schemas) doc(ctx context.Context, gv schema.GroupVersion) *gvDoc {
 			d.err = err
 			return
 		}
-		d.raw, d.byKind, d.err = index(gv, data)
+		d.raw, d.byKind, d.status, d.err = index(gv, data)
 	})
 	return d
+}
+
+// ResetFields are the fields of gvk the API server resets on a write of
+// the object itself, as its reset-fields strategy does, in the form its
+// field manager takes them: status, for a kind served with a status
+// subresource (every built-in kind that has one, and a CRD that declares
+// subresources.status, CustomResourceDefinition itself included). An
+// apply neither owns nor conflicts on them: the API server drops them
+// from the applied object. nil for another kind.
+func (s *Schemas) ResetFields(ctx context.Context, gvk schema.GroupVersionKind) map[fieldpath.APIVersion]fieldpath.Filter {
+	d := s.doc(ctx, gvk.GroupVersion())
+	if d.err != nil || !d.status[gvk.Kind] {
+		return nil
+	}
+	return map[fieldpath.APIVersion]fieldpath.Filter{
+		fieldpath.APIVersion(gvk.GroupVersion().String()): fieldpath.NewExcludeSetFilter(statusSet),
+	}
+}
+
+// statusSet is the status of an object, and everything under it.
+var statusSet = fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
+
+// statusKinds are the kinds of a group-version's paths served with a
+// status subresource: those of its paths that end in /{name}/status.
+func statusKinds(gv schema.GroupVersion, paths map[string]map[string]json.RawMessage) map[string]bool {
+	out := map[string]bool{}
+	for path, ops := range paths {
+		if !strings.HasSuffix(path, "/{name}/status") {
+			continue
+		}
+		for _, op := range ops {
+			var ext struct {
+				GVK struct{ Group, Version, Kind string } `json:"x-kubernetes-group-version-kind"`
+			}
+			if json.Unmarshal(op, &ext) == nil && ext.GVK.Kind != "" && ext.GVK.Group == gv.Group && ext.GVK.Version == gv.Version {
+				out[ext.GVK.Kind] = true
+			}
+		}
+	}
+	return out
 }
 
 // prefetch fetches, all at once, the documents of the group-versions of
@@ -159,15 +203,17 @@ func (s *Schemas) fetch(ctx context.Context, gv schema.GroupVersion) ([]byte, er
 const gvkExtension = "x-kubernetes-group-version-kind"
 
 // index splits a group-version's document into its schemas, undecoded,
-// and finds the schema of each of its kinds.
-func index(gv schema.GroupVersion, data []byte) (map[string]json.RawMessage, map[string]string, error) {
+// finds the schema of each of its kinds, and the kinds served with a
+// status subresource.
+func index(gv schema.GroupVersion, data []byte) (map[string]json.RawMessage, map[string]string, map[string]bool, error) {
 	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
 		Components struct {
 			Schemas map[string]json.RawMessage `json:"schemas"`
 		} `json:"components"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, nil, fmt.Errorf("decoding the OpenAPI v3 schema of %s: %w", gv, err)
+		return nil, nil, nil, fmt.Errorf("decoding the OpenAPI v3 schema of %s: %w", gv, err)
 	}
 	byKind := map[string]string{}
 	for name, raw := range doc.Components.Schemas {
@@ -178,7 +224,7 @@ func index(gv schema.GroupVersion, data []byte) (map[string]json.RawMessage, map
 			GVK []struct{ Group, Version, Kind string } `json:"x-kubernetes-group-version-kind"`
 		}
 		if err := json.Unmarshal(raw, &ext); err != nil {
-			return nil, nil, fmt.Errorf("decoding the OpenAPI v3 schema %s of %s: %w", name, gv, err)
+			return nil, nil, nil, fmt.Errorf("decoding the OpenAPI v3 schema %s of %s: %w", name, gv, err)
 		}
 		for _, g := range ext.GVK {
 			if g.Group == gv.Group && g.Version == gv.Version {
@@ -187,9 +233,9 @@ func index(gv schema.GroupVersion, data []byte) (map[string]json.RawMessage, map
 		}
 	}
 	if len(byKind) == 0 {
-		return nil, nil, fmt.Errorf("%s: %w", gv, errNoSchema)
+		return nil, nil, nil, fmt.Errorf("%s: %w", gv, errNoSchema)
 	}
-	return doc.Components.Schemas, byKind, nil
+	return doc.Components.Schemas, byKind, statusKinds(gv, doc.Paths), nil
 }
 
 // schemaRef is a reference from one schema to another in a document.

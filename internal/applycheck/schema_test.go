@@ -38,12 +38,12 @@ func TestAKindWithoutASchemaIsNamed(t *testing.T) {
 // a schema that refers to one the document lacks is named.
 func TestADocumentWithoutTheKindsSchemaIsNamed(t *testing.T) {
 	gv := schema.GroupVersion{Group: "x.example.com", Version: "v1"}
-	_, _, err := index(gv, []byte(`{"openapi":"3.0.0","paths":{}}`))
+	_, _, _, err := index(gv, []byte(`{"openapi":"3.0.0","paths":{}}`))
 	assert.ErrorIs(t, err, errNoSchema)
-	_, _, err = index(schema.GroupVersion{Version: "v1"}, []byte(`{`))
+	_, _, _, err = index(schema.GroupVersion{Version: "v1"}, []byte(`{`))
 	assert.ErrorContains(t, err, "decoding the OpenAPI v3 schema of v1")
 
-	raw, byKind, err := index(gv, []byte(`{"components":{"schemas":{
+	raw, byKind, _, err := index(gv, []byte(`{"components":{"schemas":{
 		"x.Widget":{"type":"object","properties":{"spec":{"$ref":"#/components/schemas/x.Missing"}},
 			"x-kubernetes-group-version-kind":[{"group":"x.example.com","version":"v1","kind":"Widget"}]}}}}`))
 	require.NoError(t, err)
@@ -52,4 +52,24 @@ func TestADocumentWithoutTheKindsSchemaIsNamed(t *testing.T) {
 	assert.ErrorIs(t, err, errNoSchema)
 	_, err = d.converter(gv.WithKind("Widget"))
 	assert.EqualError(t, err, "the OpenAPI v3 schema of x.example.com/v1, Kind=Widget refers to x.Missing, which it does not hold")
+}
+
+// The kinds served with a status subresource are read from the paths of
+// their group-version's document: the API server resets their status on
+// a write of the object itself.
+func TestStatusSubresourcesAreReadFromThePaths(t *testing.T) {
+	gv := schema.GroupVersion{Group: "x.example.com", Version: "v1"}
+	_, _, status, err := index(gv, []byte(`{"paths":{
+		"/apis/x.example.com/v1/namespaces/{namespace}/widgets/{name}/status":{
+			"parameters":[{"name":"name"}],
+			"get":{"x-kubernetes-group-version-kind":{"group":"x.example.com","version":"v1","kind":"Widget"}}},
+		"/apis/x.example.com/v1/namespaces/{namespace}/gadgets/{name}":{
+			"get":{"x-kubernetes-group-version-kind":{"group":"x.example.com","version":"v1","kind":"Gadget"}}},
+		"/apis/x.example.com/v1/namespaces/{namespace}/gadgets/{name}/scale":{
+			"get":{"x-kubernetes-group-version-kind":{"group":"autoscaling","version":"v1","kind":"Scale"}}}},
+		"components":{"schemas":{
+		"x.Widget":{"type":"object","x-kubernetes-group-version-kind":[{"group":"x.example.com","version":"v1","kind":"Widget"}]},
+		"x.Gadget":{"type":"object","x-kubernetes-group-version-kind":[{"group":"x.example.com","version":"v1","kind":"Gadget"}]}}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"Widget": true}, status)
 }
