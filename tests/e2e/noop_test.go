@@ -21,7 +21,7 @@ import (
 // nothing else: no discovery, no watch, no write, and no read of the Lease,
 // which a run reads only to give it up when this node's journal says an
 // earlier run was killed in its apply (freeLeftLease). On this node (which
-// applied) and on another (which did not), exactly those two requests. The
+// applied) and on another (which did not), exactly those three requests. The
 // first run, an upgrade, shows that the counter counts: its reads and its
 // write of the ManagedChart.
 func TestNoopRunMakesThreeRequests(t *testing.T) {
@@ -37,6 +37,13 @@ func TestNoopRunMakesThreeRequests(t *testing.T) {
 	assert.Contains(t, wc.requests(), "GET "+managedChart, "the counter sees the reads of the upgrade")
 	assert.Positive(t, wc.writes.Load(), "the counter sees the writes of the upgrade")
 	assert.Contains(t, wc.seen, "PUT "+managedChart, "the upgrade wrote the ManagedChart: %v", wc.seen)
+	bdLists := 0
+	for _, r := range wc.requests() {
+		if r == "GET /apis/fleet.cattle.io/v1alpha1/bundledeployments" {
+			bdLists++
+		}
+	}
+	assert.Equal(t, 1, bdLists, "the upgrade confirms the ready summary of the Bundle's new generation once, however often it judges it ready: %v", wc.requests())
 
 	want := []string{
 		"GET " + managedChart,

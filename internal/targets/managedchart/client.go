@@ -53,8 +53,12 @@ func (c *Client) Bundle(ctx context.Context, namespace, managedChart string) (*B
 }
 
 // ConfirmSample bounds the confirmation of a ready summary: one page of
-// at most this many BundleDeployments.
-const ConfirmSample = 100
+// at most this many BundleDeployments. One is enough to prove a summary
+// stale: Fleet's bundle controller writes every BundleDeployment's new
+// deployment before the status it may write stale, and no agent has
+// applied it then; each more costs its weight to read and decode
+// (docs/design.md §4.2, docs/performance.md).
+const ConfirmSample = 1
 
 // BundleDeployments reads the BundleDeployments of a ManagedChart's
 // Bundle: one list, by their labels, across the clusters' namespaces, of

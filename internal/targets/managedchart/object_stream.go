@@ -134,51 +134,62 @@ func (c *Client) rawRequest(gvr schema.GroupVersionResource, namespace string, o
 // decodeList decodes a list one item at a time, handing each item's JSON
 // (valid during the call) to item, and returns its resourceVersion.
 func decodeList(s *jsonStream, item func([]byte) error) (rv string, err error) {
+	rv, _, err = decodeListPage(s, item)
+	return rv, err
+}
+
+// decodeListPage is decodeList that also returns the list's continue
+// token ("" on its last page).
+func decodeListPage(s *jsonStream, item func([]byte) error) (rv, cont string, err error) {
 	if err := s.punct('{'); err != nil {
-		return "", err
+		return "", "", err
 	}
 	for {
 		if c, err := s.peek(); err != nil || c == '}' {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return rv, err
+			return rv, cont, err
 		}
 		k, err := s.value()
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		key, err := (&jsonReader{data: k}).str()
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if err := s.punct(':'); err != nil {
-			return "", err
+			return "", "", err
 		}
 		switch key {
 		case "items":
 			if err := decodeItems(s, item); err != nil {
-				return "", fmt.Errorf("items: %w", err)
+				return "", "", fmt.Errorf("items: %w", err)
 			}
 		case "metadata":
 			v, err := s.value()
 			if err != nil {
-				return "", err
+				return "", "", err
 			}
 			r := &jsonReader{data: v}
-			rv = ""
+			rv, cont = "", ""
 			if err := r.object(func(key []byte) error {
-				if string(key) == "resourceVersion" {
+				switch string(key) {
+				case "resourceVersion":
 					rv, err = r.str()
+					return err
+				case "continue":
+					cont, err = r.str()
 					return err
 				}
 				return r.skip()
 			}); err != nil {
-				return "", fmt.Errorf("metadata: %w", err)
+				return "", "", fmt.Errorf("metadata: %w", err)
 			}
 		default:
 			if _, err := s.value(); err != nil {
-				return "", err
+				return "", "", err
 			}
 		}
 		if c, err := s.peek(); err == nil && c == ',' {

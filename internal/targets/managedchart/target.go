@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	helmstatus "helm.sh/helm/v4/pkg/release/common"
 
@@ -24,6 +25,19 @@ type Target struct {
 	c               *Client
 	namespace, name string
 	specobject.BackupStore
+
+	// confirmed is the Bundle generation whose ready summary its
+	// BundleDeployments confirmed (confirmer): the race that can leave a
+	// summary stale is the first status write of a new generation, so a
+	// later ready judgement of the same generation needs no new read.
+	mu        sync.Mutex
+	confirmed bundleGeneration
+}
+
+// bundleGeneration is one generation of one Bundle.
+type bundleGeneration struct {
+	uid        string
+	generation int64
 }
 
 // New returns the target port of ManagedChart namespace/name.
@@ -225,13 +239,21 @@ func (w observerWatch) Readiness(want upgrade.Want) upgrade.Readiness {
 
 // confirmer confirms a ready or failed judgement with one page
 // (ConfirmSample) of the Bundle's BundleDeployments (Confirm,
-// ConfirmFailure). When it cannot read them (no RBAC for it), the
-// summary's judgement stands and the warning says so, once.
+// ConfirmFailure), a ready one once per Bundle generation. When it cannot
+// read them (no RBAC for it), the summary's judgement stands and the
+// warning says so, once.
 func (t *Target) confirmer(ctx context.Context) func(upgrade.Readiness, *Bundle) upgrade.Readiness {
 	var warned bool
 	return func(r upgrade.Readiness, b *Bundle) upgrade.Readiness {
 		if !r.Ready && r.Failed == "" {
 			return r // a wait goes on: nothing to check
+		}
+		var gen bundleGeneration
+		if b != nil {
+			gen = bundleGeneration{uid: b.UID, generation: b.Generation}
+		}
+		if r.Ready && b != nil && t.wasConfirmed(gen) {
+			return r
 		}
 		bds, all, err := t.c.BundleDeployments(ctx, t.namespace, t.name, ConfirmSample)
 		if err != nil {
@@ -244,8 +266,21 @@ func (t *Target) confirmer(ctx context.Context) func(upgrade.Readiness, *Bundle)
 		if r.Failed != "" {
 			return ConfirmFailure(r, b, bds)
 		}
-		return Confirm(r, b, bds, !all)
+		out := Confirm(r, b, bds, !all)
+		if out.Ready && b != nil {
+			t.mu.Lock()
+			t.confirmed = gen
+			t.mu.Unlock()
+		}
+		return out
 	}
+}
+
+// wasConfirmed says whether the ready summary of gen was confirmed.
+func (t *Target) wasConfirmed(gen bundleGeneration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.confirmed == gen && gen.generation != 0
 }
 
 func (w observerWatch) Changed() <-chan struct{} { return w.o.Changed() }

@@ -83,6 +83,7 @@ func (m *ManagedChart) PausedByUs() bool { return m.Annotations[AnnotationPaused
 // Bundle is what chart-upgrader uses of a Fleet Bundle.
 type Bundle struct {
 	Name        string
+	UID         string
 	Generation  int64
 	HelmVersion string
 	// HelmTimeoutSeconds is spec.helm.timeoutSeconds: > 0, the agent
@@ -196,7 +197,7 @@ func ParseManagedChart(u *unstructured.Unstructured) (*ManagedChart, error) {
 
 // ParseBundle reads a Fleet Bundle object.
 func ParseBundle(u *unstructured.Unstructured) *Bundle {
-	b := &Bundle{Name: u.GetName(), Generation: u.GetGeneration()}
+	b := &Bundle{Name: u.GetName(), UID: string(u.GetUID()), Generation: u.GetGeneration()}
 	spec, _ := u.Object["spec"].(map[string]any)
 	helm, _ := spec["helm"].(map[string]any)
 	b.HelmVersion = str(helm, "version")
