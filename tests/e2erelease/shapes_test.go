@@ -1,0 +1,142 @@
+package e2erelease
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/tests/hotfix"
+)
+
+// shapesTemplate has two shapes of real charts (Harvester's, and the
+// charts that annotate a ServiceAccount for a cloud IAM role): a CRD
+// template that carries a status: block and creationTimestamp: null, as
+// controller-gen writes them, and a ConfigMap whose data key and
+// annotation hold dots.
+const shapesTemplate = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.{{ .Release.Namespace }}.example.com
+  creationTimestamp: null
+spec:
+  group: {{ .Release.Namespace }}.example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+status:
+  acceptedNames: {kind: "", plural: ""}
+  conditions: []
+  storedVersions: []
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-shapes
+  annotations:
+    eks.amazonaws.com/role-arn: {{ .Values.shapes.roleArn | quote }}
+data:
+  config.yaml: {{ .Values.shapes.config | quote }}
+`
+
+// Fields of shapesTemplate's ConfigMap, as the API server prints them.
+const (
+	dottedKeyField  = ".data.config.yaml"
+	roleAnnotation  = ".metadata.annotations.eks.amazonaws.com/role-arn"
+	hotfixRole      = "arn:aws:iam::1:role/hotfix"
+	hotfixConfig    = "level: debug"
+	upgradeConfig   = "level: warn"
+	installedRole   = "arn:aws:iam::1:role/web"
+	installedConfig = "level: info"
+)
+
+// A release of a chart with the shapes of real ones, installed by Helm 4
+// server-side: the CRD's status, which the API server resets and then
+// owns through its status subresource, is no conflict and no drift (it
+// was six refusals on Harvester's chart), so preflight passes without
+// force and drift of the untouched release lists nothing; after an
+// operator's patch of a dotted data key and a dotted annotation, drift
+// and preflight name each by its field, with its live and new values and
+// the value that renders it (a key with dots is never split), and an
+// upgrade with adopt rules on those values goes through without force.
+func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
+	f := newFixture(t, "")
+	for _, v := range []string{"1.0.0", "2.0.0"} {
+		require.NoError(t, writeTemplate(f.charts, v, "shapes.yaml", shapesTemplate))
+	}
+	f.addValues("1.0.0", map[string]any{"shapes": map[string]any{"roleArn": installedRole, "config": installedConfig}})
+	f.addValues("2.0.0", map[string]any{"shapes": map[string]any{"roleArn": installedRole, "config": upgradeConfig}})
+	name := releaseName()
+	f.install(name)
+	n := newNode(t, "node-1")
+
+	r := f.cli(n, "drift", "--target", f.target(name), "-o", "json")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	var drift app.DriftOutput
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &drift), r.stdout)
+	for _, d := range drift.Fields {
+		assert.NotContains(t, d.Object, "CustomResourceDefinition", "the CRD's status is the API server's: %+v", d)
+		assert.NotContains(t, d.Object, name+"-shapes", "the untouched ConfigMap: %+v", d)
+	}
+	assert.Empty(t, drift.NotChecked)
+
+	r = f.cli(n, "preflight", f.upgradeArgs(name, "2.0.0")...)
+	require.Equal(t, 0, r.code, "the CRD template's status is no conflict\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.NotContains(t, r.stderr, ".status.acceptedNames")
+
+	_, err := f.env.Kubectl(t.Context(), "-n", f.ns, "patch", "configmap", name+"-shapes", "-p",
+		`{"metadata":{"annotations":{"eks.amazonaws.com/role-arn":"`+hotfixRole+`"}},"data":{"config.yaml":"`+hotfixConfig+`"}}`)
+	require.NoError(t, err)
+	before := len(f.writesBy())
+
+	r = f.cli(n, "drift", "--target", f.target(name), "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	drift = app.DriftOutput{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &drift), r.stdout)
+	got := map[string]string{}
+	for _, d := range drift.Fields {
+		if d.Object == "ConfigMap "+f.ns+"/"+name+"-shapes" {
+			got[d.Field] = d.Live + " ← " + d.Rendered + " by " + d.Reading.Paths()
+		}
+	}
+	assert.Equal(t, map[string]string{
+		dottedKeyField: hotfixConfig + " ← " + installedConfig + " by shapes.config",
+		roleAnnotation: hotfixRole + " ← " + installedRole + " by shapes.roleArn",
+	}, got)
+
+	r = f.cli(n, "preflight", f.upgradeArgs(name, "2.0.0")...)
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	for _, want := range []string{
+		dottedKeyField + ` is owned by "kubectl-patch" using v1 (live: ` + hotfixConfig + `; the upgrade sets: ` + upgradeConfig + `)`,
+		roleAnnotation + ` is owned by "kubectl-patch" using v1 (live: ` + hotfixRole + `; the upgrade sets: ` + installedRole + `)`,
+		"{path: shapes.config, policy: adopt}",
+		"{path: shapes.roleArn, policy: adopt}",
+	} {
+		assert.Contains(t, r.stderr, want)
+	}
+	assert.NotContains(t, r.stderr, "(unread)")
+	assert.NotContains(t, r.stderr, "eks.amazonaws[")
+	assert.Equal(t, before, len(f.writesBy()), "nothing written by the refusal")
+
+	policy := hotfix.WithRules(t, f.policy(name), "- {path: shapes.config, policy: adopt}\n- {path: shapes.roleArn, policy: adopt}\n")
+	r = f.cli(n, "upgrade", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", policy, "--timeout", "60s")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	h := f.history(name)
+	require.Len(t, h, 2)
+	assert.Equal(t, "2.0.0", h[1].Chart.Metadata.Version)
+	cm, err := f.env.Kube().CoreV1().ConfigMaps(f.ns).Get(t.Context(), name+"-shapes", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, hotfixConfig, cm.Data["config.yaml"], "the hotfix is kept")
+	assert.Equal(t, hotfixRole, cm.Annotations["eks.amazonaws.com/role-arn"], "the hotfix is kept")
+}
