@@ -1,16 +1,19 @@
 package e2erelease
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/hotfix"
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 )
 
 // shapesTemplate has two shapes of real charts (Harvester's, and the
@@ -70,6 +73,8 @@ const (
 // and preflight name each by its field, with its live and new values and
 // the value that renders it (a key with dots is never split), and an
 // upgrade with adopt rules on those values goes through without force.
+// All as the release Plan's ServiceAccount, with the rules its chart
+// needs (the CRD by name), nothing refused.
 func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	f := newFixture(t, "")
 	for _, v := range []string{"1.0.0", "2.0.0"} {
@@ -78,10 +83,25 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	f.addValues("1.0.0", map[string]any{"shapes": map[string]any{"roleArn": installedRole, "config": installedConfig}})
 	f.addValues("2.0.0", map[string]any{"shapes": map[string]any{"roleArn": installedRole, "config": upgradeConfig}})
 	name := releaseName()
+	// the chart's Deployment and CRD: Helm's verbs on them, the CRD by name
+	sucNS, sa, _ := f.releasePlanRBAC(name,
+		"- apiGroups: [coordination.k8s.io]",
+		"- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]",
+		"  resources: [nodes]\n  verbs: [list]\n",
+		"  resources: [nodes]\n  verbs: [list]\n- apiGroups: [apiextensions.k8s.io]\n  resources: [customresourcedefinitions]\n  resourceNames: [widgets."+f.ns+".example.com]\n  verbs: [get, list, watch, patch, update]\n")
 	f.install(name)
-	n := newNode(t, "node-1")
+	kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
+	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.AppsV1().Deployments(f.ns).Get(ctx, name+"-web", metav1.GetOptions{})
+		return err
+	})
+	node := newNode(t, "node-1")
+	cli := func(command string, args ...string) result {
+		t.Helper()
+		return f.cli(node, command, append(args, "--kubeconfig", kubeconfig)...)
+	}
 
-	r := f.cli(n, "drift", "--target", f.target(name), "-o", "json")
+	r := cli("drift", "--target", f.target(name), "-o", "json")
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	var drift app.DriftOutput
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &drift), r.stdout)
@@ -91,7 +111,7 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	}
 	assert.Empty(t, drift.NotChecked)
 
-	r = f.cli(n, "preflight", f.upgradeArgs(name, "2.0.0")...)
+	r = cli("preflight", f.upgradeArgs(name, "2.0.0")...)
 	require.Equal(t, 0, r.code, "the CRD template's status is no conflict\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.NotContains(t, r.stderr, ".status.acceptedNames")
 
@@ -100,7 +120,7 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	require.NoError(t, err)
 	before := len(f.writesBy())
 
-	r = f.cli(n, "drift", "--target", f.target(name), "-o", "json")
+	r = cli("drift", "--target", f.target(name), "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)
 	drift = app.DriftOutput{}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &drift), r.stdout)
@@ -115,7 +135,7 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 		roleAnnotation: hotfixRole + " ← " + installedRole + " by shapes.roleArn",
 	}, got)
 
-	r = f.cli(n, "preflight", f.upgradeArgs(name, "2.0.0")...)
+	r = cli("preflight", f.upgradeArgs(name, "2.0.0")...)
 	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	for _, want := range []string{
 		dottedKeyField + ` is owned by "kubectl-patch" using v1 (live: ` + hotfixConfig + `; the upgrade sets: ` + upgradeConfig + `)`,
@@ -130,7 +150,7 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	assert.Equal(t, before, len(f.writesBy()), "nothing written by the refusal")
 
 	policy := hotfix.WithRules(t, f.policy(name), "- {path: shapes.config, policy: adopt}\n- {path: shapes.roleArn, policy: adopt}\n")
-	r = f.cli(n, "upgrade", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", policy, "--timeout", "60s")
+	r = cli("upgrade", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", policy, "--timeout", "60s")
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	h := f.history(name)
 	require.Len(t, h, 2)
@@ -139,4 +159,6 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, hotfixConfig, cm.Data["config.yaml"], "the hotfix is kept")
 	assert.Equal(t, hotfixRole, cm.Annotations["eks.amazonaws.com/role-arn"], "the hotfix is kept")
+	_, denied := rbaccheck.Requests(t, f.env, sa)
+	assert.Empty(t, denied, "requests of %s the RBAC refused", sa)
 }
