@@ -239,15 +239,13 @@ func spread(d time.Duration, i, n int) time.Duration {
 
 // deploymentVersion is the chart version a BundleDeployment deploys.
 func deploymentVersion(bd *unstructured.Unstructured) string {
-	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
-	return releaseFromOptions(opts).version
+	return releaseOf(bd).version
 }
 
 // helmWait is the BundleDeployment's helm.timeoutSeconds: > 0, Helm waits
 // for the rollout that long.
 func helmWait(bd *unstructured.Unstructured) time.Duration {
-	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
-	return releaseFromOptions(opts).timeout
+	return releaseOf(bd).timeout
 }
 
 // helmWaitFailure is the error of a Helm wait that ran out, in the words
@@ -267,8 +265,7 @@ func helmWaitFailure(a applied) string {
 // leaving a failed revision.
 func (s *Sim) deploy(ctx context.Context, k string, bd *unstructured.Unstructured, bundleNS, mcName string, local, reject bool) (applied, error) {
 	id, _, _ := unstructured.NestedString(bd.Object, "spec", "deploymentID")
-	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
-	r := releaseFromOptions(opts)
+	r := releaseOf(bd)
 	if !local {
 		if reject {
 			return applied{}, fmt.Errorf("deployment %s failed", id)
@@ -515,17 +512,20 @@ type releaseSpec struct {
 // releaseRef names an installed release.
 type releaseRef struct{ name, namespace string }
 
-// releaseFromOptions reads the options Fleet hands the agent. The release
-// name defaults to the chart name, the namespace to "default", the history
-// to Fleet's 2 revisions (MaxHelmHistory).
-func releaseFromOptions(opts map[string]any) releaseSpec {
+// releaseOf reads the options Fleet hands the agent in bd's spec. The
+// release name defaults to the BundleDeployment's name (Fleet makes it a
+// valid release name, names.HelmReleaseName; the simulator's names are
+// valid already), the namespace to "default", the history to Fleet's 2
+// revisions (MaxHelmHistory).
+func releaseOf(bd *unstructured.Unstructured) releaseSpec {
+	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
 	helm, _ := opts["helm"].(map[string]any)
 	r := releaseSpec{namespace: "default", maxHistory: 2}
 	r.chart, _ = helm["chart"].(string)
 	r.version, _ = helm["version"].(string)
 	r.name, _ = helm["releaseName"].(string)
 	if r.name == "" {
-		r.name = r.chart
+		r.name = bd.GetName()
 	}
 	if ns, _ := opts["defaultNamespace"].(string); ns != "" {
 		r.namespace = ns

@@ -60,12 +60,14 @@ type ManagedChart struct {
 // Ref names the ManagedChart as managedchart/NAMESPACE/NAME.
 func (m *ManagedChart) Ref() string { return fmt.Sprintf("managedchart/%s/%s", m.Namespace, m.Name) }
 
-// Release is the Helm release name Fleet deploys the chart as.
+// Release is the Helm release name Fleet deploys the chart as:
+// spec.releaseName, else the name of the Bundle's BundleDeployment,
+// mcc-<name> (fleetReleaseName).
 func (m *ManagedChart) Release() string {
 	if m.ReleaseName != "" {
 		return m.ReleaseName
 	}
-	return m.Chart
+	return fleetReleaseName(BundleName(m.Name))
 }
 
 // ValuesHash is the hash of the values it holds now (values.Hash).
