@@ -138,14 +138,14 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("reading the rendered manifest: %w", err)
 	}
-	old := map[string]map[string]any{} // by kind/name
+	old := map[string]map[string]any{} // by identity (identity)
 	var olds []*unstructured.Unstructured
 	if r.Old != "" {
 		if olds, err = Objects(r.Old); err != nil {
 			return Result{}, fmt.Errorf("reading the deployed manifest: %w", err)
 		}
 		for _, o := range olds {
-			old[o.GetKind()+"/"+o.GetName()] = o.Object
+			old[identity(o, r.Namespace)] = o.Object
 		}
 	}
 	read, err := c.Reader.Read(ctx, objs, r.Namespace)
@@ -192,7 +192,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			if r.Release != "" {
 				setOwnership(want, r.Release, r.Namespace)
 			}
-			a.conflicts, a.reason = c.one(ctx, o, want, a.manager, old[o.Want.GetKind()+"/"+o.Want.GetName()])
+			a.conflicts, a.reason = c.one(ctx, o, want, a.manager, old[identity(o.Want, r.Namespace)])
 		}()
 	}
 	wg.Wait()
@@ -437,6 +437,19 @@ func setOwnership(obj *unstructured.Unstructured, name, namespace string) {
 // apiVersion, kind, namespace, name.
 func key(obj *unstructured.Unstructured) string {
 	return obj.GetAPIVersion() + "/" + obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// identity is an object's group, kind, namespace and name, a namespace
+// left out put in namespace: the same object in two manifests, whatever
+// version each names it at (a cluster-scoped object is named alike in
+// both too, since both get the same namespace).
+func identity(obj *unstructured.Unstructured, namespace string) string {
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = namespace
+	}
+	gvk := obj.GroupVersionKind()
+	return gvk.Group + "/" + gvk.Kind + "/" + ns + "/" + obj.GetName()
 }
 
 // keys are the identities of objs, a namespaced object without a

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
@@ -80,4 +81,24 @@ func TestJudgeSaysWhichValueRendersTheField(t *testing.T) {
 	assert.Contains(t, refused[0], `would fail; set by the value web.replicas; to keep the live value, adopt it with the spec rule {path: web.replicas, policy: adopt}`)
 	_, warnings := Judge(Result{Conflicts: []Conflict{k}}, How{ServerSide: true, Force: true, Applier: "Helm applies this release", Self: "helm"})
 	assert.Contains(t, warnings[0].Message, "the upgrade takes the field; set by the value web.replicas")
+}
+
+// The deployed manifest's copy of an object is found by group, kind,
+// namespace and name: a Secret of the same name in another namespace, or
+// a kind of the same name in another group, is another object; a version
+// change and a namespace left to the release are the same object.
+func TestObjectsAreMatchedByTheirWholeIdentity(t *testing.T) {
+	obj := func(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+		u.SetNamespace(namespace)
+		u.SetName(name)
+		return u
+	}
+	web := identity(obj("v1", "Secret", "app", "web"), "app")
+	assert.Equal(t, web, identity(obj("v1", "Secret", "", "web"), "app"), "the release's namespace")
+	assert.NotEqual(t, web, identity(obj("v1", "Secret", "other", "web"), "app"))
+	assert.NotEqual(t, web, identity(obj("v1", "ConfigMap", "app", "web"), "app"))
+	hpa := identity(obj("autoscaling/v2", "HorizontalPodAutoscaler", "app", "web"), "app")
+	assert.Equal(t, hpa, identity(obj("autoscaling/v1", "HorizontalPodAutoscaler", "app", "web"), "app"), "another version of the same object")
+	assert.NotEqual(t, identity(obj("example.com/v1", "Widget", "app", "web"), "app"), identity(obj("example.org/v1", "Widget", "app", "web"), "app"))
 }
