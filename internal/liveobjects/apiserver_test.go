@@ -77,3 +77,27 @@ func TestAnUnreadableObjectIsNamedWithTheRuleToAdd(t *testing.T) {
 	assert.Nil(t, res.Objects[2].Live)
 	assert.Equal(t, 3, res.Requests, "a SelfSubjectAccessReview and a list for the ConfigMaps, a get for the StorageClass")
 }
+
+// Secrets are read by name, never listed, however many of the chart's
+// share a namespace: a list would read every Secret there (Helm's release
+// records, other programs' credentials).
+func TestSecretsAreReadByName(t *testing.T) {
+	env := testenv.ForTest(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	for _, name := range []string{"a", "b", "someone-elses"} {
+		_, err := env.Kube().CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(env.Kube().Discovery()))
+	objs := []*unstructured.Unstructured{
+		object(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\n"),
+		object(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: b}\n"),
+	}
+	res, err := liveobjects.Reader{Dynamic: env.Dynamic(), Mapper: mapper, Access: &liveobjects.SelfAccess{Kube: env.Kube()}}.Read(ctx, objs, ns)
+	require.NoError(t, err)
+	assert.Empty(t, res.Unread())
+	assert.Equal(t, "a", res.Objects[0].Live.GetName())
+	assert.Equal(t, "b", res.Objects[1].Live.GetName())
+	assert.Equal(t, 2, res.Requests, "a get each, no access question, no list")
+}

@@ -143,12 +143,17 @@ func (r Reader) Read(ctx context.Context, objs []*unstructured.Unstructured, nam
 	return res, errors.Join(errs...)
 }
 
+// secrets is the resource read by name only.
+var secrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
 // readGroup reads one group's objects into objs: one list when allowed and
-// worth it, else one get each (parallel at most at once).
+// worth it, else one get each (parallel at most at once). Secrets are
+// always read by name: a list would read every Secret of the namespace
+// (Helm's release records, other programs' credentials) for a few.
 func (r Reader) readGroup(ctx context.Context, g *group, objs []Object) (int, error) {
 	client := r.client(g)
 	requests := 0
-	if len(g.index) > 1 {
+	if len(g.index) > 1 && g.gvr != secrets {
 		may := true
 		if r.Access != nil {
 			requests++
