@@ -41,7 +41,11 @@ func describe(c *chart.Chart) (*upgrade.Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &upgrade.Chart{Name: c.Name(), Version: c.Metadata.Version, Defaults: d,
+	keys, err := chartpkg.Keys(c)
+	if err != nil {
+		return nil, err
+	}
+	return &upgrade.Chart{Name: c.Name(), Version: c.Metadata.Version, Defaults: d, Keys: keys,
 		RegeneratedData: chartpkg.RegeneratedData(c),
 		Archive:         func() ([]byte, error) { return chartpkg.Archive(c) },
 		Check:           func(v map[string]any) error { return chartpkg.Check(c, v) },

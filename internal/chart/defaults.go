@@ -1,9 +1,10 @@
 package chart
 
 import (
-	"errors"
 	"fmt"
 
+	helmchart "helm.sh/helm/v4/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
 	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
@@ -20,17 +21,32 @@ import (
 //
 // The result is a fresh normalised tree: changing it never changes c.
 func Defaults(c *chart.Chart) (map[string]any, error) {
+	return combined(c, "defaults", chartvalues.CoalesceValues)
+}
+
+// Keys returns Defaults with the keys the charts set to null kept, as
+// Helm's MergeValues keeps them (CoalesceValues drops them: a null default
+// means "unset"): every key the chart and its subcharts declare. A user
+// value at such a key (longhorn's defaultSettings.defaultDataPath: ~) is
+// one the chart reads, not an orphan.
+func Keys(c *chart.Chart) (map[string]any, error) {
+	return combined(c, "keys", chartvalues.MergeValues)
+}
+
+// combined is c's values and its subcharts', every subchart enabled,
+// combined by combine (one of Helm's).
+func combined(c *chart.Chart, what string, combine func(helmchart.Charter, map[string]any) (common.Values, error)) (map[string]any, error) {
 	if c == nil || c.Metadata == nil {
-		return nil, outcome.BadInput(errors.New("computing chart defaults: no chart"))
+		return nil, outcome.BadInput(fmt.Errorf("computing chart %s: no chart", what))
 	}
 	cp := clone(c)
 	enableAll(cp)
 	if err := chartutil.ProcessDependencies(cp, map[string]any{}); err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("computing the defaults of chart %s: %w", nameVersion(c), err))
+		return nil, outcome.BadInput(fmt.Errorf("computing the %s of chart %s: %w", what, nameVersion(c), err))
 	}
-	vals, err := chartvalues.CoalesceValues(cp, map[string]any{})
+	vals, err := combine(cp, map[string]any{})
 	if err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("computing the defaults of chart %s: %w", nameVersion(c), err))
+		return nil, outcome.BadInput(fmt.Errorf("computing the %s of chart %s: %w", what, nameVersion(c), err))
 	}
 	return normalized(vals), nil
 }

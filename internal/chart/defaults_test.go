@@ -97,3 +97,26 @@ func TestDefaultsBadChart(t *testing.T) {
 	_, err = Defaults(nil)
 	require.ErrorIs(t, err, outcome.ErrBadInput)
 }
+
+// Keys keep what the chart and its subcharts set to null, which Defaults
+// (Helm's coalescing) drops: longhorn's defaultSettings.defaultDataPath: ~
+// is a key the chart reads.
+func TestKeysKeepNullDefaults(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	writeFiles(t, dir, map[string]string{
+		"Chart.yaml":  chartfile("store", "1.0.0") + "dependencies:\n- name: engine\n  version: 0.1.0\n",
+		"values.yaml": "defaultSettings:\n  defaultDataPath: ~\n  replicaCount: 3\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+		"charts/engine/Chart.yaml":  chartfile("engine", "0.1.0"),
+		"charts/engine/values.yaml": "nodeSelector: null\n",
+	})
+	c, err := Load(dir)
+	require.NoError(t, err)
+	d, err := Defaults(c)
+	require.NoError(t, err)
+	assert.NotContains(t, d["defaultSettings"], "defaultDataPath")
+	keys, err := Keys(c)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"defaultDataPath": nil, "replicaCount": int64(3)}, keys["defaultSettings"])
+	assert.Contains(t, keys["engine"], "nodeSelector")
+}

@@ -36,7 +36,7 @@ type MergeInputs struct {
 // or render, wraps outcome.ErrRefused; the Result is then returned too, for
 // the report, and is never applied.
 func Merge(in MergeInputs) (*values.Result, error) {
-	vin := values.Input{User: in.User, NewDefaults: in.New.Defaults, Rules: in.Rules, Migrations: in.Migrations,
+	vin := values.Input{User: in.User, NewDefaults: in.New.Defaults, NewKeys: in.New.Keys, Rules: in.Rules, Migrations: in.Migrations,
 		Live: in.Live, Overrides: in.Overrides, FromVersion: in.FromVersion, ToVersion: in.ToVersion,
 		RegeneratedData: in.New.RegeneratedData, Adopt: in.Adopt}
 	if in.Old != nil {

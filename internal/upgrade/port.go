@@ -305,6 +305,10 @@ type Chart struct {
 	Name, Version string
 	// Defaults are its coalesced default values, subcharts included.
 	Defaults map[string]any
+	// Keys are Defaults with the keys the chart sets to null kept (Helm
+	// drops them from Defaults): every key the chart declares, for the
+	// merge's orphan warnings; nil: those of Defaults.
+	Keys map[string]any
 	// RegeneratedData lists templates that generate data on every render.
 	RegeneratedData []string
 	// Archive is the chart packaged as a .tgz, for a target that carries

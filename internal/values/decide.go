@@ -414,8 +414,9 @@ func (m *merger) noOldChartWarnings() {
 	}
 }
 
-// orphans warns about user keys that a non-empty map of the new defaults
-// does not have: a typo, or a key the new chart dropped.
+// orphans warns about user keys that a non-empty map of the new chart's
+// keys (defaults, and keys set to null) does not have: a typo, or a key
+// the new chart dropped.
 func (m *merger) orphans(keys []string, result map[string]any, defaults any) {
 	dm, ok := defaults.(map[string]any)
 	if !ok || len(dm) == 0 {

@@ -368,3 +368,25 @@ func TestMergeDefaultsNotNormalized(t *testing.T) {
 	assert.Equal(t, values.ActionDrop, decisionAt(t, res, "a").Action, "user 1 equals the old default 1")
 	assert.Equal(t, values.ActionDrop, decisionAt(t, res, "b").Action, "user 3 < new default 5")
 }
+
+// A user key the new chart declares with a null default (Helm drops it
+// from the defaults) is no orphan; one it does not declare still is.
+func TestANullDefaultIsNoOrphan(t *testing.T) {
+	in := values.Input{
+		User:        map[string]any{"defaultSettings": map[string]any{"defaultDataPath": "/var/lib/harvester/defaultdisk", "typo": 1}},
+		NewDefaults: map[string]any{"defaultSettings": map[string]any{"replicaCount": 3}},
+		NewKeys:     map[string]any{"defaultSettings": map[string]any{"replicaCount": 3, "defaultDataPath": nil}},
+	}
+	res, err := values.Merge(in)
+	require.NoError(t, err)
+	var paths []string
+	for _, w := range warningsOf(res, values.WarnOrphan) {
+		paths = append(paths, w.Path)
+	}
+	assert.Equal(t, []string{"defaultSettings.typo"}, paths)
+
+	in.NewKeys = nil // the defaults alone: both look orphaned
+	res, err = values.Merge(in)
+	require.NoError(t, err)
+	assert.Len(t, warningsOf(res, values.WarnOrphan), 2)
+}

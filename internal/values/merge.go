@@ -16,6 +16,10 @@ type Input struct {
 	User        map[string]any // U: the target's values today
 	OldDefaults map[string]any // Dold: nil when the deployed chart is unknown
 	NewDefaults map[string]any // Dnew
+	// NewKeys are the keys of the new chart's values, those set to null
+	// included (chart.Keys); a user key it has is no orphan. nil: those of
+	// NewDefaults.
+	NewKeys map[string]any
 	Rules       []Rule         // first match wins, in this order
 	Migrations  []Migration    // applied in this order, when their versions match
 	Live        LiveObjects    // objects live and once rules read
@@ -73,7 +77,11 @@ func Merge(in Input) (*Result, error) {
 	m.adoptions()
 	m.walk()
 	m.noOldChartWarnings()
-	m.orphans(nil, m.result, in.NewDefaults)
+	keys := in.NewKeys
+	if keys == nil {
+		keys = in.NewDefaults
+	}
+	m.orphans(nil, m.result, keys)
 	for _, f := range in.RegeneratedData {
 		m.warn(WarnRegeneratedData, f, "the template generates data on every render without a lookup guard: each upgrade changes it; consider a once rule")
 	}
