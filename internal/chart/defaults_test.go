@@ -104,9 +104,9 @@ func TestDefaultsBadChart(t *testing.T) {
 func TestKeysKeepNullDefaults(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	writeFiles(t, dir, map[string]string{
-		"Chart.yaml":  chartfile("store", "1.0.0") + "dependencies:\n- name: engine\n  version: 0.1.0\n",
-		"values.yaml": "defaultSettings:\n  defaultDataPath: ~\n  replicaCount: 3\n",
-		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+		"Chart.yaml":                chartfile("store", "1.0.0") + "dependencies:\n- name: engine\n  version: 0.1.0\n",
+		"values.yaml":               "defaultSettings:\n  defaultDataPath: ~\n  replicaCount: 3\n",
+		"templates/cm.yaml":         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
 		"charts/engine/Chart.yaml":  chartfile("engine", "0.1.0"),
 		"charts/engine/values.yaml": "nodeSelector: null\n",
 	})

@@ -19,13 +19,13 @@ type Input struct {
 	// NewKeys are the keys of the new chart's values, those set to null
 	// included (chart.Keys); a user key it has is no orphan. nil: those of
 	// NewDefaults.
-	NewKeys map[string]any
-	Rules       []Rule         // first match wins, in this order
-	Migrations  []Migration    // applied in this order, when their versions match
-	Live        LiveObjects    // objects live and once rules read
-	Overrides   []Override     // explicit user intent, applied after the rules, in order
-	FromVersion string         // the deployed version; migrations match on it
-	ToVersion   string         // the target version
+	NewKeys     map[string]any
+	Rules       []Rule      // first match wins, in this order
+	Migrations  []Migration // applied in this order, when their versions match
+	Live        LiveObjects // objects live and once rules read
+	Overrides   []Override  // explicit user intent, applied after the rules, in order
+	FromVersion string      // the deployed version; migrations match on it
+	ToVersion   string      // the target version
 	// RegeneratedData lists template files of the new chart that generate
 	// data on every render (see chart.RegeneratedData); each is a warning.
 	RegeneratedData []string
