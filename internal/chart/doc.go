@@ -1,5 +1,5 @@
 // Package chart is everything chart-upgrader knows about Helm charts on disk
-// and in repositories, built on Helm v3 as a library.
+// and in repositories, built on Helm 4 (helm.sh/helm/v4) as a library.
 //
 // Load reads a chart directory or a .tgz archive, refusing archives that are
 // too large, that leave the chart directory or hold links. Defaults returns
