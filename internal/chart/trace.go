@@ -32,9 +32,9 @@ func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*
 	if err != nil {
 		// a template may want a number where a marker is text (until, a
 		// comparison): try again with the strings alone marked
-		marked, marks = provenance.MarkStrings(effective, fmt.Sprintf("with them marked, the chart does not render (%v)", err))
+		marked, marks = provenance.MarkStrings(effective, fmt.Sprintf("with them marked, the chart does not render (%v)", marks.Unmark(err.Error())))
 		if traced, err = render(c, marked, name, namespace, true); err != nil {
-			return provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%v)", err))
+			return provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%v)", marks.Unmark(err.Error())))
 		}
 	}
 	return provenance.Trace(docs(real), docs(traced), marks, effective)

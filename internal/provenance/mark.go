@@ -69,6 +69,22 @@ func MarkStrings(vals map[string]any, why string) (map[string]any, *Marks) {
 	return out, m
 }
 
+// Unmark replaces, in s (a render error of the marked values, say), each
+// marker with the path of the value it stands for, ‹image.tag›: no marker
+// text reaches a person, and no value either (it may be a secret).
+func (m *Marks) Unmark(s string) string {
+	if m == nil {
+		return s
+	}
+	return markerRE.ReplaceAllStringFunc(s, func(mark string) string {
+		n, err := strconv.Atoi(markerRE.FindStringSubmatch(mark)[1])
+		if err != nil || n < 0 || n >= len(m.at) {
+			return "‹a value›"
+		}
+		return "‹" + PathString(m.at[n]) + "›"
+	})
+}
+
 func (m *Marks) mark(v any, at []Step) any {
 	switch t := v.(type) {
 	case map[string]any:

@@ -100,3 +100,15 @@ func TestAdoptRuleIsARuleOfThePolicyFile(t *testing.T) {
 		require.True(t, p.Rules[0].Pattern.Match(keys), "%s matches %q", rule, keys)
 	}
 }
+
+// A render error of the marked values names each marked value by its
+// path, never by its marker or its value.
+func TestUnmarkNamesThePathNotTheMarker(t *testing.T) {
+	marked, marks := Mark(map[string]any{"image": map[string]any{"tag": "v1"}, "password": "hunter2"})
+	err := "values don't meet the specifications of the schema: image.tag: " + marked["image"].(map[string]any)["tag"].(string) +
+		" is not one of [v1 v2]; " + marked["password"].(string) + " is too long; zqv999vqz"
+	got := marks.Unmark(err)
+	require.Equal(t, "values don't meet the specifications of the schema: image.tag: ‹image.tag› is not one of [v1 v2]; ‹password› is too long; ‹a value›", got)
+	require.NotContains(t, got, "hunter2")
+	require.Equal(t, "plain", (*Marks)(nil).Unmark("plain"))
+}
