@@ -81,10 +81,11 @@ func createBDs(b *testing.B, dyn dynamic.Interface, namespace, bundleNS, chart s
 }
 
 // BenchmarkReadyConfirmation is what confirming a ready Bundle summary
-// costs (one page of its BundleDeployments, managedchart.ConfirmSample)
-// in a cluster holding BENCH_BUNDLEDEPLOYMENTS (default 10,000): when
+// costs (one page of its BundleDeployments, managedchart.ConfirmSample:
+// one) in a cluster holding BENCH_BUNDLEDEPLOYMENTS (default 10,000): when
 // they are all of another Bundle and this one has a single cluster
-// (fleet-local), and when all of them are this Bundle's. Run with
+// (fleet-local), and when all of them are this Bundle's; and, for
+// comparison, the page of 100 it read until 2026-11-27. Run with
 // `go test -tags testseams -run '^$' -bench ReadyConfirmation ./tests/fleetsim`.
 func BenchmarkReadyConfirmation(b *testing.B) {
 	n := 10000
@@ -103,14 +104,16 @@ func BenchmarkReadyConfirmation(b *testing.B) {
 	c := &managedchart.Client{Dynamic: env.Dynamic(), Log: slog.New(slog.DiscardHandler)}
 	for _, tc := range []struct {
 		name, chart string
+		page        int64
 		want        int
 	}{
-		{fmt.Sprintf("one-cluster-bundle-among-%d", n), "local", 1},
-		{fmt.Sprintf("bundle-of-%d", n), "crowd", managedchart.ConfirmSample},
+		{fmt.Sprintf("one-cluster-bundle-among-%d", n), "local", managedchart.ConfirmSample, 1},
+		{fmt.Sprintf("bundle-of-%d", n), "crowd", managedchart.ConfirmSample, managedchart.ConfirmSample},
+		{fmt.Sprintf("bundle-of-%d-page-of-100", n), "crowd", 100, 100},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
-				bds, _, err := c.BundleDeployments(b.Context(), ns, tc.chart, managedchart.ConfirmSample)
+				bds, _, err := c.BundleDeployments(b.Context(), ns, tc.chart, tc.page)
 				require.NoError(b, err)
 				require.Len(b, bds, tc.want)
 			}
