@@ -42,6 +42,13 @@ func CheckRBAC(chartPath, valuesPath, release string, opts suc.CheckRBACOptions)
 		return nil, fmt.Errorf("--check-chart %s: %w", chartPath, err)
 	}
 	opts.ReleaseNamespace = ns
+	for _, crd := range c.CRDObjects() {
+		defs, err := applycheck.Objects(string(crd.File.Data))
+		if err != nil {
+			return nil, outcome.BadInput(fmt.Errorf("--check-chart %s: %s: %w", chartPath, crd.Filename, err))
+		}
+		opts.CRDs = append(opts.CRDs, defs...)
+	}
 	out, err := suc.CheckRBAC(objs, opts)
 	if err != nil {
 		return nil, outcome.BadInput(fmt.Errorf("--check-chart %s: %w", chartPath, err))

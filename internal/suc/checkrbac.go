@@ -22,6 +22,11 @@ type CheckRBACOptions struct {
 	// ReleaseNamespace is the namespace of the chart's namespaced objects
 	// that name none (the release's).
 	ReleaseNamespace string
+	// CRDs are the CustomResourceDefinitions of the chart's and its
+	// subcharts' crds/ folders, which Helm installs beside the templates:
+	// they say the scope of their kinds (a cluster-scoped
+	// VolumeSnapshotClass), and are not objects to grant reads of.
+	CRDs []*unstructured.Unstructured
 }
 
 // clusterScoped are Kubernetes' own kinds that are not namespaced, by
@@ -60,7 +65,7 @@ type ruleKey struct{ namespace, group, resource string }
 // granted get and list (one list reads them all). No rule grants a write.
 func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte, error) {
 	crdScope := map[string]bool{} // group/Kind → namespaced, from the chart's CRDs
-	for _, o := range objs {
+	for _, o := range append(slices.Clone(opts.CRDs), objs...) {
 		if o.GetKind() == "CustomResourceDefinition" {
 			group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
 			kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
