@@ -163,12 +163,14 @@ func FieldDrift(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]f
 		// by its structured path: the printed one cannot be parsed back
 		// when a key holds a dot (app.kubernetes.io/name)
 		p := pathOf(fp)
-		rv, _ := p.Lookup(want.Object)
+		// a list element's key the chart leaves to its default (a port's
+		// protocol) is in the field set's path, not in the rendered object
+		rv, _ := p.lenient().Lookup(want.Object)
 		lv, lok := p.Lookup(live.Object)
-		steps, _ := p.Steps(want.Object)
+		steps, _ := p.lenient().Steps(want.Object)
 		d := Drifted{Kind: rendered.GetKind(), Namespace: rendered.GetNamespace(), Name: rendered.GetName(),
 			Object: liveobjects.Describe(rendered), Field: printed, Rendered: rv, Live: lv, LiveSet: lok, Secret: secret,
-			Differs: !lok || !sameField(rv, lv)}
+			Differs: lok && !covers(rv, lv) || !lok && !emptyValue(rv)}
 		for _, o := range owners {
 			if o.set.Has(fp) {
 				d.Managers = append(d.Managers, o.label)
@@ -210,6 +212,53 @@ func skipDrift(fp fieldpath.Path, secret bool) bool {
 		return len(fp) == 3 && (name(2) == releaseNameKey || name(2) == releaseNamespaceKey)
 	case "labels":
 		return len(fp) == 3 && name(2) == managedByLabel
+	}
+	return false
+}
+
+// covers says whether the live value is the rendered one, with what the
+// API server adds to it: the keys a map rendered whole (an atomic map,
+// fieldRef) gains by defaulting (apiVersion: v1), each compared the same
+// way; lists element by element; leaves by sameField.
+func covers(rendered, live any) bool {
+	switch r := rendered.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, rv := range r {
+			lv, ok := l[k]
+			if !ok && !emptyValue(rv) || ok && !covers(rv, lv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(r) {
+			return false
+		}
+		for i := range r {
+			if !covers(r[i], l[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return sameField(rendered, live)
+}
+
+// emptyValue: null, an empty list or an empty map, which the API server
+// does not keep (a rendered tolerations: [] reads back unset).
+func emptyValue(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case []any:
+		return len(t) == 0
+	case map[string]any:
+		return len(t) == 0
 	}
 	return false
 }

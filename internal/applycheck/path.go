@@ -21,6 +21,8 @@ type element struct {
 	value any            // [=v]
 	byVal bool
 	index int // [i]; -1 when not an index
+	// lenient: a key the item lacks is not compared (Path.lenient)
+	lenient bool
 }
 
 // pathOf is a structured field path (a field set's) as a Path.
@@ -80,6 +82,18 @@ func (p Path) Lookup(obj map[string]any) (any, bool) {
 	return cur, true
 }
 
+// lenient is p with each list element chosen by the keys an item has:
+// a key the item lacks (a port's protocol the chart leaves to its
+// default, which the field set's path carries) is not compared.
+func (p Path) lenient() Path {
+	out := make(Path, len(p))
+	for i, e := range p {
+		e.lenient = e.keys != nil
+		out[i] = e
+	}
+	return out
+}
+
 // matches says whether list item i is the one e selects. Numbers compare
 // by value, whatever their Go type.
 func (e element) matches(i int, item any) bool {
@@ -94,7 +108,11 @@ func (e element) matches(i int, item any) bool {
 		return false
 	}
 	for k, v := range e.keys {
-		if !sameValue(m[k], v) {
+		mv, has := m[k]
+		if !has && e.lenient {
+			continue
+		}
+		if !sameValue(mv, v) {
 			return false
 		}
 	}

@@ -12,7 +12,9 @@ import (
 
 // Trace renders c with userValues as release name in namespace twice, as
 // it is and with its effective values marked (provenance.Mark, without the
-// schema check: a marker is a string where the schema may want a number),
+// schema check: a marker is a string where the schema may want a number;
+// the values its templates test in a condition left as they are,
+// conditionValues),
 // and pairs the two: which values render which fields. A chart that does
 // not render with its numbers marked is traced by its strings alone; one
 // that does not render with its strings marked either gives a Map that
@@ -27,12 +29,13 @@ func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*
 	if err != nil {
 		return nil, fmt.Errorf("coalescing the values of chart %s: %w", nameVersion(c), err)
 	}
-	marked, marks := provenance.Mark(effective)
+	conditions := conditionValues(c)
+	marked, marks := provenance.Mark(effective, conditions...)
 	traced, err := render(c, marked, name, namespace, true)
 	if err != nil {
 		// a template may want a number where a marker is text (until, a
 		// comparison): try again with the strings alone marked
-		marked, marks = provenance.MarkStrings(effective, fmt.Sprintf("with them marked, the chart does not render (%v)", marks.Unmark(err.Error())))
+		marked, marks = provenance.MarkStrings(effective, fmt.Sprintf("with them marked, the chart does not render (%v)", marks.Unmark(err.Error())), conditions...)
 		if traced, err = render(c, marked, name, namespace, true); err != nil {
 			return provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%v)", marks.Unmark(err.Error())))
 		}

@@ -144,9 +144,11 @@ func TestTraceNamesWhyAFieldMapsToNoValue(t *testing.T) {
 		{"hard-coded", dep, []any{"spec", "revisionHistoryLimit"}, provenance.ReasonNoValue},
 		{"hard-coded in a ConfigMap", provenance.ObjectID{Kind: "ConfigMap", Name: "rel-config"}, []any{"data", "fixed"}, provenance.ReasonNoValue},
 		{"arithmetic", dep, []any{"spec", "template", "spec", "terminationGracePeriodSeconds"}, provenance.ReasonTransformed},
-		{"upper", dep, env(0), provenance.ReasonTransformed},
+		// web.mode is tested in a condition too: never marked
+		{"upper of a value a condition tests", dep, env(0), provenance.ReasonNoValue},
 		{"a boolean", dep, env(1), provenance.ReasonNoValue},
-		{"under a condition on a string", dep, env(2), provenance.ReasonCondition},
+		// the condition goes as it really does: its literal is a literal
+		{"a literal under a condition on a string", dep, env(2), provenance.ReasonNoValue},
 		{"a field the chart does not render", dep, []any{"spec", "paused"}, provenance.ReasonNotRendered},
 		{"an object the chart does not render", provenance.ObjectID{Kind: "Service", Name: "rel-web"}, []any{"spec"}, provenance.ReasonNoObject},
 	} {
@@ -218,7 +220,8 @@ func TestTraceOfAWholeList(t *testing.T) {
 }
 
 // A chart that wants a number where a marker is text (gt of a string
-// fails) is traced by its strings; a field a number renders then says numbers are not traced.
+// fails, here outside a condition's own pipeline) is traced by its
+// strings; a field a number renders then says numbers are not traced.
 func TestTraceOfAChartThatNeedsItsNumbers(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "loop")
 	writeFiles(t, dir, map[string]string{
@@ -230,7 +233,8 @@ metadata: {name: loop}
 data:
   image: {{ .Values.image | quote }}
   workers: {{ .Values.workers | quote }}
-{{- if gt .Values.workers 1.0 }}
+{{- $pool := gt .Values.workers 1.0 }}
+{{- if $pool }}
   pool: "on"
 {{- end }}
 `,
@@ -263,4 +267,52 @@ data:
 	require.Equal(t, []any{"x.example", "y.example", "c.example"}, r.Adopt[0].Value)
 	require.Equal(t, []string{`--set-json hosts=["x.example","y.example","c.example"]`}, r.Set)
 	require.Equal(t, []string{"{path: hosts, policy: adopt}"}, r.Rules)
+}
+
+// A workload under a condition on its kind (traefik's and ingress-nginx's
+// `if eq .Values.controller.kind "Deployment"`) is traced: the values a
+// condition tests are left unmarked, so the condition goes as it really
+// does; a subchart's conditions are found under its name.
+func TestAWorkloadUnderAKindConditionIsTraced(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ingress")
+	writeFiles(t, dir, map[string]string{
+		"Chart.yaml":  chartfile("ingress", "1.0.0") + "dependencies:\n- name: backend\n  version: 0.1.0\n",
+		"values.yaml": "controller:\n  kind: Deployment\n  image: registry.example/ctl:1\n",
+		"templates/controller.yaml": `{{- if eq .Values.controller.kind "Deployment" }}
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ctl}
+spec:
+  template:
+    spec:
+      containers:
+      - name: ctl
+        image: {{ .Values.controller.image }}
+{{- else if eq .Values.controller.kind "DaemonSet" }}
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ctl}
+{{- end }}
+`,
+		"charts/backend/Chart.yaml":  chartfile("backend", "0.1.0"),
+		"charts/backend/values.yaml": "mode: web\nport: 8080\n",
+		"charts/backend/templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: backend}
+data:
+{{- with .Values.mode }}
+  mode: {{ . }}
+{{- end }}
+  port: {{ .Values.port | quote }}
+`,
+	})
+	c, err := Load(dir)
+	require.NoError(t, err)
+	require.ElementsMatch(t, [][]string{{"controller", "kind"}, {"backend", "mode"}}, conditionValues(c))
+	m := traceOf(t, dir, nil)
+	image := m.Explain(provenance.ObjectID{Kind: "Deployment", Name: "ctl"},
+		[]any{"spec", "template", "spec", "containers", 0, "image"}, "registry.example/ctl:2", true)
+	require.Equal(t, map[string]any{"controller.image": "registry.example/ctl:2"}, assignments(image))
+	port := m.Explain(provenance.ObjectID{Kind: "ConfigMap", Name: "backend"}, []any{"data", "port"}, "9090", true)
+	require.Equal(t, map[string]any{"backend.port": int64(9090)}, assignments(port), "a number keeps its type")
 }

@@ -45,6 +45,30 @@ type Marks struct {
 	orig []any    // the value it replaced
 	// stringsOnly: numbers were kept (MarkStrings), and why.
 	stringsOnly string
+	// keep are the paths of values left unmarked, and everything under
+	// them: the values templates test in a condition (if eq .Values.kind
+	// "Deployment"), which a marker would turn the other way.
+	keep [][]string
+}
+
+// kept says whether the value at is under a path of m.keep.
+func (m *Marks) kept(at []Step) bool {
+	for _, k := range m.keep {
+		if len(at) < len(k) {
+			continue
+		}
+		under := true
+		for i, key := range k {
+			if s, ok := at[i].(string); !ok || s != key {
+				under = false
+				break
+			}
+		}
+		if under {
+			return true
+		}
+	}
+	return false
 }
 
 // Len is the number of marks.
@@ -53,9 +77,10 @@ func (m *Marks) Len() int { return len(m.orig) }
 // Mark returns a copy of vals with every non-empty string and every number
 // replaced by a marker, and what each marker replaced. Booleans, nulls and
 // empty strings are kept: templates test them in conditions, and a marker
-// would turn every condition true.
-func Mark(vals map[string]any) (map[string]any, *Marks) {
-	m := &Marks{}
+// would turn every condition true; so are the values at the paths of keep
+// and under them (the values a template compares in a condition).
+func Mark(vals map[string]any, keep ...[]string) (map[string]any, *Marks) {
+	m := &Marks{keep: keep}
 	out, _ := m.mark(vals, nil).(map[string]any)
 	return out, m
 }
@@ -63,8 +88,8 @@ func Mark(vals map[string]any) (map[string]any, *Marks) {
 // MarkStrings is Mark keeping numbers too, for a chart that does not
 // render with its numbers marked (one passed to until, say); why says so,
 // and each field a number renders then names it.
-func MarkStrings(vals map[string]any, why string) (map[string]any, *Marks) {
-	m := &Marks{stringsOnly: why}
+func MarkStrings(vals map[string]any, why string, keep ...[]string) (map[string]any, *Marks) {
+	m := &Marks{stringsOnly: why, keep: keep}
 	out, _ := m.mark(vals, nil).(map[string]any)
 	return out, m
 }
@@ -86,6 +111,9 @@ func (m *Marks) Unmark(s string) string {
 }
 
 func (m *Marks) mark(v any, at []Step) any {
+	if len(m.keep) > 0 && m.kept(at) {
+		return v
+	}
 	switch t := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(t))

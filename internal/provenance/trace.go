@@ -18,7 +18,7 @@ const (
 	// ReasonNoValue: the rendered field holds no marker and reads the same
 	// in both renders: the template writes it literally (or through
 	// default), or from a boolean or an empty value, which are not traced.
-	ReasonNoValue = "no value renders it: the template writes it literally, through default, or from a boolean or empty value (those are not traced)"
+	ReasonNoValue = "no value renders it: the template writes it literally, through default, or from a boolean, an empty value or a value a condition tests (those are not traced)"
 	// ReasonTransformed: the field changes with the values but holds no
 	// marker: a value reaches it through a condition that picks a literal
 	// (if eq …), or a function or arithmetic that changes its text
