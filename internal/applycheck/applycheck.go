@@ -275,15 +275,7 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 // fieldPaths are the structured paths of the fields obj sets, as tc
 // types them, by the way the API server prints them in a conflict.
 func fieldPaths(tc managedfields.TypeConverter, obj *unstructured.Unstructured) (map[string]fieldpath.Path, error) {
-	decoded, err := asDecoded(obj)
-	if err != nil {
-		return nil, err
-	}
-	tv, err := tc.ObjectToTyped(decoded, typed.AllowDuplicates)
-	if err != nil {
-		return nil, fmt.Errorf("typing the object: %w", err)
-	}
-	set, err := tv.ToFieldSet()
+	_, set, err := fieldSet(tc, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -340,6 +332,21 @@ func ApplyConflicts(tc managedfields.TypeConverter, reset map[fieldpath.APIVersi
 		return causes, nil
 	}
 	return nil, err
+}
+
+// fieldSet is obj as the API server decodes it (asDecoded), and the
+// fields it sets, as tc types them.
+func fieldSet(tc managedfields.TypeConverter, obj *unstructured.Unstructured) (*unstructured.Unstructured, *fieldpath.Set, error) {
+	decoded, err := asDecoded(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	tv, err := tc.ObjectToTyped(decoded, typed.AllowDuplicates)
+	if err != nil {
+		return nil, nil, fmt.Errorf("typing the object: %w", err)
+	}
+	set, err := tv.ToFieldSet()
+	return decoded, set, err
 }
 
 // asDecoded is obj as the API server decodes a request body: integers as

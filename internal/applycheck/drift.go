@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
@@ -118,17 +117,9 @@ func (c Checker) Drift(ctx context.Context, r DriftRequest) (DriftResult, error)
 // and the fields reset drops from a write of the object (its status, for
 // a kind with a status subresource: Schemas.ResetFields).
 func FieldDrift(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]fieldpath.Filter, rendered, live *unstructured.Unstructured, applier string) ([]Drifted, error) {
-	want, err := asDecoded(rendered)
+	want, set, err := fieldSet(tc, rendered)
 	if err != nil {
-		return nil, err
-	}
-	tv, err := tc.ObjectToTyped(want, typed.AllowDuplicates)
-	if err != nil {
-		return nil, fmt.Errorf("typing the rendered object: %w", err)
-	}
-	set, err := tv.ToFieldSet()
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the rendered object: %w", err)
 	}
 	if f := reset[fieldpath.APIVersion(rendered.GroupVersionKind().GroupVersion().String())]; f != nil {
 		set = f.Filter(set)
