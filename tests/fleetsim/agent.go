@@ -513,10 +513,11 @@ type releaseSpec struct {
 type releaseRef struct{ name, namespace string }
 
 // releaseOf reads the options Fleet hands the agent in bd's spec. The
-// release name defaults to the BundleDeployment's name (Fleet makes it a
-// valid release name, names.HelmReleaseName; the simulator's names are
-// valid already), the namespace to "default", the history to Fleet's 2
-// revisions (MaxHelmHistory).
+// release name defaults to the name of the BundleDeployment in real Fleet,
+// which is its Bundle's, mcc-<name> (Fleet makes it a valid release name,
+// names.HelmReleaseName; the simulator's names are valid already; the
+// simulator's own BundleDeployment names add the cluster), the namespace
+// to "default", the history to Fleet's 2 revisions (MaxHelmHistory).
 func releaseOf(bd *unstructured.Unstructured) releaseSpec {
 	opts, _, _ := unstructured.NestedMap(bd.Object, "spec", "options")
 	helm, _ := opts["helm"].(map[string]any)
@@ -525,7 +526,7 @@ func releaseOf(bd *unstructured.Unstructured) releaseSpec {
 	r.version, _ = helm["version"].(string)
 	r.name, _ = helm["releaseName"].(string)
 	if r.name == "" {
-		r.name = bd.GetName()
+		r.name = bd.GetLabels()[LabelBundleName]
 	}
 	if ns, _ := opts["defaultNamespace"].(string); ns != "" {
 		r.namespace = ns

@@ -78,7 +78,7 @@ func (f *fixture) createManagedChart(name, version string, values map[string]any
 		"kind":       "ManagedChart",
 		"metadata":   map[string]any{"namespace": f.ns, "name": name},
 		"spec": map[string]any{
-			"chart": name, "version": version, "repoName": "harvester-charts",
+			"chart": name, "releaseName": name, "version": version, "repoName": "harvester-charts",
 			"defaultNamespace": f.ns, "timeoutSeconds": int64(600),
 			"values":  values,
 			"targets": []any{map[string]any{"clusterName": "local"}},

@@ -78,3 +78,17 @@ func TestInstallUpgradeAndStatus(t *testing.T) {
 	require.Equal(t, before, f.sim.HelmRuns(f.ns, "demo"))
 	require.True(t, strings.HasPrefix(id, "s-"))
 }
+
+// Without spec.releaseName, the agent deploys the release under the name
+// of the BundleDeployment in real Fleet, which is its Bundle's: mcc-<name>,
+// not the chart's name (Fleet's helmdeployer; the adapter's Release says
+// the same).
+func TestAReleaseWithoutANameIsTheBundles(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fleetsim.Options{})
+	f.chart("demo", "1.0.0", map[string]any{"greeting": "hello"})
+	f.createManagedChart("demo", "1.0.0", nil)
+	f.updateManagedChart("demo", func(spec map[string]any) { delete(spec, "releaseName") })
+	f.waitReady("demo", "1.0.0")
+	require.Equal(t, "hello", f.configMap("mcc-demo")["greeting"], "the release is mcc-demo, its objects named after it")
+}
