@@ -138,7 +138,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("reading the rendered manifest: %w", err)
 	}
-	old := map[string]map[string]any{} // by identity (identity)
+	old := map[string]map[string]any{} // by group, kind, namespace and name (identity)
 	var olds []*unstructured.Unstructured
 	if r.Old != "" {
 		if olds, err = Objects(r.Old); err != nil {
@@ -310,9 +310,10 @@ func inValues(conflicts []Conflict, traceOf func() (*provenance.Map, error)) err
 // force) of want over live as manager, as the API server runs it: the
 // same field manager of k8s.io/apimachinery over tc, the type converter of
 // the cluster's schema for the kind, and reset, the fields its
-// reset-fields strategy drops from such a write (Schemas.ResetFields). It returns the conflicts as the API
-// server reports them (the causes of its 409); an error when the apply
-// fails for another reason (the schema refuses want, say).
+// reset-fields strategy drops from such a write (Schemas.ResetFields). It
+// returns the conflicts as the API server reports them (the causes of its
+// 409); an error when the apply fails for another reason (the schema
+// refuses want, say).
 func ApplyConflicts(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]fieldpath.Filter, live, want *unstructured.Unstructured, manager string) ([]metav1.StatusCause, error) {
 	gvk := want.GroupVersionKind()
 	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{gvk.GroupVersion()}, noDefaults{}, creater{}, gvk, gvk.GroupVersion(), "", reset)

@@ -25,13 +25,15 @@ func conditionValues(c *chart.Chart) [][]string {
 				continue
 			}
 			for _, p := range templateConditions(t.Name, string(t.Data)) {
-				full := append(append([]string(nil), prefix...), p...)
-				if len(p) > 0 && p[0] == "global" {
-					full = p // a subchart's globals are the parent's
+				paths := [][]string{append(append([]string(nil), prefix...), p...)}
+				if len(p) > 0 && p[0] == "global" && len(prefix) > 0 {
+					paths = append(paths, p) // a subchart's globals are copies of the parent's
 				}
-				if k := strings.Join(full, "\x00"); !seen[k] {
-					seen[k] = true
-					out = append(out, full)
+				for _, full := range paths {
+					if k := strings.Join(full, "\x00"); !seen[k] {
+						seen[k] = true
+						out = append(out, full)
+					}
 				}
 			}
 		}

@@ -300,6 +300,9 @@ metadata: {name: ctl}
 kind: ConfigMap
 metadata: {name: backend}
 data:
+{{- if .Values.global.region }}
+  region: here
+{{- end }}
 {{- with .Values.mode }}
   mode: {{ . }}
 {{- end }}
@@ -308,7 +311,7 @@ data:
 	})
 	c, err := Load(dir)
 	require.NoError(t, err)
-	require.ElementsMatch(t, [][]string{{"controller", "kind"}, {"backend", "mode"}}, conditionValues(c))
+	require.ElementsMatch(t, [][]string{{"controller", "kind"}, {"backend", "global", "region"}, {"global", "region"}, {"backend", "mode"}}, conditionValues(c))
 	m := traceOf(t, dir, nil)
 	image := m.Explain(provenance.ObjectID{Kind: "Deployment", Name: "ctl"},
 		[]any{"spec", "template", "spec", "containers", 0, "image"}, "registry.example/ctl:2", true)
