@@ -169,7 +169,7 @@ func (d *DriftOutput) WriteTable(w io.Writer) error {
 				keep = "nothing to change: the chart renders the live value"
 			case len(f.Reading.Rules) == 0:
 				keep = "no change of a value renders it (the live field is gone, or the chart now renders it otherwise than the deployed manifest)"
-			default:
+			case len(f.Reading.Set) > 0:
 				keep += " (or " + strings.Join(f.Reading.Set, " ") + ")"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Object, f.Field, manager, applycheck.Clip(f.Live), applycheck.Clip(f.Rendered), value, keep)

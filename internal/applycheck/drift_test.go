@@ -104,7 +104,9 @@ func TestReadFieldRedactsSecretValues(t *testing.T) {
 
 	r, secret := readField(m, id, []any{"data", "password"}, "hunter3", true, false)
 	assert.True(t, secret)
-	assert.Equal(t, []string{"--set auth.password=(redacted)"}, r.Set)
+	assert.Empty(t, r.Set, "no flag: one with the value redacted would render the redaction")
+	assert.Equal(t, []string{"{path: auth.password, policy: adopt}"}, r.Rules)
+	assert.Contains(t, r.Says(), "a secret: adopt takes it from the cluster")
 	assert.Equal(t, provenance.Redacted, r.Assignments[0].Value)
 	assert.Equal(t, provenance.Redacted, r.Assignments[0].Was)
 	assert.Equal(t, "hunter3", r.Adopt[0].Value, "what adopt writes is kept, never shown")

@@ -38,7 +38,9 @@ func (r Reading) Adoptable() bool { return r.Mapped() }
 const Redacted = "(redacted)"
 
 // Read explains the field (Explain) and says how to make the chart
-// render the live value; secret redacts the values in the flags.
+// render the live value; secret gives no flag (a flag with the value
+// redacted would render the redaction): the adopt rule alone, which takes
+// the value from the cluster.
 func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Reading {
 	r := Reading{Source: m.Explain(id, steps, live, liveSet)}
 	if !r.Mapped() || !liveSet {
@@ -62,6 +64,9 @@ func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Re
 		r.Adopt = append(r.Adopt, Adopted{Keys: unit, Value: v})
 		r.Set = append(r.Set, SetFlag(unit, v, secret))
 		r.Rules = append(r.Rules, AdoptRule(unit))
+	}
+	if secret {
+		r.Set = nil
 	}
 	return r
 }
@@ -91,8 +96,9 @@ func stepsOf(keys []string) []Step {
 // syntax of Helm's strvals: keys joined by dots (a dot, comma, equals
 // sign or backslash in a key escaped), a string value with --set-string
 // (its commas and backslashes escaped), a list, map or null with
-// --set-json, a number or boolean with --set. secret shows the value as
-// Redacted.
+// --set-json, a number or boolean with --set. secret gives "": no flag
+// shows a secret, and none with its value redacted, which would render
+// the redaction (a number then breaks the render).
 func SetFlag(keys []string, v any, secret bool) string {
 	esc := strings.NewReplacer(`\`, `\\`, `.`, `\.`, `,`, `\,`, `=`, `\=`, `[`, `\[`)
 	parts := make([]string, len(keys))
@@ -101,7 +107,7 @@ func SetFlag(keys []string, v any, secret bool) string {
 	}
 	key := strings.Join(parts, ".")
 	if secret {
-		return fmt.Sprintf("--set %s=%s", key, Redacted)
+		return ""
 	}
 	switch t := v.(type) {
 	case string:
@@ -123,6 +129,10 @@ func (r Reading) Says() string {
 	s := "set by the value " + r.Paths()
 	if len(r.Rules) == 0 {
 		return s
+	}
+	if len(r.Set) == 0 {
+		return fmt.Sprintf("%s; to keep the live value, adopt it with the spec rule %s (a secret: adopt takes it from the cluster, and no flag shows it)",
+			s, strings.Join(r.Rules, " and "))
 	}
 	return fmt.Sprintf("%s; to keep the live value, adopt it with the spec rule %s, or give %s",
 		s, strings.Join(r.Rules, " and "), strings.Join(r.Set, " "))
