@@ -37,11 +37,7 @@ func (s chartSource) Load(ctx context.Context, name, version string) (*upgrade.C
 // describe is what the core needs of a loaded chart: its defaults, the
 // templates that regenerate data, and a check that renders it.
 func describe(c *chart.Chart) (*upgrade.Chart, error) {
-	d, err := chartpkg.Defaults(c)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := chartpkg.Keys(c)
+	d, keys, err := chartpkg.DefaultsAndKeys(c)
 	if err != nil {
 		return nil, err
 	}

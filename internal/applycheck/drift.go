@@ -156,9 +156,10 @@ func FieldDrift(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]f
 		p := pathOf(fp)
 		// a list element's key the chart leaves to its default (a port's
 		// protocol) is in the field set's path, not in the rendered object
-		rv, _ := p.lenient().Lookup(want.Object)
+		inRendered := p.lenient()
+		rv, _ := inRendered.Lookup(want.Object)
 		lv, lok := p.Lookup(live.Object)
-		steps, _ := p.lenient().Steps(want.Object)
+		steps, _ := inRendered.Steps(want.Object)
 		d := Drifted{Kind: rendered.GetKind(), Namespace: rendered.GetNamespace(), Name: rendered.GetName(),
 			Object: liveobjects.Describe(rendered), Field: printed, Rendered: rv, Live: lv, LiveSet: lok, Secret: secret,
 			Differs: lok && !covers(rv, lv) || !lok && !emptyValue(rv)}

@@ -1,10 +1,9 @@
 package chart
 
 import (
+	"errors"
 	"fmt"
 
-	helmchart "helm.sh/helm/v4/pkg/chart"
-	"helm.sh/helm/v4/pkg/chart/common"
 	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
@@ -21,34 +20,44 @@ import (
 //
 // The result is a fresh normalised tree: changing it never changes c.
 func Defaults(c *chart.Chart) (map[string]any, error) {
-	return combined(c, "defaults", chartvalues.CoalesceValues)
+	d, _, err := combined(c, false)
+	return d, err
 }
 
-// Keys returns Defaults with the keys the charts set to null kept, as
-// Helm's MergeValues keeps them (CoalesceValues drops them: a null default
-// means "unset"): every key the chart and its subcharts declare. A user
-// value at such a key (longhorn's defaultSettings.defaultDataPath: ~) is
-// one the chart reads, not an orphan.
-func Keys(c *chart.Chart) (map[string]any, error) {
-	return combined(c, "keys", chartvalues.MergeValues)
+// DefaultsAndKeys returns Defaults, and its keys: Defaults with the keys
+// the charts set to null kept, as Helm's MergeValues keeps them
+// (CoalesceValues drops them: a null default means "unset"), every key
+// the chart and its subcharts declare. A user value at such a key
+// (longhorn's defaultSettings.defaultDataPath: ~) is one the chart reads,
+// not an orphan. The chart is copied and its dependencies processed once
+// for both.
+func DefaultsAndKeys(c *chart.Chart) (defaults, keys map[string]any, err error) {
+	return combined(c, true)
 }
 
 // combined is c's values and its subcharts', every subchart enabled,
-// combined by combine (one of Helm's).
-func combined(c *chart.Chart, what string, combine func(helmchart.Charter, map[string]any) (common.Values, error)) (map[string]any, error) {
+// coalesced as Helm coalesces them, and, withKeys, merged keeping nulls.
+func combined(c *chart.Chart, withKeys bool) (defaults, keys map[string]any, err error) {
 	if c == nil || c.Metadata == nil {
-		return nil, outcome.BadInput(fmt.Errorf("computing chart %s: no chart", what))
+		return nil, nil, outcome.BadInput(errors.New("computing chart defaults: no chart"))
 	}
 	cp := clone(c)
 	enableAll(cp)
 	if err := chartutil.ProcessDependencies(cp, map[string]any{}); err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("computing the %s of chart %s: %w", what, nameVersion(c), err))
+		return nil, nil, outcome.BadInput(fmt.Errorf("computing the defaults of chart %s: %w", nameVersion(c), err))
 	}
-	vals, err := combine(cp, map[string]any{})
+	vals, err := chartvalues.CoalesceValues(cp, map[string]any{})
 	if err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("computing the %s of chart %s: %w", what, nameVersion(c), err))
+		return nil, nil, outcome.BadInput(fmt.Errorf("computing the defaults of chart %s: %w", nameVersion(c), err))
 	}
-	return normalized(vals), nil
+	if withKeys {
+		merged, err := chartvalues.MergeValues(cp, map[string]any{})
+		if err != nil {
+			return nil, nil, outcome.BadInput(fmt.Errorf("computing the keys of chart %s: %w", nameVersion(c), err))
+		}
+		keys = normalized(merged)
+	}
+	return normalized(vals), keys, nil
 }
 
 // enableAll drops the conditions and tags of every dependency of c, so Helm's

@@ -17,7 +17,7 @@ type Input struct {
 	OldDefaults map[string]any // Dold: nil when the deployed chart is unknown
 	NewDefaults map[string]any // Dnew
 	// NewKeys are the keys of the new chart's values, those set to null
-	// included (chart.Keys); a user key it has is no orphan. nil: those of
+	// included (chart.DefaultsAndKeys); a user key it has is no orphan. nil: those of
 	// NewDefaults.
 	NewKeys     map[string]any
 	Rules       []Rule      // first match wins, in this order
