@@ -111,6 +111,10 @@ func (s heldSource) Load(ctx context.Context, name, version string) (*upgrade.Ch
 	}
 	if d != nil && d.Metadata != nil && d.Name() == name &&
 		strings.TrimPrefix(d.Metadata.Version, "v") == strings.TrimPrefix(version, "v") {
+		if missing := chartpkg.MissingDependencies(d); len(missing) > 0 {
+			return nil, errors.Join(err, outcome.BadInput(fmt.Errorf("the release record holds chart %s %s without its subcharts (%s), as Helm stores it: the chart source must serve that version",
+				name, d.Metadata.Version, strings.Join(missing, ", "))))
+		}
 		return describe(d)
 	}
 	return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
@@ -265,4 +267,101 @@ func TestDescribeRefusesAChartWithoutMetadata(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, outcome.ErrBadInput)
 	assert.True(t, strings.HasPrefix(err.Error(), "computing chart defaults"), err.Error())
+}
+
+// writeParent writes chart "parent" at version into dir, with a subchart
+// "sub" whose template reads its own value.
+func writeParent(t *testing.T, dir, version string) *chart.Chart {
+	t.Helper()
+	root, err := testchart.Write(dir, testchart.Chart{Name: "parent", Version: version,
+		Values:    map[string]any{"name": "p"},
+		Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name }}\n"},
+		Subcharts: []testchart.Chart{{Name: "sub", Version: "0.1.0", Values: map[string]any{"level": "info"},
+			Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub\ndata:\n  level: {{ .Values.level }}\n"}}}})
+	require.NoError(t, err)
+	c, err := loader.Load(root)
+	require.NoError(t, err)
+	require.Len(t, c.Dependencies(), 1)
+	return c
+}
+
+// Helm's release record stores a chart without its subcharts: drift reads
+// the deployed version from the chart source then, and says so; without
+// a source it is bad input naming the flags that give one. A held chart
+// with its subcharts is used as it is.
+func TestDriftReadsTheDeployedSubchartsFromTheSource(t *testing.T) {
+	dir := t.TempDir()
+	full := writeParent(t, dir, "1.0.0")
+	record := *full
+	record.SetDependencies() // what Helm's release record gives back
+	require.Equal(t, []string{"sub"}, chartpkg.MissingDependencies(&record))
+	assert.Empty(t, chartpkg.MissingDependencies(full))
+
+	held := &holdingTarget{deployed: &record}
+	_, _, err := deployedChart(t.Context(), held, DriftOptions{}, "parent", "1.0.0")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, outcome.ErrBadInput)
+	for _, want := range []string{"without its subcharts (sub)", "--chart-source", "--spec", "parent 1.0.0"} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	c, note, err := deployedChart(t.Context(), held, DriftOptions{ChartSource: dir}, "parent", "1.0.0")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"name": "p", "sub": map[string]any{"global": map[string]any{}, "level": "info"}}, c.Defaults,
+		"the subchart's defaults, from the source")
+	assert.Empty(t, note, "the source was asked for")
+
+	// a target that names its own source (a HelmChart's repo): read from
+	// there, and said
+	own, err := chartpkg.NewSource(dir, chartpkg.SourceOptions{})
+	require.NoError(t, err)
+	c, note, err = deployedChart(t.Context(), &holdingTarget{deployed: &record, own: own}, DriftOptions{}, "parent", "1.0.0")
+	require.NoError(t, err)
+	assert.Equal(t, "info", c.Defaults["sub"].(map[string]any)["level"])
+	assert.Contains(t, note, "without its subcharts (sub)")
+	assert.Contains(t, note, dir)
+
+	held = &holdingTarget{deployed: full}
+	c, note, err = deployedChart(t.Context(), held, DriftOptions{}, "parent", "1.0.0")
+	require.NoError(t, err)
+	assert.Empty(t, note)
+	assert.Equal(t, "info", c.Defaults["sub"].(map[string]any)["level"])
+
+	// the upgrade's source falls back to the held chart only when it is whole
+	src, err := openSource(t.TempDir(), "")
+	require.NoError(t, err)
+	hs, err := targetSource(t.Context(), &holdingTarget{deployed: &record}, src)
+	require.NoError(t, err)
+	_, err = hs.Load(t.Context(), "parent", "1.0.0")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, outcome.ErrBadInput)
+	assert.Contains(t, err.Error(), "without its subcharts (sub)")
+}
+
+func TestDriftSpecNamesTheSource(t *testing.T) {
+	dir := t.TempDir()
+	specFile := filepath.Join(t.TempDir(), "spec.yaml")
+	require.NoError(t, os.WriteFile(specFile, []byte(fmt.Sprintf(`apiVersion: chart-upgrader.io/v1alpha1
+kind: UpgradeSpec
+charts:
+- target: {kind: release, namespace: apps, name: web}
+  chart: {name: parent, source: %s}
+`, dir)), 0o644))
+	o := DriftOptions{Spec: specFile}
+	require.NoError(t, o.fromSpec(spec.Target{Kind: "release", Namespace: "apps", Name: "web"}))
+	assert.Equal(t, dir, o.ChartSource)
+	assert.Equal(t, "parent", o.ChartName)
+
+	o = DriftOptions{Spec: specFile, ChartSource: "elsewhere"}
+	require.NoError(t, o.fromSpec(spec.Target{Kind: "release", Namespace: "apps", Name: "web"}))
+	assert.Equal(t, "elsewhere", o.ChartSource, "a flag wins over the spec")
+
+	err := (&DriftOptions{Spec: specFile}).fromSpec(spec.Target{Kind: "release", Namespace: "apps", Name: "other"})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, outcome.ErrBadInput)
+	assert.Contains(t, err.Error(), "no chart has target release/apps/other")
+
+	err = (&DriftOptions{Spec: filepath.Join(dir, "missing.yaml")}).fromSpec(spec.Target{Kind: "release", Namespace: "apps", Name: "web"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--spec")
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
@@ -23,7 +24,10 @@ type DriftOptions struct {
 	Kubeconfig  string
 	Target      string // KIND/NAMESPACE/NAME
 	ChartSource string // where the deployed version's chart is ("": the target's own)
-	ChartName   string
+	// Spec is an upgrade spec whose chart for the target names its chart
+	// source and name, used when the flags do not give them.
+	Spec      string
+	ChartName string
 	CAFile      string
 	Log         *slog.Logger
 }
@@ -82,11 +86,14 @@ func Drift(ctx context.Context, o DriftOptions) (*DriftOutput, error) {
 	if obs == nil {
 		return nil, outcome.BadInput(fmt.Errorf("--target %s: not found: check the kind, namespace and name", t))
 	}
+	if err := o.fromSpec(t); err != nil {
+		return nil, err
+	}
 	name := o.ChartName
 	if name == "" {
 		name = obs.Chart
 	}
-	deployed, err := deployedChart(ctx, tg, o, name, obs.Version)
+	deployed, note, err := deployedChart(ctx, tg, o, name, obs.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +102,7 @@ func Drift(ctx context.Context, o DriftOptions) (*DriftOutput, error) {
 		return nil, err
 	}
 	out := &DriftOutput{Target: t.String(), Chart: name, Version: obs.Version, Fields: rep.Fields, Missing: rep.Missing,
-		NotChecked: rep.NotChecked, Note: rep.Note, Unread: rep.Unread}
+		NotChecked: rep.NotChecked, Note: joinNotes(note, rep.Note), Unread: rep.Unread}
 	if out.Fields == nil {
 		out.Fields = []upgrade.DriftField{}
 	}
@@ -109,35 +116,93 @@ func Drift(ctx context.Context, o DriftOptions) (*DriftOutput, error) {
 	return out, nil
 }
 
+// fromSpec fills the chart source and name the flags leave empty from
+// the spec's chart for t. A spec that does not parse, or has no chart
+// for t, is bad input.
+func (o *DriftOptions) fromSpec(t spec.Target) error {
+	if o.Spec == "" {
+		return nil
+	}
+	sp, err := spec.LoadSpec(o.Spec, targets.Kinds())
+	if err != nil {
+		return fmt.Errorf("--spec: %w", err)
+	}
+	for _, c := range sp.Charts {
+		if c.Target != t {
+			continue
+		}
+		if o.ChartSource == "" {
+			o.ChartSource = c.Chart.Source
+		}
+		if o.ChartName == "" {
+			o.ChartName = c.Chart.Name
+		}
+		return nil
+	}
+	return outcome.BadInput(fmt.Errorf("--spec %s: no chart has target %s", o.Spec, t))
+}
+
 // deployedChart is the chart of the deployed version: the one the target
-// holds (a release's, a HelmChart's), unless --chart-source is given; else
-// the chart source's.
-func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name, version string) (*upgrade.Chart, error) {
+// holds (a release's, a HelmChart's), unless --chart-source (or the
+// spec's source) is given; else the chart source's. Helm's release record
+// keeps a chart without its subcharts: a held chart that lists
+// dependencies is read from the source instead, and the note says so; with no
+// source, that is bad input naming the flags that give one.
+func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name, version string) (*upgrade.Chart, string, error) {
+	note := ""
 	if h, ok := tg.(chartHolder); ok && o.ChartSource == "" {
 		c, err := h.DeployedChart(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("%s: reading the deployed chart: %w", tg.Ref(), err)
+			return nil, "", fmt.Errorf("%s: reading the deployed chart: %w", tg.Ref(), err)
 		}
 		if c != nil {
-			return describe(c)
+			missing := chartpkg.MissingDependencies(c)
+			if len(missing) == 0 {
+				d, err := describe(c)
+				return d, "", err
+			}
+			note = fmt.Sprintf("the release record holds chart %s %s without its subcharts (%s), as Helm stores it: read from the chart source",
+				c.Name(), c.Metadata.Version, strings.Join(missing, ", "))
+			own, err := h.OwnSource(ctx)
+			if err != nil {
+				return nil, "", err
+			}
+			if own == nil {
+				return nil, "", outcome.BadInput(fmt.Errorf("%s: Helm's release record holds chart %s %s without its subcharts (%s): give --chart-source (or --spec with a chart for this target) holding that version",
+					tg.Ref(), c.Name(), c.Metadata.Version, strings.Join(missing, ", ")))
+			}
 		}
 	}
 	var src upgrade.ChartSource
 	if o.ChartSource != "" {
 		var err error
 		if src, err = openSource(o.ChartSource, o.CAFile); err != nil {
-			return nil, outcome.BadInput(fmt.Errorf("--chart-source: %w", err))
+			return nil, "", outcome.BadInput(fmt.Errorf("--chart-source: %w", err))
 		}
 	}
 	src, err := targetSource(ctx, tg, src)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	c, err := src.Load(ctx, name, version)
 	if err != nil {
-		return nil, fmt.Errorf("loading chart %s %s, the deployed version, from %s: %w", name, version, src, err)
+		return nil, "", fmt.Errorf("loading chart %s %s, the deployed version, from %s: %w", name, version, src, err)
 	}
-	return c, nil
+	if note != "" {
+		note = strings.Replace(note, "the chart source", src.String(), 1)
+	}
+	return c, note, nil
+}
+
+// joinNotes joins the notes that are not empty.
+func joinNotes(notes ...string) string {
+	var out []string
+	for _, n := range notes {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // WriteTable prints the report for people: one row per field, then what

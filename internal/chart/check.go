@@ -113,6 +113,19 @@ func render(c *chart.Chart, userValues map[string]any, release, namespace string
 // checkDependencies fails when Chart.yaml lists a dependency that charts/
 // does not hold, as `helm install` does.
 func checkDependencies(c *chart.Chart) error {
+	if missing := MissingDependencies(c); len(missing) > 0 {
+		return fmt.Errorf("listed in Chart.yaml but missing from charts/: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// MissingDependencies are the dependencies Chart.yaml lists that c does
+// not hold, by name. Helm's release record stores a chart without its
+// subcharts, so a deployed chart read back from it misses every one.
+func MissingDependencies(c *chart.Chart) []string {
+	if c == nil || c.Metadata == nil {
+		return nil
+	}
 	var missing []string
 	for _, d := range c.Metadata.Dependencies {
 		if d == nil {
@@ -129,10 +142,7 @@ func checkDependencies(c *chart.Chart) error {
 			missing = append(missing, d.Name)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("listed in Chart.yaml but missing from charts/: %s", strings.Join(missing, ", "))
-	}
-	return nil
+	return missing
 }
 
 // checkSubchartTables fails when the user values of a subchart (by name or

@@ -16,6 +16,13 @@ import (
 // through a variable or a changed dot (`with .Values.x` then `.kind`) is
 // not found: it is marked, and what it guards reads "under a condition".
 func conditionValues(c *chart.Chart) [][]string {
+	return chartValuePaths(c, templateConditions)
+}
+
+// chartValuePaths are the paths of the values that of each template of c
+// and its subcharts gives, each as a path of the chart's effective values
+// (a subchart's under its name; its globals also under global), once.
+func chartValuePaths(c *chart.Chart, of func(name, text string) [][]string) [][]string {
 	var out [][]string
 	seen := map[string]bool{}
 	var walk func(c *chart.Chart, prefix []string)
@@ -24,7 +31,7 @@ func conditionValues(c *chart.Chart) [][]string {
 			if t == nil || !strings.HasPrefix(t.Name, "templates/") {
 				continue
 			}
-			for _, p := range templateConditions(t.Name, string(t.Data)) {
+			for _, p := range of(t.Name, string(t.Data)) {
 				paths := [][]string{append(append([]string(nil), prefix...), p...)}
 				if len(p) > 0 && p[0] == "global" && len(prefix) > 0 {
 					paths = append(paths, p) // a subchart's globals are copies of the parent's
@@ -48,12 +55,57 @@ func conditionValues(c *chart.Chart) [][]string {
 // templateConditions are the .Values paths the conditions of one
 // template test; none when it does not parse (the render says why).
 func templateConditions(name, text string) [][]string {
+	var out [][]string
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		switch x := n.(type) {
+		case *parse.ListNode:
+			if x == nil {
+				return
+			}
+			for _, c := range x.Nodes {
+				walk(c)
+			}
+		case *parse.IfNode:
+			out = append(out, valuePaths(x.Pipe)...)
+			walk(x.List)
+			walk(x.ElseList)
+		case *parse.WithNode:
+			out = append(out, valuePaths(x.Pipe)...)
+			walk(x.List)
+			walk(x.ElseList)
+		case *parse.RangeNode:
+			walk(x.List)
+			walk(x.ElseList)
+		}
+	}
+	for _, tree := range parseTemplate(name, text) {
+		walk(tree.Root)
+	}
+	return out
+}
+
+// parseTemplate parses one template, its defines included, without
+// knowing its functions; nil when it does not parse.
+func parseTemplate(name, text string) []*parse.Tree {
 	t := parse.New(name)
 	t.Mode = parse.SkipFuncCheck
 	trees := map[string]*parse.Tree{}
 	if _, err := t.Parse(text, "", "", trees); err != nil {
 		return nil
 	}
+	out := make([]*parse.Tree, 0, len(trees))
+	for _, tree := range trees {
+		if tree != nil && tree.Root != nil {
+			out = append(out, tree)
+		}
+	}
+	return out
+}
+
+// valuePaths are the .Values paths (`.Values.a.b`, `$.Values.a.b`) a
+// pipeline reads, nested pipelines included.
+func valuePaths(n parse.Node) [][]string {
 	var out [][]string
 	var inPipe func(n parse.Node)
 	inPipe = func(n parse.Node) {
@@ -81,33 +133,6 @@ func templateConditions(name, text string) [][]string {
 			inPipe(x.Node)
 		}
 	}
-	var walk func(n parse.Node)
-	walk = func(n parse.Node) {
-		switch x := n.(type) {
-		case *parse.ListNode:
-			if x == nil {
-				return
-			}
-			for _, c := range x.Nodes {
-				walk(c)
-			}
-		case *parse.IfNode:
-			inPipe(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
-		case *parse.WithNode:
-			inPipe(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
-		case *parse.RangeNode:
-			walk(x.List)
-			walk(x.ElseList)
-		}
-	}
-	for _, tree := range trees {
-		if tree != nil {
-			walk(tree.Root)
-		}
-	}
+	inPipe(n)
 	return out
 }

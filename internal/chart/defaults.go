@@ -29,7 +29,8 @@ func Defaults(c *chart.Chart) (map[string]any, error) {
 // (CoalesceValues drops them: a null default means "unset"), every key
 // the chart and its subcharts declare. A user value at such a key
 // (longhorn's defaultSettings.defaultDataPath: ~) is one the chart reads,
-// not an orphan. The chart is copied and its dependencies processed once
+// not an orphan. A map the templates render whole (toYaml, range, tpl:
+// passedThrough) is an empty map in keys, open to any key below it. The chart is copied and its dependencies processed once
 // for both.
 func DefaultsAndKeys(c *chart.Chart) (defaults, keys map[string]any, err error) {
 	return combined(c, true)
@@ -56,6 +57,9 @@ func combined(c *chart.Chart, withKeys bool) (defaults, keys map[string]any, err
 			return nil, nil, outcome.BadInput(fmt.Errorf("computing the keys of chart %s: %w", nameVersion(c), err))
 		}
 		keys = normalized(merged)
+		for _, p := range passedThrough(cp) {
+			openKey(keys, p)
+		}
 	}
 	return normalized(vals), keys, nil
 }
@@ -80,4 +84,21 @@ func nameVersion(c *chart.Chart) string {
 		return "<none>"
 	}
 	return c.Metadata.Name + "-" + c.Metadata.Version
+}
+
+// openKey empties the map at path in keys, if there is one: every key
+// below it is one the chart reads.
+func openKey(keys map[string]any, path []string) {
+	m := keys
+	for i, k := range path {
+		v, ok := m[k].(map[string]any)
+		if !ok {
+			return
+		}
+		if i == len(path)-1 {
+			m[k] = map[string]any{}
+			return
+		}
+		m = v
+	}
 }

@@ -78,8 +78,9 @@ func TestManifestsAcceptedByTheAPIServer(t *testing.T) {
 	for _, it := range namespaces {
 		create(it)
 	}
-	// the namespaces the manifests refer to: SUC's, the target's, the release's
-	for _, ns := range []string{"system-upgrade", "fleet-local", "harvester-system"} {
+	// the namespaces the manifests refer to: SUC's, the target's, the
+	// release's, Longhorn's (a live rule's source)
+	for _, ns := range []string{"system-upgrade", "fleet-local", "harvester-system", "longhorn-system"} {
 		_, err := env.Kube().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
 			require.NoError(t, err)

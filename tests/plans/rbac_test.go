@@ -116,10 +116,24 @@ func newWorld(t *testing.T) *world {
 		"resourceNames: [harvester-crd, harvester]", "resourceNames: ["+demo+"]",
 		"resourceNames: [mcc-harvester-crd, mcc-harvester]", "resourceNames: ["+managedchart.BundleName(demo)+"]",
 		"resourceNames: [harvester-longhorn]", "resourceNames: ["+demo+"-longhorn]")
-	for _, old := range []string{"harvester", "fleet-local", "system-upgrade"} {
-		require.NotContains(t, body(text), old, "a name the test does not move is left in 10-rbac.yaml")
+	// the Roles of the Harvester spec's other live and once sources (kube-system,
+	// longhorn-system): the example spec reads none of them, so they are left
+	// out here, and TestSpecSecretAgreesWithPlansAndRBAC checks they grant what
+	// the Harvester spec reads
+	for _, o := range objects(t, "10-rbac.yaml", text) {
+		if o.GetName() == "chart-upgrader-sources" {
+			continue
+		}
+		w.rbac = append(w.rbac, o)
 	}
-	w.rbac = objects(t, "10-rbac.yaml", text)
+	require.Len(t, w.rbac, 7, "10-rbac.yaml: the ServiceAccount, two Roles and their bindings, the ClusterRole and its binding")
+	for _, o := range w.rbac {
+		y, err := yaml.Marshal(o.Object)
+		require.NoError(t, err)
+		for _, old := range []string{"harvester", "fleet-local", "system-upgrade"} {
+			require.NotContains(t, string(y), old, "a name the test does not move is left in 10-rbac.yaml")
+		}
+	}
 	// the conflict check's read-only RBAC, as the plans' README says to
 	// make it: derived from the chart by `plan --check-chart`
 	code, out, stderr := runCLI(t, "plan", "--image", "registry.example/chart-upgrader", "--version", "2.0.0", "--namespace", w.suc,

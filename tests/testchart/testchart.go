@@ -18,6 +18,13 @@ type Chart struct {
 	Values map[string]any
 	// Templates maps file names under templates/ to their content.
 	Templates map[string]string
+	// CRDs maps file names under crds/ to their content.
+	CRDs map[string]string
+	// Subcharts are written under charts/ and listed as dependencies in
+	// Chart.yaml, each with its Condition when it has one.
+	Subcharts []Chart
+	// Condition is this chart's condition as a subchart ("" for none).
+	Condition string
 }
 
 // Write writes c into dir/<name>-<version> and returns that directory. It
@@ -27,28 +34,51 @@ func Write(dir string, c Chart) (string, error) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		return "", fmt.Errorf("creating chart directory: %w", err)
 	}
-	meta, err := yaml.Marshal(map[string]any{"apiVersion": "v2", "name": c.Name, "version": c.Version, "type": "application"})
+	return root, writeInto(root, c)
+}
+
+// writeInto writes c's files into root, its subcharts under root/charts.
+func writeInto(root string, c Chart) error {
+	meta := map[string]any{"apiVersion": "v2", "name": c.Name, "version": c.Version, "type": "application"}
+	var deps []map[string]any
+	for _, sub := range c.Subcharts {
+		d := map[string]any{"name": sub.Name, "version": sub.Version}
+		if sub.Condition != "" {
+			d["condition"] = sub.Condition
+		}
+		deps = append(deps, d)
+		if err := writeInto(filepath.Join(root, "charts", sub.Name), sub); err != nil {
+			return err
+		}
+	}
+	if deps != nil {
+		meta["dependencies"] = deps
+	}
+	metaYAML, err := yaml.Marshal(meta)
 	if err != nil {
-		return "", fmt.Errorf("encoding Chart.yaml of %s %s: %w", c.Name, c.Version, err)
+		return fmt.Errorf("encoding Chart.yaml of %s %s: %w", c.Name, c.Version, err)
 	}
 	values, err := yaml.Marshal(c.Values)
 	if err != nil {
-		return "", fmt.Errorf("encoding values.yaml of %s %s: %w", c.Name, c.Version, err)
+		return fmt.Errorf("encoding values.yaml of %s %s: %w", c.Name, c.Version, err)
 	}
-	files := map[string][]byte{"Chart.yaml": meta, "values.yaml": values}
+	files := map[string][]byte{"Chart.yaml": metaYAML, "values.yaml": values}
 	for name, body := range c.Templates {
 		files[filepath.Join("templates", name)] = []byte(body)
+	}
+	for name, body := range c.CRDs {
+		files[filepath.Join("crds", name)] = []byte(body)
 	}
 	for name, body := range files {
 		path := filepath.Join(root, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return "", fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+			return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
 		}
 		if err := os.WriteFile(path, body, 0o644); err != nil {
-			return "", fmt.Errorf("writing %s: %w", path, err)
+			return fmt.Errorf("writing %s: %w", path, err)
 		}
 	}
-	return root, nil
+	return nil
 }
 
 // ConfigMapTemplate renders one ConfigMap named after the release, with a
