@@ -3,9 +3,9 @@ package app
 import (
 	"errors"
 	"fmt"
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"strings"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
@@ -33,17 +33,17 @@ func CheckRBAC(chartPath, valuesPath, release string, opts suc.CheckRBACOptions)
 			return nil, err
 		}
 	}
-	manifest, err := chart.Manifest(c, vals, name, ns)
+	rendered, err := chart.Manifest(c, vals, name, ns)
 	if err != nil {
 		return nil, outcome.BadInput(fmt.Errorf("--check-chart %s: rendering as release %s: %w", chartPath, release, err))
 	}
-	objs, err := applycheck.Objects(manifest)
+	objs, err := manifest.Objects(rendered)
 	if err != nil {
 		return nil, fmt.Errorf("--check-chart %s: %w", chartPath, err)
 	}
 	opts.ReleaseNamespace = ns
 	for _, crd := range c.CRDObjects() {
-		defs, err := applycheck.Objects(string(crd.File.Data))
+		defs, err := manifest.Objects(string(crd.File.Data))
 		if err != nil {
 			return nil, outcome.BadInput(fmt.Errorf("--check-chart %s: %s: %w", chartPath, crd.Filename, err))
 		}

@@ -28,8 +28,8 @@ type DriftOptions struct {
 	// source and name, used when the flags do not give them.
 	Spec      string
 	ChartName string
-	CAFile      string
-	Log         *slog.Logger
+	CAFile    string
+	Log       *slog.Logger
 }
 
 // DriftOutput is what `drift` reports: each drifted field of the target's

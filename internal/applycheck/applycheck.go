@@ -12,34 +12,20 @@ package applycheck
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
+	"golang.org/x/sync/errgroup"
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"time"
-	"unicode/utf8"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
-	"github.com/chart-upgrader/chart-upgrader/internal/values"
-
-	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/structured-merge-diff/v6/typed"
-	"sigs.k8s.io/yaml"
 )
 
 // Conflict is one field of a live object that another manager owns and
@@ -69,12 +55,6 @@ type Conflict struct {
 	steps   []any
 	live    any
 	liveSet bool
-}
-
-// String is the conflict in one line: object, field, owner, values (cut
-// to MaxShown each).
-func (c Conflict) String() string {
-	return fmt.Sprintf("%s %s is owned by %s (live: %s; the upgrade sets: %s)", c.Object, c.Field, c.Owner, Clip(c.Live), Clip(c.New))
 }
 
 // Unowned is an object the new chart adds that exists already without
@@ -134,14 +114,14 @@ type Checker struct {
 // cluster does not serve yet (a CRD the chart brings) or that does not
 // exist is new: it cannot conflict. It writes nothing.
 func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
-	objs, err := Objects(r.Manifest)
+	objs, err := manifest.Objects(r.Manifest)
 	if err != nil {
 		return Result{}, fmt.Errorf("reading the rendered manifest: %w", err)
 	}
 	old := map[string]map[string]any{} // by group, kind, namespace and name (identity)
 	var olds []*unstructured.Unstructured
 	if r.Old != "" {
-		if olds, err = Objects(r.Old); err != nil {
+		if olds, err = manifest.Objects(r.Old); err != nil {
 			return Result{}, fmt.Errorf("reading the deployed manifest: %w", err)
 		}
 		for _, o := range olds {
@@ -162,8 +142,10 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	}
 	answers := make([]answer, len(read.Objects))
 	c.Schemas.prefetch(ctx, read.Objects)
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
+	// the applies are computed in this process: as many at once as there
+	// are CPUs (the schemas they need are read above)
+	var applies errgroup.Group
+	applies.SetLimit(runtime.GOMAXPROCS(0))
 	for i, o := range read.Objects {
 		if o.Unread != "" {
 			answers[i].reason = o.Unread
@@ -177,10 +159,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 				res.Unowned = append(res.Unowned, Unowned{Object: o.Name(), Why: why})
 			}
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		applies.Go(func() error {
 			a := &answers[i]
 			a.manager = r.Manager
 			if a.manager == "" {
@@ -193,9 +172,10 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 				setOwnership(want, r.Release, r.Namespace)
 			}
 			a.conflicts, a.reason = c.one(ctx, o, want, a.manager, old[identity(o.Want, r.Namespace)])
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = applies.Wait() // each answer holds its own reason
 	managers := map[string]bool{}
 	for i, a := range answers {
 		res.Conflicts = append(res.Conflicts, a.conflicts...)
@@ -272,18 +252,6 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 	return out, ""
 }
 
-// fieldPaths are the structured paths of the fields obj sets, as tc
-// types them, by the way the API server prints them in a conflict.
-func fieldPaths(tc managedfields.TypeConverter, obj *unstructured.Unstructured) (map[string]fieldpath.Path, error) {
-	_, set, err := fieldSet(tc, obj)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]fieldpath.Path{}
-	set.Iterate(func(fp fieldpath.Path) { out[fp.String()] = fp.Copy() })
-	return out, nil
-}
-
 // inValues reads each conflict back in values terms (Conflict.Values)
 // against the provenance traceOf gives, asked once when there is a
 // conflict.
@@ -304,374 +272,6 @@ func inValues(conflicts []Conflict, traceOf func() (*provenance.Map, error)) err
 		k.Values = read.Says()
 	}
 	return nil
-}
-
-// ApplyConflicts runs, in this process, the server-side apply (without
-// force) of want over live as manager, as the API server runs it: the
-// same field manager of k8s.io/apimachinery over tc, the type converter of
-// the cluster's schema for the kind, and reset, the fields its
-// reset-fields strategy drops from such a write (Schemas.ResetFields). It
-// returns the conflicts as the API server reports them (the causes of its
-// 409); an error when the apply fails for another reason (the schema
-// refuses want, say).
-func ApplyConflicts(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]fieldpath.Filter, live, want *unstructured.Unstructured, manager string) ([]metav1.StatusCause, error) {
-	gvk := want.GroupVersionKind()
-	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{gvk.GroupVersion()}, noDefaults{}, creater{}, gvk, gvk.GroupVersion(), "", reset)
-	if err != nil {
-		return nil, err
-	}
-	applied, err := asDecoded(want)
-	if err != nil {
-		return nil, err
-	}
-	applied.SetManagedFields(nil)
-	_, err = fm.Apply(live.DeepCopy(), applied, manager, false)
-	if err == nil {
-		return nil, nil
-	}
-	if causes := conflictCauses(err); causes != nil {
-		return causes, nil
-	}
-	return nil, err
-}
-
-// fieldSet is obj as the API server decodes it (asDecoded), and the
-// fields it sets, as tc types them.
-func fieldSet(tc managedfields.TypeConverter, obj *unstructured.Unstructured) (*unstructured.Unstructured, *fieldpath.Set, error) {
-	decoded, err := asDecoded(obj)
-	if err != nil {
-		return nil, nil, err
-	}
-	tv, err := tc.ObjectToTyped(decoded, typed.AllowDuplicates)
-	if err != nil {
-		return nil, nil, fmt.Errorf("typing the object: %w", err)
-	}
-	set, err := tv.ToFieldSet()
-	return decoded, set, err
-}
-
-// asDecoded is obj as the API server decodes a request body: integers as
-// int64 (a YAML decoder gives float64).
-func asDecoded(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(obj.Object)
-	if err != nil {
-		return nil, err
-	}
-	out, _, err := unstructured.UnstructuredJSONScheme.Decode(data, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	return out.(*unstructured.Unstructured), nil
-}
-
-// sameVersion converts nothing: the object and its managers are at the
-// version applied. A manager recorded at another version is one only the
-// API server could convert to, so the field manager drops it, as the API
-// server drops a version it no longer serves.
-type sameVersion struct{ gv schema.GroupVersion }
-
-func (c sameVersion) Convert(in, out, context any) error {
-	return errors.New("applycheck: no conversion")
-}
-
-func (c sameVersion) ConvertToVersion(in kruntime.Object, target kruntime.GroupVersioner) (kruntime.Object, error) {
-	gvk := in.GetObjectKind().GroupVersionKind()
-	if want, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{gvk}); ok && want == gvk {
-		return in, nil
-	}
-	return nil, kruntime.NewNotRegisteredGVKErrForTarget("applycheck", gvk, target)
-}
-
-func (c sameVersion) ConvertFieldLabel(schema.GroupVersionKind, string, string) (string, string, error) {
-	return "", "", errors.New("applycheck: no field labels")
-}
-
-type noDefaults struct{}
-
-func (noDefaults) Default(kruntime.Object) {}
-
-type creater struct{}
-
-func (creater) New(gvk schema.GroupVersionKind) (kruntime.Object, error) {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetGroupVersionKind(gvk)
-	return u, nil
-}
-
-// Helm's ownership metadata (helm.sh/helm/v4/pkg/action/validate.go).
-const (
-	managedByLabel      = "app.kubernetes.io/managed-by"
-	managedByHelm       = "Helm"
-	releaseNameKey      = "meta.helm.sh/release-name"
-	releaseNamespaceKey = "meta.helm.sh/release-namespace"
-)
-
-// ownership is what obj lacks to be adopted by release name in namespace,
-// in Helm's words; "" when nothing.
-func ownership(obj *unstructured.Unstructured, name, namespace string) string {
-	var why []string
-	need := func(m map[string]string, what, k, v string) {
-		actual, ok := m[k]
-		switch {
-		case !ok:
-			why = append(why, fmt.Sprintf("%s %q missing: must be set to %q", what, k, v))
-		case actual != v:
-			why = append(why, fmt.Sprintf("%s %q must equal %q: current value is %q", what, k, v, actual))
-		}
-	}
-	need(obj.GetLabels(), "label", managedByLabel, managedByHelm)
-	need(obj.GetAnnotations(), "annotation", releaseNameKey, name)
-	need(obj.GetAnnotations(), "annotation", releaseNamespaceKey, namespace)
-	return strings.Join(why, "; ")
-}
-
-// setOwnership adds the metadata Helm sets on every object it applies.
-func setOwnership(obj *unstructured.Unstructured, name, namespace string) {
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[managedByLabel] = managedByHelm
-	obj.SetLabels(labels)
-	ann := obj.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[releaseNameKey], ann[releaseNamespaceKey] = name, namespace
-	obj.SetAnnotations(ann)
-}
-
-// key is an object's identity as Helm compares a release's manifests:
-// apiVersion, kind, namespace, name.
-func key(obj *unstructured.Unstructured) string {
-	return obj.GetAPIVersion() + "/" + obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
-}
-
-// identity is an object's group, kind, namespace and name, a namespace
-// left out put in namespace: the same object in two manifests, whatever
-// version each names it at (a cluster-scoped object is named alike in
-// both too, since both get the same namespace).
-func identity(obj *unstructured.Unstructured, namespace string) string {
-	ns := obj.GetNamespace()
-	if ns == "" {
-		ns = namespace
-	}
-	gvk := obj.GroupVersionKind()
-	return gvk.Group + "/" + gvk.Kind + "/" + ns + "/" + obj.GetName()
-}
-
-// keys are the identities of objs, a namespaced object without a
-// namespace put in namespace.
-func (c Checker) keys(objs []*unstructured.Unstructured, namespace string) map[string]bool {
-	out := map[string]bool{}
-	for _, o := range objs {
-		o = o.DeepCopy()
-		gvk := o.GroupVersionKind()
-		if m, err := c.Reader.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			if m.Scope.Name() == meta.RESTScopeNameNamespace && o.GetNamespace() == "" {
-				o.SetNamespace(namespace)
-			} else if m.Scope.Name() != meta.RESTScopeNameNamespace {
-				o.SetNamespace("")
-			}
-		}
-		out[key(o)] = true
-	}
-	return out
-}
-
-// conflictCauses are the field-manager conflicts of a failed apply; nil
-// when it failed for another reason.
-func conflictCauses(err error) []metav1.StatusCause {
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) || st.Status().Code != 409 || st.Status().Details == nil {
-		return nil
-	}
-	var out []metav1.StatusCause
-	for _, c := range st.Status().Details.Causes {
-		if c.Type == metav1.CauseTypeFieldManagerConflict {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// ownerName is the bare manager name of an owner as the API server
-// prints it: `"kubectl-set" using apps/v1` → kubectl-set.
-func ownerName(owner string) string {
-	if strings.HasPrefix(owner, `"`) {
-		if end := strings.Index(owner[1:], `"`); end >= 0 {
-			return owner[1 : end+1]
-		}
-	}
-	return owner
-}
-
-// ApplyManager is the field manager that holds obj's Apply entry (of the
-// object itself, not a subresource): the applier of its chart. With more
-// than one, the one that owns the most fields. "" when none does.
-func ApplyManager(obj *unstructured.Unstructured) string {
-	best, size := "", -1
-	for _, e := range obj.GetManagedFields() {
-		if e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" {
-			continue
-		}
-		n := 0
-		if e.FieldsV1 != nil {
-			n = len(e.FieldsV1.Raw)
-		}
-		if n > size {
-			best, size = e.Manager, n
-		}
-	}
-	return best
-}
-
-// Objects are the objects of a manifest (a YAML stream as Helm renders
-// and stores it), in its order; empty documents and documents without a
-// kind are skipped.
-func Objects(manifest string) ([]*unstructured.Unstructured, error) {
-	docs := releaseutil.SplitManifests(manifest)
-	keys := make([]string, 0, len(docs))
-	for k := range docs {
-		keys = append(keys, k)
-	}
-	// SplitManifests names them manifest-0, manifest-1, …
-	sort.Slice(keys, func(i, j int) bool {
-		return len(keys[i]) < len(keys[j]) || len(keys[i]) == len(keys[j]) && keys[i] < keys[j]
-	})
-	var out []*unstructured.Unstructured
-	for i, k := range keys {
-		doc := docs[k]
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
-		}
-		if u.Object == nil || u.GetKind() == "" {
-			continue
-		}
-		out = append(out, u)
-	}
-	return out, nil
-}
-
-// MaxShown is the longest value a line for people shows in full (Clip);
-// a value in -o json or -o yaml is never cut.
-const MaxShown = 120
-
-// show is a value, whole: a string as it is, anything else as JSON;
-// "(unset)" when absent.
-func show(v any, ok bool) string {
-	if !ok {
-		return "(unset)"
-	}
-	if str, isStr := v.(string); isStr {
-		return str
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-// Clip is a value of show for a line: cut to MaxShown bytes (on a rune
-// boundary), with "…" where it was cut.
-func Clip(s string) string {
-	if len(s) <= MaxShown {
-		return s
-	}
-	cut := MaxShown
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-// WaysOut says what an operator can do about conflicts, as one line.
-const WaysOut = "the ways out: revert the other manager's change; or make it the chart's, as a value or a rule of the spec (adopt, where a value renders it); " +
-	"or set apply.forceConflicts: true in the spec, and the upgrade takes the fields (the other manager's change is lost)"
-
-// WaysOutNoForce is WaysOut for an applier that cannot force (Fleet).
-const WaysOutNoForce = "the ways out: revert the other manager's change; or make it the chart's, as a value or a rule of the spec (adopt, where a value renders it) " +
-	"(Fleet cannot force conflicts, so apply.forceConflicts is not one)"
-
-// Note is what the check did, for the log: objects, managers, requests,
-// time, and the objects it could not check, each with the reason.
-func (r Result) Note(took time.Duration) string {
-	s := fmt.Sprintf("conflict check: %d objects checked against their managedFields as %s in %s, %d requests",
-		r.Checked, strings.Join(r.Managers, ", "), took.Round(time.Millisecond), r.Requests)
-	if len(r.NotChecked) > 0 {
-		s += fmt.Sprintf("; %d not checked: %s", len(r.NotChecked), strings.Join(r.NotChecked, "; "))
-	}
-	return s
-}
-
-// How an apply treats a field another manager owns.
-type How struct {
-	// ServerSide: the apply is server-side; else client-side (a three-way
-	// merge, which meets no conflict and overwrites what the chart
-	// changes).
-	ServerSide bool
-	// Force: a server-side apply takes the conflicting fields.
-	Force bool
-	// Applier names who applies, for people: `Helm applies this release`.
-	Applier string
-	// Self is the applier's field manager: its own entries (of an earlier
-	// client-side apply) are no conflict.
-	Self string
-	// TakesOwnership: the applier adopts an existing object without the
-	// release's ownership metadata (Helm's --take-ownership; Fleet's
-	// agent); else it refuses to.
-	TakesOwnership bool
-}
-
-// Judge sorts what Check found for an apply made as how says: a conflict
-// of a server-side apply that does not force is refused (one line each,
-// then WaysOut); one it forces, and a field a client-side apply
-// overwrites, is a warning.
-func Judge(res Result, how How) (refused []string, warnings []values.Warning) {
-	for _, k := range res.Conflicts {
-		if k.OwnerName == how.Self || k.OwnerName == k.AppliedAs {
-			continue // the applier's own entries
-		}
-		inValues := ""
-		if k.Values != "" {
-			inValues = "; " + k.Values
-		}
-		switch {
-		case how.ServerSide && !how.Force:
-			refused = append(refused, fmt.Sprintf("field-manager conflict: %s; %s server-side as %q and would fail%s", k, how.Applier, k.AppliedAs, inValues))
-		case how.ServerSide:
-			warnings = append(warnings, values.Warning{Kind: values.WarnFieldOwner, Path: k.Object + " " + k.Field,
-				Message: fmt.Sprintf("%s; apply.forceConflicts is true: the upgrade takes the field%s", k, inValues)})
-		case !k.Unchanged:
-			warnings = append(warnings, values.Warning{Kind: values.WarnFieldOwner, Path: k.Object + " " + k.Field,
-				Message: fmt.Sprintf("%s; %s client-side and overwrites it%s", k, how.Applier, inValues)})
-		}
-	}
-	if len(refused) > 0 {
-		refused = append(refused, WaysOut)
-	}
-	for _, u := range res.Unowned {
-		if how.TakesOwnership {
-			warnings = append(warnings, values.Warning{Kind: values.WarnTakeOwnership, Path: u.Object,
-				Message: fmt.Sprintf("%s exists without this release's ownership metadata (%s); %s with takeOwnership and adopts it", u.Object, u.Why, how.Applier)})
-			continue
-		}
-		refused = append(refused, fmt.Sprintf("ownership conflict: %s exists and cannot be imported into the release: invalid ownership metadata; %s; %s", u.Object, u.Why, adoptHint(u.Object)))
-	}
-	for _, n := range res.NotChecked {
-		warnings = append(warnings, values.Warning{Kind: values.WarnNotChecked, Path: strings.SplitN(n, ": ", 2)[0], Message: n})
-	}
-	return refused, warnings
-}
-
-// adoptHint says how an operator lets Helm adopt an object: Helm's own
-// ownership metadata, set with kubectl, or the object deleted.
-func adoptHint(object string) string {
-	return "to let the release adopt it, give it the label " + managedByLabel + "=" + managedByHelm +
-		" and the annotations " + releaseNameKey + " and " + releaseNamespaceKey + " of the release (kubectl label and kubectl annotate " +
-		object + "), or delete it"
 }
 
 // New is the Checker of one cluster: its objects read through dyn and

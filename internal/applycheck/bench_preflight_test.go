@@ -29,8 +29,8 @@ func bigChart(b *testing.B, dir, version string) string {
 	require.NoError(b, os.WriteFile(filepath.Join(path, "Chart.yaml"), []byte("apiVersion: v2\nname: big\nversion: "+version+"\n"), 0o644))
 	require.NoError(b, os.WriteFile(filepath.Join(path, "values.yaml"), []byte("level: \""+version+"\"\n"), 0o644))
 	// one value the upgrade changes, in every ConfigMap
-	manifest := bytes.ReplaceAll([]byte(bigManifest()), []byte("b: x"), []byte("b: '{{ .Values.level }}'"))
-	require.NoError(b, os.WriteFile(filepath.Join(path, "templates", "all.yaml"), manifest, 0o644))
+	body := bytes.ReplaceAll([]byte(bigManifest()), []byte("b: x"), []byte("b: '{{ .Values.level }}'"))
+	require.NoError(b, os.WriteFile(filepath.Join(path, "templates", "all.yaml"), body, 0o644))
 	return path
 }
 

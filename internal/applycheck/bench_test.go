@@ -4,6 +4,7 @@ package applycheck_test
 
 import (
 	"fmt"
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -78,8 +79,8 @@ func bigManifest() string {
 func BenchmarkPreflightReads300(b *testing.B) {
 	env := testenv.ForTest(b)
 	ns := env.Namespace(b)
-	manifest := bigManifest()
-	objs, err := applycheck.Objects(manifest)
+	rendered := bigManifest()
+	objs, err := manifest.Objects(rendered)
 	require.NoError(b, err)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(env.Kube().Discovery()))
 	for _, o := range objs {
@@ -91,7 +92,7 @@ func BenchmarkPreflightReads300(b *testing.B) {
 		_, err = env.Dynamic().Resource(m.Resource).Namespace(ns).Apply(b.Context(), o.GetName(), o, metav1.ApplyOptions{FieldManager: "helm", Force: true})
 		require.NoError(b, err)
 	}
-	rel := &release.Release{Name: "big", Namespace: ns, Version: 1, Manifest: manifest, Info: &release.Info{Status: helmstatus.StatusDeployed}}
+	rel := &release.Release{Name: "big", Namespace: ns, Version: 1, Manifest: rendered, Info: &release.Info{Status: helmstatus.StatusDeployed}}
 
 	// every request of an op counted at the transport, discovery included:
 	// each op starts as a run of the tool does, with nothing cached
@@ -113,7 +114,7 @@ func BenchmarkPreflightReads300(b *testing.B) {
 		requests.Store(0)
 		for b.Loop() {
 			m := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
-			res, err := applycheck.New(kube, dyn, m).Check(b.Context(), applycheck.Request{Manifest: manifest, Namespace: ns, Release: "big", Manager: "helm", Old: manifest})
+			res, err := applycheck.New(kube, dyn, m).Check(b.Context(), applycheck.Request{Manifest: rendered, Namespace: ns, Release: "big", Manager: "helm", Old: rendered})
 			require.NoError(b, err)
 			require.Equal(b, 300, res.Checked)
 			require.Empty(b, res.Conflicts)

@@ -299,7 +299,7 @@ func TestConflictsAreExactlyTheServersOwn(t *testing.T) {
 
 			server := serverConflicts(t, client, want)
 			res, err := applycheck.New(env.Kube(), env.Dynamic(), mapper).Check(ctx,
-				applycheck.Request{Manifest: manifest(t, want), Namespace: ns, Manager: "helm"})
+				applycheck.Request{Manifest: manifestOf(t, want), Namespace: ns, Manager: "helm"})
 			require.NoError(t, err)
 			require.Empty(t, res.NotChecked)
 			require.Equal(t, 1, res.Checked)
@@ -349,7 +349,7 @@ func decode(t *testing.T, text string) *unstructured.Unstructured {
 	return u
 }
 
-func manifest(t *testing.T, objs ...*unstructured.Unstructured) string {
+func manifestOf(t *testing.T, objs ...*unstructured.Unstructured) string {
 	t.Helper()
 	var b strings.Builder
 	for _, o := range objs {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -64,7 +65,7 @@ type DriftResult struct {
 // Drift reads the live copy of each object of r.Manifest and lists its
 // drifted fields (FieldDrift). It writes nothing.
 func (c Checker) Drift(ctx context.Context, r DriftRequest) (DriftResult, error) {
-	objs, err := Objects(r.Manifest)
+	objs, err := manifest.Objects(r.Manifest)
 	if err != nil {
 		return DriftResult{}, fmt.Errorf("reading the deployed manifest: %w", err)
 	}

@@ -20,7 +20,7 @@ func TestJudge(t *testing.T) {
 	own := Conflict{Object: "Deployment ns/web", Field: ".spec.z", Owner: `"helm" using apps/v1`, OwnerName: "helm", AppliedAs: "helm"}
 	res := Result{Conflicts: []Conflict{hotfix, kept, own}}
 
-	refused, warnings := Judge(res, How{ServerSide: true, Applier: "Helm applies this release", Self: "helm"})
+	refused, warnings := Judge(res, Applier{ServerSide: true, Name: "Helm applies this release", Manager: "helm"})
 	assert.Equal(t, []string{
 		`field-manager conflict: Deployment ns/web .spec.x is owned by "kubectl-set" using apps/v1 (live: hot; the upgrade sets: new); Helm applies this release server-side as "helm" and would fail`,
 		`field-manager conflict: Deployment ns/web .spec.y is owned by "kubectl-set" using apps/v1 (live: hot; the upgrade sets: new); Helm applies this release server-side as "helm" and would fail`,
@@ -28,7 +28,7 @@ func TestJudge(t *testing.T) {
 	}, refused)
 	assert.Empty(t, warnings)
 
-	refused, warnings = Judge(res, How{ServerSide: true, Force: true, Applier: "Helm applies this release", Self: "helm"})
+	refused, warnings = Judge(res, Applier{ServerSide: true, Force: true, Name: "Helm applies this release", Manager: "helm"})
 	assert.Empty(t, refused)
 	if assert.Len(t, warnings, 2) {
 		assert.Equal(t, values.WarnFieldOwner, warnings[0].Kind)
@@ -36,7 +36,7 @@ func TestJudge(t *testing.T) {
 		assert.Contains(t, warnings[0].Message, "the upgrade takes the field")
 	}
 
-	refused, warnings = Judge(res, How{Applier: "Helm applies this release", Self: "helm"})
+	refused, warnings = Judge(res, Applier{Name: "Helm applies this release", Manager: "helm"})
 	assert.Empty(t, refused)
 	if assert.Len(t, warnings, 1, "the field the chart does not change is left alone") {
 		assert.Contains(t, warnings[0].Message, "Helm applies this release client-side and overwrites it")
@@ -52,7 +52,7 @@ func TestJudgeOwnershipAndNotChecked(t *testing.T) {
 		Unowned:    []Unowned{{Object: "ConfigMap ns/extra", Why: `label "app.kubernetes.io/managed-by" missing: must be set to "Helm"`}},
 		NotChecked: []string{"Widget ns/w: the cluster publishes no OpenAPI v3 schema for it"},
 	}
-	refused, warnings := Judge(res, How{ServerSide: true, Applier: "Helm applies this release", Self: "helm"})
+	refused, warnings := Judge(res, Applier{ServerSide: true, Name: "Helm applies this release", Manager: "helm"})
 	if assert.Len(t, refused, 1, "no WaysOut line without a field conflict") {
 		assert.Contains(t, refused[0], "ownership conflict: ConfigMap ns/extra exists and cannot be imported into the release: invalid ownership metadata")
 		assert.Contains(t, refused[0], "meta.helm.sh/release-name")
@@ -63,7 +63,7 @@ func TestJudgeOwnershipAndNotChecked(t *testing.T) {
 		assert.Contains(t, warnings[0].Message, "no OpenAPI v3 schema")
 	}
 
-	refused, warnings = Judge(res, How{ServerSide: true, Applier: "Fleet's agent applies this chart", Self: "fleetagent", TakesOwnership: true})
+	refused, warnings = Judge(res, Applier{ServerSide: true, Name: "Fleet's agent applies this chart", Manager: "fleetagent", TakesOwnership: true})
 	assert.Empty(t, refused)
 	if assert.Len(t, warnings, 2) {
 		assert.Equal(t, values.WarnTakeOwnership, warnings[0].Kind)
@@ -77,9 +77,9 @@ func TestJudgeSaysWhichValueRendersTheField(t *testing.T) {
 	k := Conflict{Object: "Deployment ns/web", Field: ".spec.replicas", Owner: `"kubectl" with subresource "scale" using apps/v1`, OwnerName: "kubectl",
 		Live: "3", New: "1", AppliedAs: "helm",
 		Values: "set by the value web.replicas; to keep the live value, adopt it with the spec rule {path: web.replicas, policy: adopt}, or give --set web.replicas=3"}
-	refused, _ := Judge(Result{Conflicts: []Conflict{k}}, How{ServerSide: true, Applier: "Helm applies this release", Self: "helm"})
+	refused, _ := Judge(Result{Conflicts: []Conflict{k}}, Applier{ServerSide: true, Name: "Helm applies this release", Manager: "helm"})
 	assert.Contains(t, refused[0], `would fail; set by the value web.replicas; to keep the live value, adopt it with the spec rule {path: web.replicas, policy: adopt}`)
-	_, warnings := Judge(Result{Conflicts: []Conflict{k}}, How{ServerSide: true, Force: true, Applier: "Helm applies this release", Self: "helm"})
+	_, warnings := Judge(Result{Conflicts: []Conflict{k}}, Applier{ServerSide: true, Force: true, Name: "Helm applies this release", Manager: "helm"})
 	assert.Contains(t, warnings[0].Message, "the upgrade takes the field; set by the value web.replicas")
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/errgroup"
 	"regexp"
 	"strings"
 	"sync"
@@ -144,20 +145,22 @@ func statusKinds(gv schema.GroupVersion, paths map[string]map[string]json.RawMes
 	return out
 }
 
-// prefetch fetches, all at once, the documents of the group-versions of
-// the objects that exist (a fetch is mostly waiting for the API server).
+// prefetch fetches the documents of the group-versions of the objects
+// that exist, liveobjects.Parallel at once (a fetch is mostly waiting for
+// the API server).
 func (s *Schemas) prefetch(ctx context.Context, objs []liveobjects.Object) {
 	seen := map[schema.GroupVersion]bool{}
-	var wg sync.WaitGroup
+	var fetches errgroup.Group
+	fetches.SetLimit(liveobjects.Parallel)
 	for _, o := range objs {
 		gv := o.Want.GroupVersionKind().GroupVersion()
 		if o.Live == nil || seen[gv] {
 			continue
 		}
 		seen[gv] = true
-		wg.Go(func() { s.doc(ctx, gv) })
+		fetches.Go(func() error { s.doc(ctx, gv); return nil })
 	}
-	wg.Wait()
+	_ = fetches.Wait() // a document that could not be read is an object not checked, later
 }
 
 // fetched is how many documents were fetched (for the request count).

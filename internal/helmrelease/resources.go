@@ -3,6 +3,7 @@ package helmrelease
 import (
 	"context"
 	"fmt"
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"log/slog"
 	"sort"
 	"sync"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 )
 
@@ -49,7 +49,7 @@ func (m manifestObject) String() string { return liveobjects.Describe(m.u) }
 // manifestObjects are the objects of a release's manifest, their
 // namespace defaulted to the release's (Helm's releaseutil split).
 func manifestObjects(rel *release.Release) ([]manifestObject, error) {
-	objs, err := applycheck.Objects(rel.Manifest)
+	objs, err := manifest.Objects(rel.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("helm release %s/%s revision %d: manifest: %w", rel.Namespace, rel.Name, rel.Version, err)
 	}

@@ -7,11 +7,12 @@ package liveobjects
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -73,8 +74,11 @@ type Result struct {
 	Requests int
 }
 
-// parallel is how many reads run at once.
-const parallel = 8
+// Parallel is how many requests a fan-out of this program (the live
+// objects' reads, the conflict check's applies) runs at once: enough to
+// hide an API server's latency, few enough not to queue behind its
+// max-in-flight limit (400 by default) on a busy cluster.
+const Parallel = 8
 
 // group is the objects of one resource in one namespace.
 type group struct {
@@ -120,96 +124,95 @@ func (r Reader) Read(ctx context.Context, objs []*unstructured.Unstructured, nam
 		}
 		g.index = append(g.index, i)
 	}
-	var mu sync.Mutex
-	var errs []error
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for _, key := range order {
+	// first one list per group that is worth one and allowed, then one get
+	// for each object no list read: each step at most Parallel requests
+	// at once
+	var requests atomic.Int64
+	listed := make([]bool, len(order))
+	var lists errgroup.Group
+	lists.SetLimit(Parallel)
+	for n, key := range order {
 		g := groups[key]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			n, err := r.readGroup(ctx, g, res.Objects)
-			mu.Lock()
-			defer mu.Unlock()
-			res.Requests += n
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}()
+		lists.Go(func() error {
+			ok, err := r.listGroup(ctx, g, res.Objects, &requests)
+			listed[n] = ok
+			return err
+		})
 	}
-	wg.Wait()
-	return res, errors.Join(errs...)
+	if err := lists.Wait(); err != nil {
+		res.Requests = int(requests.Load())
+		return res, err
+	}
+	var gets errgroup.Group
+	gets.SetLimit(Parallel)
+	for n, key := range order {
+		if listed[n] {
+			continue
+		}
+		g := groups[key]
+		client := r.client(g)
+		for _, i := range g.index {
+			gets.Go(func() error {
+				o := &res.Objects[i]
+				live, err := client.Get(ctx, o.Want.GetName(), metav1.GetOptions{})
+				requests.Add(1)
+				switch {
+				case err == nil:
+					o.Live = live
+				case apierrors.IsNotFound(err):
+				case apierrors.IsForbidden(err):
+					o.Unread = "this process may not read it: " + Rule(g.gvr, g.namespace, o.Want.GetName())
+				default:
+					return fmt.Errorf("reading %s: %w", o.Name(), err)
+				}
+				return nil
+			})
+		}
+	}
+	err := gets.Wait()
+	res.Requests = int(requests.Load())
+	return res, err
 }
 
 // secrets is the resource read by name only.
 var secrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
-// readGroup reads one group's objects into objs: one list when allowed and
-// worth it, else one get each (parallel at most at once). Secrets are
-// always read by name: a list would read every Secret of the namespace
-// (Helm's release records, other programs' credentials) for a few.
-func (r Reader) readGroup(ctx context.Context, g *group, objs []Object) (int, error) {
-	client := r.client(g)
-	requests := 0
-	if len(g.index) > 1 && g.gvr != secrets {
-		may := true
-		if r.Access != nil {
-			requests++
-			ok, err := r.Access.May(ctx, g.gvr, g.namespace, "list")
-			if err != nil {
-				return requests, fmt.Errorf("asking whether this process may list %s%s: %w", g.gvr.GroupResource(), inNamespace(g.namespace), err)
-			}
-			may = ok
+// listGroup reads one group's objects into objs with one list, when that
+// is worth it (more than one object) and allowed; false when it did not
+// (then each is read by its own get). Secrets are always read by name: a
+// list would read every Secret of the namespace (Helm's release records,
+// other programs' credentials) for a few.
+func (r Reader) listGroup(ctx context.Context, g *group, objs []Object, requests *atomic.Int64) (bool, error) {
+	if len(g.index) < 2 || g.gvr == secrets {
+		return false, nil
+	}
+	if r.Access != nil {
+		requests.Add(1)
+		ok, err := r.Access.May(ctx, g.gvr, g.namespace, "list")
+		if err != nil {
+			return false, fmt.Errorf("asking whether this process may list %s%s: %w", g.gvr.GroupResource(), inNamespace(g.namespace), err)
 		}
-		if may {
-			requests++
-			list, err := client.List(ctx, metav1.ListOptions{})
-			switch {
-			case err == nil:
-				byName := map[string]*unstructured.Unstructured{}
-				for i := range list.Items {
-					byName[list.Items[i].GetName()] = &list.Items[i]
-				}
-				for _, i := range g.index {
-					objs[i].Live = byName[objs[i].Want.GetName()]
-				}
-				return requests, nil
-			case apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
-				// fall back to one get each
-			default:
-				return requests, fmt.Errorf("listing %s%s: %w", g.gvr.GroupResource(), inNamespace(g.namespace), err)
-			}
+		if !ok {
+			return false, nil
 		}
 	}
-	var mu sync.Mutex
-	var errs []error
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for _, i := range g.index {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			o := &objs[i]
-			live, err := client.Get(ctx, o.Want.GetName(), metav1.GetOptions{})
-			mu.Lock()
-			defer mu.Unlock()
-			requests++
-			switch {
-			case err == nil:
-				o.Live = live
-			case apierrors.IsNotFound(err):
-			case apierrors.IsForbidden(err):
-				o.Unread = "this process may not read it: " + Rule(g.gvr, g.namespace, o.Want.GetName())
-			default:
-				errs = append(errs, fmt.Errorf("reading %s: %w", o.Name(), err))
-			}
-		}()
+	requests.Add(1)
+	list, err := r.client(g).List(ctx, metav1.ListOptions{})
+	switch {
+	case err == nil:
+		byName := map[string]*unstructured.Unstructured{}
+		for i := range list.Items {
+			byName[list.Items[i].GetName()] = &list.Items[i]
+		}
+		for _, i := range g.index {
+			objs[i].Live = byName[objs[i].Want.GetName()]
+		}
+		return true, nil
+	case apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
+		return false, nil // one get each
+	default:
+		return false, fmt.Errorf("listing %s%s: %w", g.gvr.GroupResource(), inNamespace(g.namespace), err)
 	}
-	wg.Wait()
-	return requests, errors.Join(errs...)
 }
 
 func (r Reader) client(g *group) dynamic.ResourceInterface {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +12,6 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
-	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -33,7 +31,7 @@ import (
 func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
 	r := o.Source.(*read)
 	h := r.chart
-	if c.Restore != nil || c.Chart == nil || c.Chart.Manifest == nil {
+	if c.Restore != nil || c.Chart == nil {
 		return upgrade.Conflicts{}, nil
 	}
 	if err := t.checkApplyFields(ctx, h); err != nil {
@@ -42,10 +40,6 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	vals := c.Values
 	if len(o.Overlay) > 0 {
 		vals = values.Overlay(c.Values, o.Overlay)
-	}
-	manifest, err := c.Chart.Manifest(vals, h.ReleaseName(), h.TargetNamespace)
-	if err != nil {
-		return upgrade.Conflicts{}, err
 	}
 	setting := h.ServerSide
 	if t.apply.ServerSide != kind.ServerSideAuto {
@@ -58,22 +52,11 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	if r.release != nil {
 		recorded, old = r.release.ApplyMethod, r.release.Manifest
 	}
-	ssa := kind.ServerSide(setting, recorded)
-	start := time.Now()
-	trace := func() (*provenance.Map, error) { return c.Chart.Traced(vals, h.ReleaseName(), h.TargetNamespace) }
-	res, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Check(ctx,
-		applycheck.Request{Manifest: manifest, Namespace: h.TargetNamespace, Release: h.ReleaseName(), Fallback: cluster.HelmFieldManager, Old: old, Trace: trace})
-	if err != nil {
-		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", t.Ref(), err)
-	}
-	method := "client-side"
-	if ssa {
-		method = "server-side"
-	}
-	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; helm-controller's Job applies %s", res.Note(time.Since(start)), method)}
-	out.Refused, out.Warnings = applycheck.Judge(res, applycheck.How{ServerSide: ssa, Force: t.apply.ForceConflicts,
-		Applier: "helm-controller's Job applies this chart", Self: cluster.HelmFieldManager})
-	return out, nil
+	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Conflicts(ctx,
+		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: vals, Name: h.ReleaseName(), Namespace: h.TargetNamespace, Deployed: old},
+		applycheck.Applier{Name: "helm-controller's Job applies this chart", Manager: cluster.HelmFieldManager, PerObject: true,
+			ServerSide: kind.ServerSide(setting, recorded), Force: t.apply.ForceConflicts,
+			Why: fmt.Sprintf("spec.serverSide %s, the release records %q", setting, recorded)})
 }
 
 // checkApplyFields makes sure the cluster's HelmChart CRD has the fields

@@ -3,10 +3,8 @@ package managedchart
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
-	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -29,7 +27,7 @@ const AgentFieldManager = "fleetagent"
 // nothing is checked.
 func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
 	mc := o.Source.(*ManagedChart)
-	if c.Restore != nil || c.Chart == nil || c.Chart.Manifest == nil {
+	if c.Restore != nil {
 		return upgrade.Conflicts{}, nil
 	}
 	ns := mc.DefaultNamespace
@@ -43,32 +41,11 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	if rel == nil {
 		return upgrade.Conflicts{Note: fmt.Sprintf("conflict check: no helm release %s/%s on this cluster, nothing checked", ns, mc.Release())}, nil
 	}
-	manifest, err := c.Chart.Manifest(c.Values, mc.Release(), ns)
-	if err != nil {
-		return upgrade.Conflicts{}, err
-	}
-	ssa := kind.ServerSide(kind.ServerSideAuto, rel.ApplyMethod) // Fleet upgrades with auto
-	start := time.Now()
-	trace := func() (*provenance.Map, error) { return c.Chart.Traced(c.Values, mc.Release(), ns) }
-	res, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Check(ctx,
-		applycheck.Request{Manifest: manifest, Namespace: ns, Release: mc.Release(), Fallback: AgentFieldManager, Old: rel.Manifest, Trace: trace})
-	if err != nil {
-		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", t.Ref(), err)
-	}
-	method := "client-side"
-	if ssa {
-		method = "server-side"
-	}
-	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; Fleet's agent applies %s (the release records %q)", res.Note(time.Since(start)), method, rel.ApplyMethod)}
-	out.Refused, out.Warnings = applycheck.Judge(res, applycheck.How{ServerSide: ssa,
-		Applier: "Fleet's agent applies this chart", Self: AgentFieldManager, TakesOwnership: true})
-	for i, line := range out.Refused {
-		if line == applycheck.WaysOut {
-			// Fleet has no force: the way out through the spec is not there
-			out.Refused[i] = applycheck.WaysOutNoForce
-		}
-	}
-	return out, nil
+	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Conflicts(ctx,
+		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: c.Values, Name: mc.Release(), Namespace: ns, Deployed: rel.Manifest},
+		applycheck.Applier{Name: "Fleet's agent applies this chart", Manager: AgentFieldManager, PerObject: true,
+			ServerSide:  kind.ServerSide(kind.ServerSideAuto, rel.ApplyMethod), // Fleet upgrades with auto
+			CannotForce: true, TakesOwnership: true, Why: fmt.Sprintf("the release records %q", rel.ApplyMethod)})
 }
 
 // Drift compares the objects of the release Fleet's agent deployed on

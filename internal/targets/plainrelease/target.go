@@ -22,7 +22,6 @@ import (
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
-	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -542,34 +541,19 @@ func (t *Target) OwnSource(context.Context) (chartpkg.Source, error) { return ni
 // whose value the chart changes is a warning, the upgrade overwrites it.
 func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
 	rel := revisionsOf(o).base
-	if c.Restore != nil || c.Chart == nil || c.Chart.Manifest == nil {
+	if c.Restore != nil {
 		return upgrade.Conflicts{}, nil
-	}
-	manifest, err := c.Chart.Manifest(c.Values, t.name, t.namespace)
-	if err != nil {
-		return upgrade.Conflicts{}, err
-	}
-	ssa := kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod)
-	start := time.Now()
-	trace := func() (*provenance.Map, error) { return c.Chart.Traced(c.Values, t.name, t.namespace) }
-	res, err := applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper()).Check(ctx,
-		applycheck.Request{Manifest: manifest, Namespace: t.namespace, Release: t.name, Manager: cluster.HelmFieldManager, Old: rel.Manifest, Trace: trace})
-	if err != nil {
-		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of helm release %s/%s for field-manager conflicts: %w", t.namespace, t.name, err)
-	}
-	method := "client-side"
-	if ssa {
-		method = "server-side"
 	}
 	recorded := rel.ApplyMethod
 	if recorded == "" {
 		recorded = "none"
 	}
-	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; helm applies %s (apply.serverSide %s, the release records %s)",
-		res.Note(time.Since(start)), method, t.apply.ServerSide, recorded)}
-	out.Refused, out.Warnings = applycheck.Judge(res, applycheck.How{ServerSide: ssa, Force: t.apply.ForceConflicts,
-		Applier: "Helm applies this release", Self: cluster.HelmFieldManager})
-	return out, nil
+	return applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper()).Conflicts(ctx,
+		applycheck.Release{Target: fmt.Sprintf("helm release %s/%s", t.namespace, t.name), Chart: c.Chart, Values: c.Values,
+			Name: t.name, Namespace: t.namespace, Deployed: rel.Manifest},
+		applycheck.Applier{Name: "Helm applies this release", Manager: cluster.HelmFieldManager,
+			ServerSide: kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod), Force: t.apply.ForceConflicts,
+			Why: fmt.Sprintf("apply.serverSide %s, the release records %s", t.apply.ServerSide, recorded)})
 }
 
 // Drift compares the objects of the release's last deployed revision, as

@@ -1,0 +1,55 @@
+package applycheck
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// Release is the release an upgrade renders, as the conflict check reads
+// it.
+type Release struct {
+	// Target names the target in errors.
+	Target string
+	// Chart is the new chart; Values what it is rendered with (the merged
+	// values, and for a HelmChart its HelmChartConfig's over them).
+	Chart  *upgrade.Chart
+	Values map[string]any
+	// Name and Namespace are the release's.
+	Name, Namespace string
+	// Deployed is the manifest deployed now ("": unknown).
+	Deployed string
+}
+
+// Conflicts is the conflict check of every kind: the new chart rendered
+// as the release, the apply of each of its objects that exists computed
+// from reads alone as a applies it (Check), and judged by a (Judge). The
+// note says what was checked, how and why. Nothing is checked without a
+// chart that renders (a restore).
+func (c Checker) Conflicts(ctx context.Context, r Release, a Applier) (upgrade.Conflicts, error) {
+	if r.Chart == nil || r.Chart.Manifest == nil {
+		return upgrade.Conflicts{}, nil
+	}
+	manifest, err := r.Chart.Manifest(r.Values, r.Name, r.Namespace)
+	if err != nil {
+		return upgrade.Conflicts{}, err
+	}
+	req := Request{Manifest: manifest, Namespace: r.Namespace, Release: r.Name, Old: r.Deployed,
+		Trace: func() (*provenance.Map, error) { return r.Chart.Traced(r.Values, r.Name, r.Namespace) }}
+	if a.PerObject {
+		req.Fallback = a.Manager
+	} else {
+		req.Manager = a.Manager
+	}
+	start := time.Now()
+	res, err := c.Check(ctx, req)
+	if err != nil {
+		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", r.Target, err)
+	}
+	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; %s %s", res.Note(time.Since(start)), a.Name, a.method())}
+	out.Refused, out.Warnings = Judge(res, a)
+	return out, nil
+}

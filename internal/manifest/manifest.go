@@ -1,0 +1,41 @@
+// Package manifest splits a manifest, the YAML stream Helm renders and
+// stores in a release, into its objects.
+package manifest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// Objects are the objects of a manifest (a YAML stream as Helm renders
+// and stores it), in its order; empty documents and documents without a
+// kind are skipped.
+func Objects(manifest string) ([]*unstructured.Unstructured, error) {
+	docs := releaseutil.SplitManifests(manifest)
+	keys := make([]string, 0, len(docs))
+	for k := range docs {
+		keys = append(keys, k)
+	}
+	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+	var out []*unstructured.Unstructured
+	for i, k := range keys {
+		doc := docs[k]
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i+1, err)
+		}
+		if u.Object == nil || u.GetKind() == "" {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
