@@ -3,6 +3,8 @@ package e2erelease
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +16,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/hotfix"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
 
 // shapesTemplate has shapes of real charts (Harvester's, and the charts
@@ -78,6 +81,62 @@ spec:
 {{- end }}
 `
 
+// storeSubchart writes subchart store into the example chart at version,
+// with the shapes of Longhorn's and the snapshot controller's charts: a
+// default set to null (defaultSettings.defaultDataPath: ~), a map its
+// template renders whole (with .Values.settings, toYaml .), and in its
+// crds/ a cluster-scoped kind (named in group, as crds/ is not templated)
+// that its templates make an object of.
+func storeSubchart(t *testing.T, charts, version, group string) {
+	t.Helper()
+	dir := filepath.Join(charts, "demo-app-"+version)
+	meta, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Chart.yaml"), append(meta, "dependencies:\n- name: store\n  version: 0.1.0\n"...), 0o644))
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: snapclasses.` + group + `
+spec:
+  group: ` + group + `
+  names: {kind: SnapClass, listKind: SnapClassList, plural: snapclasses, singular: snapclass}
+  scope: Cluster
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "charts"), 0o755))
+	_, err = testchart.Write(filepath.Join(dir, "charts"), testchart.Chart{Name: "store", Version: "0.1.0",
+		Values: map[string]any{"defaultSettings": map[string]any{"defaultDataPath": nil, "replicaCount": 3},
+			"settings": map[string]any{"mode": "fast"}},
+		CRDs: map[string]string{"snapclasses.yaml": crd},
+		Templates: map[string]string{"store.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-store
+data:
+  replicas: {{ .Values.defaultSettings.replicaCount | quote }}
+  dataPath: {{ .Values.defaultSettings.defaultDataPath | default "/var/lib/store" | quote }}
+{{- with .Values.settings }}
+{{ toYaml . | indent 2 }}
+{{- end }}
+---
+apiVersion: ` + group + `/v1
+kind: SnapClass
+metadata:
+  name: {{ .Release.Name }}-class
+driver: store
+`}})
+	require.NoError(t, err)
+	// testchart.Write names the directory store-0.1.0; Helm finds a
+	// subchart by its Chart.yaml, whatever the directory
+}
+
 // Fields of shapesTemplate's ConfigMap, as the API server prints them.
 const (
 	dottedKeyField  = ".data.config.yaml"
@@ -98,12 +157,21 @@ const (
 // and preflight name each by its field, with its live and new values and
 // the value that renders it (a key with dots is never split), and an
 // upgrade with adopt rules on those values goes through without force.
+// The chart has a subchart (storeSubchart): drift without a chart source
+// is bad input naming --chart-source (Helm's release record holds no
+// subcharts), with one it compares the subchart's objects too; an
+// install-time value under a null default and one under a map the
+// subchart renders whole are kept, no orphan warned.
 // All as the release Plan's ServiceAccount, with the rules its chart
 // needs (the CRD by name), nothing refused.
 func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	f := newFixture(t, "")
 	for _, v := range []string{"1.0.0", "2.0.0"} {
 		require.NoError(t, writeTemplate(f.charts, v, "shapes.yaml", shapesTemplate))
+	}
+	group := f.ns + ".store.example.com"
+	for _, v := range []string{"1.0.0", "2.0.0"} {
+		storeSubchart(t, f.charts, v, group)
 	}
 	f.addValues("1.0.0", map[string]any{"shapes": map[string]any{"roleArn": installedRole, "config": installedConfig, "kind": "Deployment", "tag": ""}})
 	f.addValues("2.0.0", map[string]any{"shapes": map[string]any{"roleArn": installedRole, "config": upgradeConfig, "kind": "Deployment", "tag": ""}})
@@ -113,8 +181,12 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 		"- apiGroups: [coordination.k8s.io]",
 		"- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]",
 		"  resources: [nodes]\n  verbs: [list]\n",
-		"  resources: [nodes]\n  verbs: [list]\n- apiGroups: [apiextensions.k8s.io]\n  resources: [customresourcedefinitions]\n  resourceNames: [widgets."+f.ns+".example.com]\n  verbs: [get, list, watch, patch, update]\n")
-	f.install(name)
+		"  resources: [nodes]\n  verbs: [list]\n- apiGroups: [apiextensions.k8s.io]\n  resources: [customresourcedefinitions]\n  resourceNames: [widgets."+f.ns+".example.com]\n  verbs: [get, list, watch, patch, update]\n"+
+			"- apiGroups: ["+group+"]\n  resources: [snapclasses]\n  verbs: [get, list, watch, create, update, patch, delete]\n")
+	// an install-time setting under a null default, and one the subchart
+	// passes through whole: keys of the chart, no orphans
+	f.installWith(name, map[string]any{"store": map[string]any{"defaultSettings": map[string]any{"defaultDataPath": "/data"},
+		"settings": map[string]any{"tier": "gold"}}}, true)
 	kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
 	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
 		_, err := kube.AppsV1().Deployments(f.ns).Get(ctx, name+"-web", metav1.GetOptions{})
@@ -126,7 +198,14 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 		return f.cli(node, command, append(args, "--kubeconfig", kubeconfig)...)
 	}
 
+	// Helm's release record holds the chart without its subchart: drift
+	// needs the chart source, and says so
 	r := cli("drift", "--target", f.target(name), "-o", "json")
+	require.Equal(t, outcome.ExitBadInput, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "without its subcharts (store)")
+	assert.Contains(t, r.stderr, "--chart-source")
+
+	r = cli("drift", "--target", f.target(name), "--chart-source", f.charts, "-o", "json")
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	var drift app.DriftOutput
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &drift), r.stdout)
@@ -144,7 +223,7 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	require.NoError(t, err)
 	before := len(f.writesBy())
 
-	r = cli("drift", "--target", f.target(name), "-o", "json")
+	r = cli("drift", "--target", f.target(name), "--chart-source", f.charts, "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)
 	drift = app.DriftOutput{}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &drift), r.stdout)
@@ -176,6 +255,7 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	policy := hotfix.WithRules(t, f.policy(name), "- {path: shapes.config, policy: adopt}\n- {path: shapes.roleArn, policy: adopt}\n")
 	r = cli("upgrade", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", policy, "--timeout", "60s")
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.NotContains(t, r.stdout+r.stderr, "orphan", "a null default and a map passed through are keys of the chart")
 	h := f.history(name)
 	require.Len(t, h, 2)
 	assert.Equal(t, "2.0.0", h[1].Chart.Metadata.Version)
@@ -183,6 +263,10 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, hotfixConfig, cm.Data["config.yaml"], "the hotfix is kept")
 	assert.Equal(t, hotfixRole, cm.Annotations["eks.amazonaws.com/role-arn"], "the hotfix is kept")
+	store, err := f.env.Kube().CoreV1().ConfigMaps(f.ns).Get(t.Context(), name+"-store", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"replicas": "3", "dataPath": "/data", "mode": "fast", "tier": "gold"}, store.Data,
+		"the subchart's install-time settings are kept")
 	_, denied := rbaccheck.Requests(t, f.env, sa)
 	assert.Empty(t, denied, "requests of %s the RBAC refused", sa)
 }
