@@ -237,6 +237,9 @@ func (d *DriftOutput) WriteTable(w io.Writer) error {
 			case len(f.Reading.Set) > 0:
 				keep += " (or " + strings.Join(f.Reading.Set, " ") + ")"
 			}
+			if len(f.Reading.AlsoChanges) > 0 && f.Differs {
+				keep += "; that also changes " + strings.Join(f.Reading.AlsoChanges, ", ")
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Object, f.Field, manager, applycheck.Clip(f.Live), applycheck.Clip(f.Rendered), value, keep)
 		}
 		if err := tw.Flush(); err != nil {

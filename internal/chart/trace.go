@@ -40,7 +40,16 @@ func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*
 			return provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%v)", marks.Unmark(err.Error())))
 		}
 	}
-	return provenance.Trace(docs(real), docs(traced), marks, effective)
+	m, err := provenance.Trace(docs(real), docs(traced), marks, effective)
+	if err != nil {
+		return nil, err
+	}
+	// an answer is checked by rendering it, as Helm will
+	m.CheckWith(func(vals map[string]any) ([]provenance.Doc, error) {
+		ms, err := render(c, vals, name, namespace, false)
+		return docs(ms), err
+	})
+	return m, nil
 }
 
 func docs(ms []releaseutil.Manifest) []provenance.Doc {

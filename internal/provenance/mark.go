@@ -1,6 +1,6 @@
 // Package provenance finds which values of a chart render which fields of
 // its objects, by marker rendering: the chart is rendered once with every
-// non-empty string and every number of its effective values replaced by a
+// string and every number of its effective values replaced by a
 // unique marker, and the markers found in the rendered objects are mapped
 // back to the values that hold them, with the literal text around each.
 // A live field can then be read back in values terms: the live image
@@ -10,7 +10,7 @@
 //
 // It is pure (the caller renders): no I/O, no cluster. What it cannot map
 // it says, with the reason (Reason*): a field written literally, from a
-// boolean or an empty value; a value passed through a function or
+// boolean or a value a condition tests; a value passed through a function or
 // arithmetic that changes its text; a field under a condition on a value.
 package provenance
 
@@ -74,11 +74,14 @@ func (m *Marks) kept(at []Step) bool {
 // Len is the number of marks.
 func (m *Marks) Len() int { return len(m.orig) }
 
-// Mark returns a copy of vals with every non-empty string and every number
-// replaced by a marker, and what each marker replaced. Booleans, nulls and
-// empty strings are kept: templates test them in conditions, and a marker
-// would turn every condition true; so are the values at the paths of keep
-// and under them (the values a template compares in a condition).
+// Mark returns a copy of vals with every string (the empty one too) and
+// every number replaced by a marker, and what each marker replaced.
+// Booleans and nulls are kept: templates test them, and a marker would
+// turn every such test true; so are the values at the paths of keep and
+// under them (the values a template tests in a condition, `if
+// .Values.tag` as much as `if eq .Values.kind "Deployment"`). An empty
+// string no condition tests is marked, so a field that renders it through
+// `default` (`.Values.image.tag | default .Chart.AppVersion`) is traced to it.
 func Mark(vals map[string]any, keep ...[]string) (map[string]any, *Marks) {
 	m := &Marks{keep: keep}
 	out, _ := m.mark(vals, nil).(map[string]any)
@@ -128,9 +131,9 @@ func (m *Marks) mark(v any, at []Step) any {
 		}
 		return out
 	case string:
-		if t == "" {
-			return t
-		}
+		// an empty string is marked too (a tag under `default
+		// .Chart.AppVersion` is then traced) unless a condition tests it:
+		// those are kept above
 	case int, int64, float64, int32, uint64, float32, uint, uint32:
 		if m.stringsOnly != "" {
 			return v

@@ -14,15 +14,21 @@ import (
 func TestMarkReplacesStringsAndNumbersOnly(t *testing.T) {
 	in := map[string]any{"a": map[string]any{"s": "x", "n": int64(3), "b": true, "e": "", "z": nil}, "l": []any{"p", 1.5}}
 	out, marks := Mark(in)
-	require.Equal(t, 4, marks.Len())
+	require.Equal(t, 5, marks.Len())
 	a := out["a"].(map[string]any)
 	require.Regexp(t, "^zqv[0-9]+vqz$", a["s"])
 	require.Regexp(t, "^zqv[0-9]+vqz$", a["n"])
 	require.Equal(t, true, a["b"])
-	require.Equal(t, "", a["e"])
+	require.Regexp(t, "^zqv[0-9]+vqz$", a["e"], "an empty string no condition tests (a tag under default)")
 	require.Nil(t, a["z"])
 	require.Regexp(t, "^zqv[0-9]+vqz$", out["l"].([]any)[1])
 	require.Equal(t, "x", in["a"].(map[string]any)["s"], "the input is not changed")
+
+	// a value a condition tests is kept, empty or not
+	out, marks = Mark(in, []string{"a", "e"}, []string{"a", "s"})
+	require.Equal(t, 3, marks.Len())
+	require.Equal(t, "", out["a"].(map[string]any)["e"])
+	require.Equal(t, "x", out["a"].(map[string]any)["s"])
 }
 
 func TestPathStringAndUnit(t *testing.T) {
@@ -64,6 +70,7 @@ func TestSetFlagIsReadBackByHelm(t *testing.T) {
 		{[]string{"web", "image", "tag"}, "1-hotfix"},
 		{[]string{"web", "image", "tag"}, "1"}, // a string that reads as a number
 		{[]string{"a.b", "c"}, "x,y=z\\w"},
+		{[]string{"json"}, `{"a":"b","c":[1]}`}, // strvals would read a leading brace as a list
 		{[]string{"web", "replicas"}, int64(3)},
 		{[]string{"debug"}, true},
 		{[]string{"web", "args"}, []any{"--color", "green"}},

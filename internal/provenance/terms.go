@@ -21,6 +21,10 @@ type Reading struct {
 	Rules []string `json:"rules,omitempty"`
 	// Adopt is what an adopt rule on each of those values writes.
 	Adopt []Adopted `json:"-"`
+	// AlsoChanges are the other fields of the chart's objects that the
+	// same change of values changes (Map.CheckWith): keeping the live
+	// value changes them too.
+	AlsoChanges []string `json:"alsoChanges,omitempty"`
 }
 
 // Adopted is the value a rule path takes so that the chart renders the
@@ -68,6 +72,17 @@ func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Re
 	if secret {
 		r.Set = nil
 	}
+	if m.render != nil && len(r.Adopt) > 0 {
+		ok, also, err := m.check(r, id, steps, live)
+		switch {
+		case err != nil:
+			// the error is not shown: it may quote the value, a secret
+			return Reading{Source: Source{Reason: "setting the value it was read back to does not render (the chart refuses it), so it cannot be kept by a value"}}
+		case !ok:
+			return Reading{Source: Source{Reason: ReasonRendersOther}}
+		}
+		r.AlsoChanges = also
+	}
 	return r
 }
 
@@ -95,7 +110,8 @@ func stepsOf(keys []string) []Step {
 // SetFlag is the Helm flag that sets the value at keys to v, in the
 // syntax of Helm's strvals: keys joined by dots (a dot, comma, equals
 // sign or backslash in a key escaped), a string value with --set-string
-// (its commas and backslashes escaped), a list, map or null with
+// (its commas and backslashes escaped, and a leading brace, which strvals
+// would read as a list), a list, map or null with
 // --set-json, a number or boolean with --set. secret gives "": no flag
 // shows a secret, and none with its value redacted, which would render
 // the redaction (a number then breaks the render).
@@ -111,7 +127,11 @@ func SetFlag(keys []string, v any, secret bool) string {
 	}
 	switch t := v.(type) {
 	case string:
-		return fmt.Sprintf("--set-string %s=%s", key, strings.NewReplacer(`\`, `\\`, `,`, `\,`).Replace(t))
+		val := strings.NewReplacer(`\`, `\\`, `,`, `\,`).Replace(t)
+		if strings.HasPrefix(val, "{") {
+			val = `\` + val // strvals reads a value that starts with { as a list
+		}
+		return fmt.Sprintf("--set-string %s=%s", key, val)
 	case map[string]any, []any, nil:
 		b, _ := json.Marshal(t)
 		return fmt.Sprintf("--set-json %s=%s", key, b)
@@ -127,13 +147,18 @@ func (r Reading) Says() string {
 		return "not adoptable: " + r.Reason
 	}
 	s := "set by the value " + r.Paths()
-	if len(r.Rules) == 0 {
+	switch {
+	case len(r.Rules) == 0:
 		return s
-	}
-	if len(r.Set) == 0 {
-		return fmt.Sprintf("%s; to keep the live value, adopt it with the spec rule %s (a secret: adopt takes it from the cluster, and no flag shows it)",
+	case len(r.Set) == 0:
+		s = fmt.Sprintf("%s; to keep the live value, adopt it with the spec rule %s (a secret: adopt takes it from the cluster, and no flag shows it)",
 			s, strings.Join(r.Rules, " and "))
+	default:
+		s = fmt.Sprintf("%s; to keep the live value, adopt it with the spec rule %s, or give %s",
+			s, strings.Join(r.Rules, " and "), strings.Join(r.Set, " "))
 	}
-	return fmt.Sprintf("%s; to keep the live value, adopt it with the spec rule %s, or give %s",
-		s, strings.Join(r.Rules, " and "), strings.Join(r.Set, " "))
+	if len(r.AlsoChanges) > 0 {
+		s += "; that also changes " + strings.Join(r.AlsoChanges, ", ")
+	}
+	return s
 }

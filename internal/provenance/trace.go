@@ -16,9 +16,9 @@ import (
 // Why a field maps to no value.
 const (
 	// ReasonNoValue: the rendered field holds no marker and reads the same
-	// in both renders: the template writes it literally (or through
-	// default), or from a boolean or an empty value, which are not traced.
-	ReasonNoValue = "no value renders it: the template writes it literally, through default, or from a boolean, an empty value or a value a condition tests (those are not traced)"
+	// in both renders: the template writes it literally, or from a boolean
+	// or a value a condition tests, which are not traced.
+	ReasonNoValue = "no value renders it: the template writes it literally, or from a boolean or a value a condition tests (those are not traced)"
 	// ReasonTransformed: the field changes with the values but holds no
 	// marker: a value reaches it through a condition that picks a literal
 	// (if eq …), or a function or arithmetic that changes its text
@@ -57,6 +57,10 @@ type Map struct {
 	values  map[string]any
 	// failed is why nothing can be traced ("": tracing worked).
 	failed string
+	// render checks answers (CheckWith); checked are its renders, by
+	// the values rendered.
+	render  Renderer
+	checked map[string][]parsed
 }
 
 type traced struct {

@@ -1,0 +1,149 @@
+package provenance
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// Renderer renders the chart a Map traces, with vals as its values (the
+// effective values, some changed): what a reading's answer is checked
+// with.
+type Renderer func(vals map[string]any) ([]Doc, error)
+
+// CheckWith makes every reading that changes a value check its answer: the
+// chart is rendered with the values changed as the reading says, and the
+// answer stands only when the field then renders the live value (else the
+// reading gives ReasonRendersOther). The other fields of the chart's
+// objects that the same change changes are listed (Reading.AlsoChanges).
+func (m *Map) CheckWith(r Renderer) { m.render = r }
+
+// ReasonRendersOther: setting the values the live field was read back to
+// does not render the live field (a block scalar's chomping, an escape or a
+// function between the value and the field changes it).
+const ReasonRendersOther = "setting the value it was read back to does not render the live value (a block scalar's trailing newline, an escape or a function changes it), so it cannot be kept by a value"
+
+// MaxAlso is how many other changed fields a reading lists.
+const MaxAlso = 10
+
+// check renders the chart with r's adopted values and says whether the
+// field at steps of id then reads live, and which other fields changed.
+func (m *Map) check(r Reading, id ObjectID, steps []Step, live any) (ok bool, also []string, err error) {
+	vals := copyTree(m.values).(map[string]any)
+	for _, a := range r.Adopt {
+		vals, _ = setIn(vals, stepsOf(a.Keys), a.Value).(map[string]any)
+	}
+	key := fmt.Sprint(vals)
+	c, cached := m.checked[key]
+	if !cached {
+		docs, err := m.render(vals)
+		if err != nil {
+			return false, nil, err
+		}
+		objs, err := parse(docs)
+		if err != nil {
+			return false, nil, err
+		}
+		c = objs
+		if m.checked == nil {
+			m.checked = map[string][]parsed{}
+		}
+		m.checked[key] = c
+	}
+	var got any
+	for _, o := range c {
+		if o.id.Kind == id.Kind && o.id.Name == id.Name && (id.Namespace == "" || o.id.Namespace == "" || o.id.Namespace == id.Namespace) {
+			got, _ = get(o.obj, steps)
+			break
+		}
+	}
+	if !same(got, live) {
+		return false, nil, nil
+	}
+	// the other fields the change changes, by object
+	for _, o := range c {
+		t := m.find(o.id)
+		var before map[string]any
+		if t != nil {
+			before = t.real
+		}
+		self := o.id.Kind == id.Kind && o.id.Name == id.Name && (id.Namespace == "" || o.id.Namespace == "" || o.id.Namespace == id.Namespace)
+		diffLeaves(before, o.obj, nil, func(at []Step) {
+			if self && startsWith(at, steps) {
+				return
+			}
+			also = append(also, o.id.Kind+" "+o.id.Name+" "+FieldString(at))
+		})
+	}
+	slices.Sort(also)
+	if len(also) > MaxAlso {
+		also = append(also[:MaxAlso], fmt.Sprintf("and %d more", len(also)-MaxAlso))
+	}
+	return true, also, nil
+}
+
+// same reports whether a rendered value is the live one, numbers by value.
+func same(rendered, live any) bool {
+	a, _ := json.Marshal(values.Normalize(rendered))
+	b, _ := json.Marshal(values.Normalize(live))
+	return string(a) == string(b)
+}
+
+func startsWith(at, prefix []Step) bool {
+	return len(at) >= len(prefix) && reflect.DeepEqual(at[:len(prefix)], prefix)
+}
+
+// diffLeaves calls changed with the path of each leaf that differs
+// between a and b (a map or list present on one side only is one leaf).
+func diffLeaves(a, b any, at []Step, changed func([]Step)) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		keys := map[string]bool{}
+		for k := range am {
+			keys[k] = true
+		}
+		for k := range bm {
+			keys[k] = true
+		}
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			diffLeaves(am[k], bm[k], append(at[:len(at):len(at)], k), changed)
+		}
+		return
+	}
+	al, aok := a.([]any)
+	bl, bok := b.([]any)
+	if aok && bok && len(al) == len(bl) {
+		for i := range al {
+			diffLeaves(al[i], bl[i], append(at[:len(at):len(at)], i), changed)
+		}
+		return
+	}
+	if !same(a, b) {
+		changed(append([]Step(nil), at...))
+	}
+}
+
+// FieldString is a field of an object as a person reads it:
+// .spec.template.spec.containers[0].image, a key with dots bracketed.
+func FieldString(at []Step) string {
+	var b strings.Builder
+	for _, s := range at {
+		switch k := s.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", k)
+		case string:
+			if strings.ContainsAny(k, ".[]") {
+				fmt.Fprintf(&b, "[%q]", k)
+			} else {
+				b.WriteString("." + k)
+			}
+		}
+	}
+	return b.String()
+}
