@@ -1,9 +1,11 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
+	"os"
 	"strings"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/chart"
@@ -14,8 +16,11 @@ import (
 // CheckRBAC renders the chart at chartPath with the user values of
 // valuesPath ("": none) as release ("NAMESPACE/NAME") and returns the
 // read-only RBAC the conflict check of opts.ServiceAccount needs for its
-// objects (suc.CheckRBAC). Bad flags are bad input; it reads no cluster.
-func CheckRBAC(chartPath, valuesPath, release string, opts suc.CheckRBACOptions) ([]byte, error) {
+// objects (suc.CheckRBAC). With kubeconfig, the scope and resource of a
+// kind the chart does not define come from that cluster's discovery (it
+// reads nothing else); without, it reads no cluster. Bad flags are bad
+// input.
+func CheckRBAC(ctx context.Context, chartPath, valuesPath, release, kubeconfig string, opts suc.CheckRBACOptions) ([]byte, error) {
 	ns, name, ok := strings.Cut(release, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 		return nil, outcome.BadInput(fmt.Errorf("--check-release %q: want NAMESPACE/NAME, the release's namespace and name", release))
@@ -42,6 +47,16 @@ func CheckRBAC(chartPath, valuesPath, release string, opts suc.CheckRBACOptions)
 		return nil, fmt.Errorf("--check-chart %s: %w", chartPath, err)
 	}
 	opts.ReleaseNamespace = ns
+	if kubeconfig != "" {
+		if _, err := os.Stat(kubeconfig); err != nil {
+			return nil, outcome.BadInput(fmt.Errorf("--check-kubeconfig: %w", err))
+		}
+		clients, err := connect(ctx, kubeconfig, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--check-kubeconfig: %w", err)
+		}
+		opts.Mapper = clients.Mapper
+	}
 	for _, crd := range c.CRDObjects() {
 		defs, err := manifest.Objects(string(crd.File.Data))
 		if err != nil {

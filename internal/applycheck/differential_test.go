@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
@@ -373,19 +371,10 @@ func resource(t *testing.T, dyn dynamic.Interface, mapper *restmapper.DeferredDi
 }
 
 // waitServed waits until the API server serves gv and publishes its
-// OpenAPI v3 schema (a new CRD's schema comes a moment after it is
-// established).
+// OpenAPI v3 schema.
 func waitServed(t *testing.T, env *testenv.Env, gv schema.GroupVersion) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		paths, err := env.Kube().Discovery().OpenAPIV3().Paths()
-		if err != nil {
-			return false, nil
-		}
-		_, ok := paths["apis/"+gv.Group+"/"+gv.Version]
-		return ok, nil
-	})
-	require.NoError(t, err, "%s not served", gv)
+	require.NoError(t, env.WaitOpenAPI(t.Context(), gv))
 }
 
 // An object the new chart adds that exists without the release's

@@ -47,6 +47,7 @@ func planCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "check-chart", Usage: "also print the read-only RBAC the conflict check needs: get (and list) on each object this `CHART` (directory or .tgz) renders, bound to the ServiceAccount; regenerate it when the chart changes"},
 			&ucli.StringFlag{Name: "check-values", Usage: "the user values `FILE` to render --check-chart with (default: the chart's own)"},
 			newOutputFlag("yaml", "json"),
+			&ucli.StringFlag{Name: "check-kubeconfig", Usage: "with --check-chart: read the scope and resource of each kind the chart does not define (a CRD another chart installed) from the discovery of the cluster this kubeconfig `FILE` reaches; without it such a kind is taken as namespaced"},
 			&ucli.StringFlag{Name: "check-release", Usage: "the release --check-chart is rendered as, `NAMESPACE/NAME` (the release namespace and name the target deploys)"},
 		},
 		Action: func(c *ucli.Context) error {
@@ -75,12 +76,12 @@ func planCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			if c.IsSet("check-chart") || c.IsSet("check-release") || c.IsSet("check-values") {
+			if c.IsSet("check-chart") || c.IsSet("check-release") || c.IsSet("check-values") || c.IsSet("check-kubeconfig") {
 				if !c.IsSet("check-release") {
-					return outcome.BadInput(fmt.Errorf("--check-chart and --check-values need --check-release NAMESPACE/NAME"))
+					return outcome.BadInput(fmt.Errorf("--check-chart, --check-values and --check-kubeconfig need --check-release NAMESPACE/NAME"))
 				}
 				name := or("name", d.Name)
-				rbac, err := app.CheckRBAC(c.String("check-chart"), c.String("check-values"), c.String("check-release"), suc.CheckRBACOptions{
+				rbac, err := app.CheckRBAC(c.Context, c.String("check-chart"), c.String("check-values"), c.String("check-release"), c.String("check-kubeconfig"), suc.CheckRBACOptions{
 					Name: name + "-conflict-check", Namespace: c.String("namespace"), ServiceAccount: or("service-account", d.ServiceAccount)})
 				if err != nil {
 					return err

@@ -27,6 +27,11 @@ type CheckRBACOptions struct {
 	// they say the scope of their kinds (a cluster-scoped
 	// VolumeSnapshotClass), and are not objects to grant reads of.
 	CRDs []*unstructured.Unstructured
+	// Mapper, when set, is the cluster's discovery: the scope and resource
+	// of a kind neither the chart's CRDs nor Kubernetes' own kinds give (a
+	// ClusterIssuer whose CRD another chart installed). Without it such a
+	// kind is taken as namespaced, its resource guessed from its name.
+	Mapper meta.RESTMapper
 }
 
 // clusterScoped are Kubernetes' own kinds that are not namespaced, by
@@ -80,12 +85,21 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 			continue
 		}
 		gk := gvk.Group + "/" + gvk.Kind
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		resource := plural.Resource
 		namespaced, known := crdScope[gk]
+		if !known && opts.Mapper != nil {
+			if m, err := opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+				namespaced, known = m.Scope.Name() == meta.RESTScopeNameNamespace, true
+				resource = m.Resource.Resource
+			} else if !meta.IsNoMatchError(err) {
+				return nil, fmt.Errorf("reading the scope of %s from the cluster's discovery: %w", gvk.GroupKind(), err)
+			}
+		}
 		if !known {
 			namespaced = !clusterScoped[gk]
 		}
-		plural, _ := meta.UnsafeGuessKindToResource(gvk)
-		k := ruleKey{group: gvk.Group, resource: plural.Resource}
+		k := ruleKey{group: gvk.Group, resource: resource}
 		if namespaced {
 			if k.namespace = o.GetNamespace(); k.namespace == "" {
 				k.namespace = opts.ReleaseNamespace

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
@@ -187,6 +188,10 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	// passes through whole: keys of the chart, no orphans
 	f.installWith(name, map[string]any{"store": map[string]any{"defaultSettings": map[string]any{"defaultDataPath": "/data"},
 		"settings": map[string]any{"tier": "gold"}}}, true)
+	// the CRDs' schemas are published a moment after Helm created them
+	for _, g := range []string{group, f.ns + ".example.com"} {
+		require.NoError(t, f.env.WaitOpenAPI(t.Context(), schema.GroupVersion{Group: g, Version: "v1"}))
+	}
 	kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
 	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
 		_, err := kube.AppsV1().Deployments(f.ns).Get(ctx, name+"-web", metav1.GetOptions{})

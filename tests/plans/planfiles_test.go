@@ -2,6 +2,8 @@ package plans
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +16,8 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
 // The Plan files and what they mean, for the test that does not go
@@ -158,6 +162,9 @@ func TestPlanCommandRefusesBadFlags(t *testing.T) {
 		{"not a duration", append(base, "--version", "1", "--wait-timeout", "soon"), "wait-timeout"},
 		{"unknown flag", append(base, "--version", "1", "--cluster", "x"), "cluster"},
 		{"an argument", append(base, "--version", "1", "extra"), `unexpected argument "extra"`},
+		{"check-kubeconfig alone", append(base, "--version", "1", "--check-kubeconfig", "kc"), "--check-kubeconfig need --check-release"},
+		{"check-kubeconfig missing", append(base, "--version", "1", "--check-chart", filepath.Join(repoRoot(t), "package", "examples", "charts", "demo-app-2.0.0"),
+			"--check-release", "apps/demo", "--check-kubeconfig", "/nonexistent/kubeconfig"), "--check-kubeconfig: stat /nonexistent/kubeconfig: no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, tc.args...)
@@ -166,4 +173,61 @@ func TestPlanCommandRefusesBadFlags(t *testing.T) {
 			assert.Contains(t, stderr, tc.says)
 		})
 	}
+}
+
+// plan --check-chart with --check-kubeconfig scopes a kind the chart does
+// not define by the cluster's discovery: a cluster-scoped kind whose CRD
+// another chart installed goes into the ClusterRole, not a Role.
+func TestCheckChartScopesByDiscovery(t *testing.T) {
+	env := testenv.ForTest(t)
+	ns := env.Namespace(t)
+	group := ns + ".gadgets.example.com"
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgetries.` + group + `}
+spec:
+  group: ` + group + `
+  names: {kind: Gadget, listKind: GadgetList, plural: gadgetries, singular: gadget}
+  scope: Cluster
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+	_, err := env.Kubectl(t.Context(), "apply", "-f", writeTemp(t, "crd.yaml", crd))
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = env.Kubectl(context.Background(), "delete", "crd", "gadgetries."+group) })
+	_, err = env.Kubectl(t.Context(), "wait", "--for=condition=Established", "crd/gadgetries."+group, "--timeout=60s")
+	require.NoError(t, err)
+
+	chartDir, err := testchart.Write(t.TempDir(), testchart.Chart{Name: "uses", Version: "1.0.0",
+		Templates: map[string]string{"g.yaml": "apiVersion: " + group + "/v1\nkind: Gadget\nmetadata: {name: g}\n"}})
+	require.NoError(t, err)
+	args := []string{"plan", "--image", "r/x", "--version", "1.0.0", "--check-chart", chartDir, "--check-release", "apps/uses"}
+
+	code, out, stderr := runCLI(t, args...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "kind: Role\n", "without discovery the kind is taken as namespaced")
+	assert.Contains(t, out, "- gadgets\n", "and its resource guessed")
+
+	code, out, stderr = runCLI(t, append(args, "--check-kubeconfig", env.KubeconfigPath())...)
+	require.Equal(t, 0, code, stderr)
+	var roles []string
+	for _, o := range objects(t, "plan --check-chart", out) {
+		if o.GetKind() == "Role" || o.GetKind() == "ClusterRole" {
+			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+			roles = append(roles, fmt.Sprintf("%s %v", o.GetKind(), rules))
+		}
+	}
+	require.Len(t, roles, 1, "%v", roles)
+	assert.Contains(t, roles[0], "ClusterRole")
+	assert.Contains(t, roles[0], "gadgetries", "the resource the cluster serves")
+}
+
+func writeTemp(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+	return p
 }

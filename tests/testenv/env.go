@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -315,4 +316,22 @@ func (e *Env) Stop() error {
 		errs = append(errs, fmt.Errorf("removing %s: %w", e.dir, err))
 	}
 	return errors.Join(errs...)
+}
+
+// WaitOpenAPI waits until the API server publishes the OpenAPI v3 schema
+// of gv: a new CRD's comes a moment after it is established, and a
+// conflict check or drift before then finds no schema for its kind.
+func (e *Env) WaitOpenAPI(ctx context.Context, gv schema.GroupVersion) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		paths, err := e.Kube().Discovery().OpenAPIV3().Paths()
+		if err != nil {
+			return false, nil
+		}
+		_, ok := paths["apis/"+gv.Group+"/"+gv.Version]
+		return ok, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the OpenAPI v3 schema of %s: %w", gv, err)
+	}
+	return nil
 }

@@ -1,0 +1,83 @@
+package suc
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+func object(apiVersion, kind, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetName(name)
+	return u
+}
+
+// rulesByRole reads CheckRBAC's output: for each Role (by namespace) or
+// the ClusterRole (""), its group/resource rules.
+func rulesByRole(t *testing.T, out []byte) map[string][]string {
+	t.Helper()
+	got := map[string][]string{}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var obj struct {
+			Kind     string
+			Metadata struct{ Namespace string }
+			Rules    []struct {
+				APIGroups []string `json:"apiGroups"`
+				Resources []string
+			}
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj))
+		if obj.Kind != "Role" && obj.Kind != "ClusterRole" {
+			continue
+		}
+		for _, r := range obj.Rules {
+			got[obj.Metadata.Namespace] = append(got[obj.Metadata.Namespace], r.APIGroups[0]+"/"+r.Resources[0])
+		}
+	}
+	return got
+}
+
+// A kind that neither the chart's CRDs nor Kubernetes' own kinds give the
+// scope of (a ClusterIssuer whose CRD cert-manager's chart installed) is
+// scoped, and its resource named, by the cluster's discovery when there
+// is one; without, it is taken as namespaced.
+func TestCheckRBACScopesOtherChartsKindsByDiscovery(t *testing.T) {
+	objs := []*unstructured.Unstructured{
+		object("cert-manager.io/v1", "ClusterIssuer", "letsencrypt"),
+		object("cert-manager.io/v1", "Issuer", "local"),
+		object("example.com/v1", "Widget", "w"),
+		object("v1", "ConfigMap", "c"),
+	}
+	opts := CheckRBACOptions{Name: "p-conflict-check", Namespace: "system-upgrade", ServiceAccount: "p", ReleaseNamespace: "apps"}
+
+	out, err := CheckRBAC(objs, opts)
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{"apps": {"/configmaps", "cert-manager.io/clusterissuers", "cert-manager.io/issuers", "example.com/widgets"}},
+		rulesByRole(t, out), "without discovery: namespaced, the resource guessed")
+
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.AddSpecific(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "ClusterIssuer"},
+		schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "clusterissuers"},
+		schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "clusterissuer"}, meta.RESTScopeRoot)
+	mapper.AddSpecific(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"},
+		schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "issuers"},
+		schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "issuer"}, meta.RESTScopeNamespace)
+	mapper.AddSpecific(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"},
+		schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgetry"},
+		schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widget"}, meta.RESTScopeRoot)
+	opts.Mapper = mapper
+	out, err = CheckRBAC(objs, opts)
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{
+		"apps": {"/configmaps", "cert-manager.io/issuers"},
+		"":     {"cert-manager.io/clusterissuers", "example.com/widgetry"},
+	}, rulesByRole(t, out), "with discovery: the cluster's scope and resource; ConfigMap, which the mapper does not know, by Kubernetes' own table")
+}
