@@ -115,8 +115,10 @@ func (c Checker) Drift(ctx context.Context, r DriftRequest) (DriftResult, error)
 // out, as no one but the API server and the applier sets them: the
 // identity fields, the metadata the API server sets, Helm's ownership
 // metadata, a Secret's stringData (the API server folds it into data),
-// and the fields reset drops from a write of the object (its status, for
-// a kind with a status subresource: Schemas.ResetFields).
+// the fields reset drops from a write of the object (its status, for a
+// kind with a status subresource: Schemas.ResetFields), a field rendered
+// null (unset: what the server holds there it defaulted, as replicas: 1)
+// and an empty or zero value the server does not keep (emptyValue).
 func FieldDrift(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]fieldpath.Filter, rendered, live *unstructured.Unstructured, applier string) ([]Drifted, error) {
 	want, set, err := fieldSet(tc, rendered)
 	if err != nil {
@@ -163,7 +165,7 @@ func FieldDrift(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]f
 		steps, _ := inRendered.Steps(want.Object)
 		d := Drifted{Kind: rendered.GetKind(), Namespace: rendered.GetNamespace(), Name: rendered.GetName(),
 			Object: liveobjects.Describe(rendered), Field: printed, Rendered: rv, Live: lv, LiveSet: lok, Secret: secret,
-			Differs: lok && !covers(rv, lv) || !lok && !emptyValue(rv)}
+			Differs: lok && rv != nil && !covers(rv, lv) || !lok && !emptyValue(rv)}
 		for _, o := range owners {
 			if o.set.Has(fp) {
 				d.Managers = append(d.Managers, o.label)
@@ -242,8 +244,10 @@ func covers(rendered, live any) bool {
 	return sameField(rendered, live)
 }
 
-// emptyValue: null, an empty list or an empty map, which the API server
-// does not keep (a rendered tolerations: [] reads back unset).
+// emptyValue: null, an empty list or map, false, "" or 0, which the API
+// server does not keep in a kind of its own (its types omit them when
+// empty: a rendered tolerations: [], a PriorityClass's globalDefault:
+// false, an env var's value: "" read back unset).
 func emptyValue(v any) bool {
 	switch t := v.(type) {
 	case nil:
@@ -252,6 +256,16 @@ func emptyValue(v any) bool {
 		return len(t) == 0
 	case map[string]any:
 		return len(t) == 0
+	case bool:
+		return !t
+	case string:
+		return t == ""
+	case int64:
+		return t == 0
+	case float64:
+		return t == 0
+	case int:
+		return t == 0
 	}
 	return false
 }

@@ -116,3 +116,44 @@ func TestReadFieldRedactsSecretValues(t *testing.T) {
 	assert.False(t, secret)
 	assert.Equal(t, []string{"--set-string level=debug"}, r.Set)
 }
+
+// What Harvester's chart renders and the API server leaves out or fills
+// in is no drift: a field rendered null (the server defaults it), and an
+// empty or zero value its types omit; the same fields set otherwise are.
+func TestFieldDriftOfEmptyAndNullFields(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		rendered, live any // the field's values; live nil: unset
+		drift          bool
+	}{
+		{"rendered null, the server's default live", nil, int64(1), false},
+		{"rendered null, a map live", nil, map[string]any{"a": "b"}, false},
+		{"false, unset live", false, nil, false},
+		{"empty string, unset live", "", nil, false},
+		{"zero, unset live", int64(0), nil, false},
+		{"empty list, unset live", []any{}, nil, false},
+		{"true, unset live", true, nil, true},
+		{"a string, unset live", "x", nil, true},
+		{"false, true live", false, true, true},
+		{"empty string, a value live", "", "x", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := func(v any, set bool) *unstructured.Unstructured {
+				spec := map[string]any{"other": "same"}
+				if set {
+					spec["field"] = v
+				}
+				return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+					"metadata": map[string]any{"name": "w", "namespace": "app"}, "spec": spec}}
+			}
+			fields, err := FieldDrift(managedfields.NewDeducedTypeConverter(), nil, obj(tc.rendered, true), obj(tc.live, tc.live != nil), "helm")
+			require.NoError(t, err)
+			if !tc.drift {
+				assert.Empty(t, fields)
+				return
+			}
+			require.Len(t, fields, 1, "%+v", fields)
+			assert.Equal(t, ".spec.field", fields[0].Field)
+		})
+	}
+}
