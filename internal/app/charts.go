@@ -14,16 +14,21 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
-// chartSource is a chart source seen through the core's port.
-type chartSource struct{ chartpkg.Source }
+// chartSource is a chart source seen through the core's port, its charts
+// rendered by r (for the cluster of the run, or offline).
+type chartSource struct {
+	chartpkg.Source
+	r chartpkg.Renderer
+}
 
-// openSource opens a directory of charts or a Helm repository URL.
-func openSource(ref, caFile string) (upgrade.ChartSource, error) {
+// openSource opens a directory of charts or a Helm repository URL whose
+// charts r renders.
+func openSource(ref, caFile string, r chartpkg.Renderer) (upgrade.ChartSource, error) {
 	src, err := chartpkg.NewSource(ref, chartpkg.SourceOptions{CAFile: caFile})
 	if err != nil {
 		return nil, err
 	}
-	return chartSource{src}, nil
+	return chartSource{Source: src, r: r}, nil
 }
 
 func (s chartSource) Load(ctx context.Context, name, version string) (*upgrade.Chart, error) {
@@ -31,12 +36,12 @@ func (s chartSource) Load(ctx context.Context, name, version string) (*upgrade.C
 	if err != nil {
 		return nil, err
 	}
-	return describe(c)
+	return describe(c, s.r)
 }
 
 // describe is what the core needs of a loaded chart: its defaults, the
-// templates that regenerate data, and a check that renders it.
-func describe(c *chart.Chart) (*upgrade.Chart, error) {
+// templates that regenerate data, and a check that renders it (with r).
+func describe(c *chart.Chart, r chartpkg.Renderer) (*upgrade.Chart, error) {
 	d, keys, err := chartpkg.DefaultsAndKeys(c)
 	if err != nil {
 		return nil, err
@@ -44,12 +49,12 @@ func describe(c *chart.Chart) (*upgrade.Chart, error) {
 	return &upgrade.Chart{Name: c.Name(), Version: c.Metadata.Version, Defaults: d, Keys: keys,
 		RegeneratedData: chartpkg.RegeneratedData(c),
 		Archive:         func() ([]byte, error) { return chartpkg.Archive(c) },
-		Check:           func(v map[string]any) error { return chartpkg.Check(c, v) },
+		Check:           func(v map[string]any) error { return r.Check(c, v) },
 		Manifest: func(v map[string]any, name, namespace string) (string, error) {
-			return chartpkg.Manifest(c, v, name, namespace)
+			return r.Manifest(c, v, name, namespace)
 		},
 		Trace: func(v map[string]any, name, namespace string) (*provenance.Map, error) {
-			return chartpkg.Trace(c, v, name, namespace)
+			return r.Trace(c, v, name, namespace)
 		}}, nil
 }
 
@@ -71,7 +76,7 @@ type chartHolder interface {
 // target that holds its deployed chart, that chart for the deployed
 // version whenever the source does not serve it (so the old defaults never
 // depend on a repository still serving an old version).
-func targetSource(ctx context.Context, t upgrade.Target, spec upgrade.ChartSource) (upgrade.ChartSource, error) {
+func targetSource(ctx context.Context, t upgrade.Target, spec upgrade.ChartSource, r chartpkg.Renderer) (upgrade.ChartSource, error) {
 	h, ok := t.(chartHolder)
 	if !ok {
 		if spec == nil {
@@ -88,9 +93,9 @@ func targetSource(ctx context.Context, t upgrade.Target, spec upgrade.ChartSourc
 		if own == nil {
 			return nil, outcome.BadInput(fmt.Errorf("%s: no chart source: the target names none, give chart.source in the spec (or --chart-source)", t.Ref()))
 		}
-		src = chartSource{own}
+		src = chartSource{Source: own, r: r}
 	}
-	return heldSource{src: src, h: h}, nil
+	return heldSource{src: src, h: h, r: r}, nil
 }
 
 // heldSource is a chart source backed, for the deployed version, by the
@@ -98,6 +103,7 @@ func targetSource(ctx context.Context, t upgrade.Target, spec upgrade.ChartSourc
 type heldSource struct {
 	src upgrade.ChartSource
 	h   chartHolder
+	r   chartpkg.Renderer
 }
 
 func (s heldSource) Load(ctx context.Context, name, version string) (*upgrade.Chart, error) {
@@ -115,7 +121,7 @@ func (s heldSource) Load(ctx context.Context, name, version string) (*upgrade.Ch
 			return nil, errors.Join(err, outcome.BadInput(fmt.Errorf("the release record holds chart %s %s without its subcharts (%s), as Helm stores it: the chart source must serve that version",
 				name, d.Metadata.Version, strings.Join(missing, ", "))))
 		}
-		return describe(d)
+		return describe(d, s.r)
 	}
 	return nil, err
 }

@@ -41,7 +41,7 @@ func TestOpenSourceLoadsWhatTheCoreNeeds(t *testing.T) {
 	dir := t.TempDir()
 	writeDemo(t, dir, "1.0.0")
 	writeDemo(t, dir, "1.1.0")
-	src, err := openSource(dir, "")
+	src, err := openSource(dir, "", chartpkg.Renderer{})
 	require.NoError(t, err)
 	assert.Equal(t, dir, src.String())
 
@@ -79,18 +79,18 @@ func TestOpenSourceLoadsWhatTheCoreNeeds(t *testing.T) {
 }
 
 func TestOpenSourceErrors(t *testing.T) {
-	_, err := openSource("", "")
+	_, err := openSource("", "", chartpkg.Renderer{})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, outcome.ErrBadInput)
 
 	missing := filepath.Join(t.TempDir(), "no-charts-here")
-	_, err = openSource(missing, "")
+	_, err = openSource(missing, "", chartpkg.Renderer{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), missing)
 }
 
 func TestOpenSourceNamesARepositoryWithoutItsCredentials(t *testing.T) {
-	src, err := openSource("https://ci-bot:s3cret-pw@charts.example.com/stable", "")
+	src, err := openSource("https://ci-bot:s3cret-pw@charts.example.com/stable", "", chartpkg.Renderer{})
 	require.NoError(t, err, "nothing is fetched before the first call")
 	assert.Contains(t, src.String(), "charts.example.com/stable")
 	assert.NotContains(t, src.String(), "s3cret-pw")
@@ -143,11 +143,11 @@ func (f *fakeSource) String() string { return f.name }
 
 func TestTargetSourceOfATargetThatHoldsNoChart(t *testing.T) {
 	spec := &fakeSource{name: "https://charts.example.com"}
-	got, err := targetSource(t.Context(), plainTarget{}, spec)
+	got, err := targetSource(t.Context(), plainTarget{}, spec, chartpkg.Renderer{})
 	require.NoError(t, err)
 	assert.Same(t, spec, got, "the spec's source, as is")
 
-	got, err = targetSource(t.Context(), plainTarget{}, nil)
+	got, err = targetSource(t.Context(), plainTarget{}, nil, chartpkg.Renderer{})
 	require.Error(t, err)
 	assert.Nil(t, got)
 	assert.ErrorIs(t, err, outcome.ErrBadInput)
@@ -158,7 +158,7 @@ func TestTargetSourceOfATargetThatHoldsItsChart(t *testing.T) {
 	// the spec's source wins; the target's own is not even asked for
 	spec := &fakeSource{name: "https://charts.example.com"}
 	h := &holdingTarget{ownErr: errors.New("must not be read")}
-	got, err := targetSource(t.Context(), h, spec)
+	got, err := targetSource(t.Context(), h, spec, chartpkg.Renderer{})
 	require.NoError(t, err)
 	assert.Equal(t, "https://charts.example.com", got.String())
 	v, err := got.Versions(t.Context(), "demo")
@@ -170,7 +170,7 @@ func TestTargetSourceOfATargetThatHoldsItsChart(t *testing.T) {
 	writeDemo(t, dir, "2.0.0")
 	own, err := chartpkg.NewSource(dir, chartpkg.SourceOptions{})
 	require.NoError(t, err)
-	got, err = targetSource(t.Context(), &holdingTarget{own: own}, nil)
+	got, err = targetSource(t.Context(), &holdingTarget{own: own}, nil, chartpkg.Renderer{})
 	require.NoError(t, err)
 	assert.Equal(t, dir, got.String())
 	c, err := got.Load(t.Context(), "demo", "2.0.0")
@@ -179,14 +179,14 @@ func TestTargetSourceOfATargetThatHoldsItsChart(t *testing.T) {
 	assert.Equal(t, int64(2), c.Defaults["replicas"])
 
 	// it names none
-	_, err = targetSource(t.Context(), &holdingTarget{}, nil)
+	_, err = targetSource(t.Context(), &holdingTarget{}, nil, chartpkg.Renderer{})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, outcome.ErrBadInput)
 	assert.Equal(t, "release/apps/web: no chart source: the target names none, give chart.source in the spec (or --chart-source)", err.Error())
 
 	// reading it failed
 	boom := errors.New("reading the HelmChart: forbidden")
-	_, err = targetSource(t.Context(), &holdingTarget{ownErr: boom}, nil)
+	_, err = targetSource(t.Context(), &holdingTarget{ownErr: boom}, nil, chartpkg.Renderer{})
 	assert.Same(t, boom, err)
 }
 
@@ -203,7 +203,7 @@ func TestHeldSourceServesTheDeployedVersionTheSourceLacks(t *testing.T) {
 	repo := &fakeSource{name: "https://charts.example.com", err: gone}
 	for _, want := range []string{"1.0.0", "v1.0.0"} {
 		h := &holdingTarget{deployed: deployedDemo("1.0.0")}
-		src, err := targetSource(t.Context(), h, repo)
+		src, err := targetSource(t.Context(), h, repo, chartpkg.Renderer{})
 		require.NoError(t, err)
 		c, err := src.Load(t.Context(), "demo", want)
 		require.NoError(t, err, want)
@@ -215,7 +215,7 @@ func TestHeldSourceServesTheDeployedVersionTheSourceLacks(t *testing.T) {
 	}
 
 	// a deployed chart spelled v1.0.0 serves 1.0.0 too
-	src, err := targetSource(t.Context(), &holdingTarget{deployed: deployedDemo("v1.0.0")}, repo)
+	src, err := targetSource(t.Context(), &holdingTarget{deployed: deployedDemo("v1.0.0")}, repo, chartpkg.Renderer{})
 	require.NoError(t, err)
 	c, err := src.Load(t.Context(), "demo", "1.0.0")
 	require.NoError(t, err)
@@ -232,7 +232,7 @@ func TestHeldSourceKeepsTheSourcesErrorOtherwise(t *testing.T) {
 		"a chart without metadata": {deployed: &chart.Chart{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			src, err := targetSource(t.Context(), h, repo)
+			src, err := targetSource(t.Context(), h, repo, chartpkg.Renderer{})
 			require.NoError(t, err)
 			c, err := src.Load(t.Context(), "demo", "3.0.0")
 			assert.Nil(t, c)
@@ -242,7 +242,7 @@ func TestHeldSourceKeepsTheSourcesErrorOtherwise(t *testing.T) {
 
 	// reading the deployed chart failed: both errors, the source's first
 	forbidden := errors.New("secrets is forbidden")
-	src, err := targetSource(t.Context(), &holdingTarget{deployedErr: forbidden}, repo)
+	src, err := targetSource(t.Context(), &holdingTarget{deployedErr: forbidden}, repo, chartpkg.Renderer{})
 	require.NoError(t, err)
 	_, err = src.Load(t.Context(), "demo", "3.0.0")
 	require.Error(t, err)
@@ -254,7 +254,7 @@ func TestHeldSourceKeepsTheSourcesErrorOtherwise(t *testing.T) {
 	// the source serves it: the deployed chart is not read
 	served := &upgrade.Chart{Name: "demo", Version: "3.0.0"}
 	h := &holdingTarget{deployed: deployedDemo("3.0.0")}
-	src, err = targetSource(t.Context(), h, &fakeSource{name: "repo", chart: served})
+	src, err = targetSource(t.Context(), h, &fakeSource{name: "repo", chart: served}, chartpkg.Renderer{})
 	require.NoError(t, err)
 	c, err := src.Load(t.Context(), "demo", "3.0.0")
 	require.NoError(t, err)
@@ -263,7 +263,7 @@ func TestHeldSourceKeepsTheSourcesErrorOtherwise(t *testing.T) {
 }
 
 func TestDescribeRefusesAChartWithoutMetadata(t *testing.T) {
-	_, err := describe(&chart.Chart{})
+	_, err := describe(&chart.Chart{}, chartpkg.Renderer{})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, outcome.ErrBadInput)
 	assert.True(t, strings.HasPrefix(err.Error(), "computing chart defaults"), err.Error())
@@ -298,14 +298,14 @@ func TestDriftReadsTheDeployedSubchartsFromTheSource(t *testing.T) {
 	assert.Empty(t, chartpkg.MissingDependencies(full))
 
 	held := &holdingTarget{deployed: &record}
-	_, _, err := deployedChart(t.Context(), held, DriftOptions{}, "parent", "1.0.0")
+	_, _, err := deployedChart(t.Context(), held, DriftOptions{}, "parent", "1.0.0", chartpkg.Renderer{})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, outcome.ErrBadInput)
 	for _, want := range []string{"without its subcharts (sub)", "--chart-source", "--spec", "parent 1.0.0"} {
 		assert.Contains(t, err.Error(), want)
 	}
 
-	c, note, err := deployedChart(t.Context(), held, DriftOptions{ChartSource: dir}, "parent", "1.0.0")
+	c, note, err := deployedChart(t.Context(), held, DriftOptions{ChartSource: dir}, "parent", "1.0.0", chartpkg.Renderer{})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"name": "p", "sub": map[string]any{"global": map[string]any{}, "level": "info"}}, c.Defaults,
 		"the subchart's defaults, from the source")
@@ -315,22 +315,22 @@ func TestDriftReadsTheDeployedSubchartsFromTheSource(t *testing.T) {
 	// there, and said
 	own, err := chartpkg.NewSource(dir, chartpkg.SourceOptions{})
 	require.NoError(t, err)
-	c, note, err = deployedChart(t.Context(), &holdingTarget{deployed: &record, own: own}, DriftOptions{}, "parent", "1.0.0")
+	c, note, err = deployedChart(t.Context(), &holdingTarget{deployed: &record, own: own}, DriftOptions{}, "parent", "1.0.0", chartpkg.Renderer{})
 	require.NoError(t, err)
 	assert.Equal(t, "info", c.Defaults["sub"].(map[string]any)["level"])
 	assert.Contains(t, note, "without its subcharts (sub)")
 	assert.Contains(t, note, dir)
 
 	held = &holdingTarget{deployed: full}
-	c, note, err = deployedChart(t.Context(), held, DriftOptions{}, "parent", "1.0.0")
+	c, note, err = deployedChart(t.Context(), held, DriftOptions{}, "parent", "1.0.0", chartpkg.Renderer{})
 	require.NoError(t, err)
 	assert.Empty(t, note)
 	assert.Equal(t, "info", c.Defaults["sub"].(map[string]any)["level"])
 
 	// the upgrade's source falls back to the held chart only when it is whole
-	src, err := openSource(t.TempDir(), "")
+	src, err := openSource(t.TempDir(), "", chartpkg.Renderer{})
 	require.NoError(t, err)
-	hs, err := targetSource(t.Context(), &holdingTarget{deployed: &record}, src)
+	hs, err := targetSource(t.Context(), &holdingTarget{deployed: &record}, src, chartpkg.Renderer{})
 	require.NoError(t, err)
 	_, err = hs.Load(t.Context(), "parent", "1.0.0")
 	require.Error(t, err)

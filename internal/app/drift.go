@@ -93,7 +93,7 @@ func Drift(ctx context.Context, o DriftOptions) (*DriftOutput, error) {
 	if name == "" {
 		name = obs.Chart
 	}
-	deployed, note, err := deployedChart(ctx, tg, o, name, obs.Version)
+	deployed, note, err := deployedChart(ctx, tg, o, name, obs.Version, rendererOf(clients))
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (o *DriftOptions) fromSpec(t spec.Target) error {
 // keeps a chart without its subcharts: a held chart that lists
 // dependencies is read from the source instead, and the note says so; with no
 // source, that is bad input naming the flags that give one.
-func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name, version string) (*upgrade.Chart, string, error) {
+func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name, version string, r chartpkg.Renderer) (*upgrade.Chart, string, error) {
 	note := ""
 	if h, ok := tg.(chartHolder); ok && o.ChartSource == "" {
 		c, err := h.DeployedChart(ctx)
@@ -158,7 +158,7 @@ func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name,
 		if c != nil {
 			missing := chartpkg.MissingDependencies(c)
 			if len(missing) == 0 {
-				d, err := describe(c)
+				d, err := describe(c, r)
 				return d, "", err
 			}
 			note = fmt.Sprintf("the release record holds chart %s %s without its subcharts (%s), as Helm stores it: read from the chart source",
@@ -176,11 +176,11 @@ func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name,
 	var src upgrade.ChartSource
 	if o.ChartSource != "" {
 		var err error
-		if src, err = openSource(o.ChartSource, o.CAFile); err != nil {
+		if src, err = openSource(o.ChartSource, o.CAFile, r); err != nil {
 			return nil, "", outcome.BadInput(fmt.Errorf("--chart-source: %w", err))
 		}
 	}
-	src, err := targetSource(ctx, tg, src)
+	src, err := targetSource(ctx, tg, src, r)
 	if err != nil {
 		return nil, "", err
 	}

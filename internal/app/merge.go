@@ -109,7 +109,7 @@ func loadChartFile(flag, path string) (*upgrade.Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	d, err := describe(c)
+	d, err := describe(c, chartpkg.Renderer{}) // offline: no cluster
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"log/slog"
 	"time"
 
@@ -97,6 +98,12 @@ func connect(ctx context.Context, kubeconfig string, log *slog.Logger) (*cluster
 	return cluster.NewClients(cfg, log)
 }
 
+// rendererOf renders charts for the cluster of clients: with its
+// capabilities, read once, when a chart is first rendered.
+func rendererOf(c *cluster.Clients) chartpkg.Renderer {
+	return chartpkg.Renderer{Capabilities: c.Capabilities}
+}
+
 // runner is the core's runner over this session's ports.
 func (s *session) runner(ctx context.Context, set upgrade.Settings) *upgrade.Runner {
 	set.Identity, set.Names = s.cluster.Identity, names
@@ -122,11 +129,11 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 	}
 	var src upgrade.ChartSource
 	if c.Chart.Source != "" {
-		if src, err = openSource(c.Chart.Source, caFile); err != nil {
+		if src, err = openSource(c.Chart.Source, caFile, rendererOf(s.clients)); err != nil {
 			return upgrade.Job{}, fmt.Errorf("chart source of %s: %w", c.Target, err)
 		}
 	}
-	if j.Source, err = targetSource(ctx, tg, src); err != nil {
+	if j.Source, err = targetSource(ctx, tg, src, rendererOf(s.clients)); err != nil {
 		return upgrade.Job{}, err
 	}
 	if j.Overrides, err = Overrides(explicit); err != nil {

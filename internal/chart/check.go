@@ -36,15 +36,29 @@ const (
 // chart, a dependency missing from charts/) is marked outcome.BadInput.
 // Check changes neither c nor userValues.
 func Check(c *chart.Chart, userValues map[string]any) error {
-	_, err := render(c, userValues, "", checkNamespace, false)
+	return Renderer{}.Check(c, userValues)
+}
+
+// Renderer renders charts for one cluster: with its capabilities (its
+// Kubernetes version and served API versions, read from discovery once and
+// only when a chart is first rendered: cluster.Clients.Capabilities), as
+// Helm renders them when it installs or upgrades there, and the chart's
+// kubeVersion checked against them as Helm checks it. The zero Renderer
+// renders offline, with Helm's default capabilities, as `helm template`
+// does, and checks no kubeVersion.
+type Renderer struct {
+	Capabilities func() (*common.Capabilities, error)
+}
+
+// Check is the package's Check, on r's cluster.
+func (r Renderer) Check(c *chart.Chart, userValues map[string]any) error {
+	_, err := r.render(c, userValues, "", checkNamespace, false)
 	return err
 }
 
-// Manifest renders c with userValues as Check does, as release name in
-// namespace, and returns the objects Helm would apply (hooks and NOTES left
-// out), as one YAML stream in Helm's install order. Errors are Check's.
-func Manifest(c *chart.Chart, userValues map[string]any, name, namespace string) (string, error) {
-	ms, err := render(c, userValues, name, namespace, false)
+// Manifest is the package's Manifest, on r's cluster.
+func (r Renderer) Manifest(c *chart.Chart, userValues map[string]any, name, namespace string) (string, error) {
+	ms, err := r.render(c, userValues, name, namespace, false)
 	if err != nil {
 		return "", err
 	}
@@ -55,9 +69,16 @@ func Manifest(c *chart.Chart, userValues map[string]any, name, namespace string)
 	return b.String(), nil
 }
 
+// Manifest renders c with userValues as Check does, as release name in
+// namespace, and returns the objects Helm would apply (hooks and NOTES left
+// out), as one YAML stream in Helm's install order. Errors are Check's.
+func Manifest(c *chart.Chart, userValues map[string]any, name, namespace string) (string, error) {
+	return Renderer{}.Manifest(c, userValues, name, namespace)
+}
+
 // render is Check's work: the chart's objects, as release name ("": the
 // chart's name) in namespace; without the schema check when skipSchema.
-func render(c *chart.Chart, userValues map[string]any, release, namespace string, skipSchema bool) ([]releaseutil.Manifest, error) {
+func (r Renderer) render(c *chart.Chart, userValues map[string]any, release, namespace string, skipSchema bool) ([]releaseutil.Manifest, error) {
 	if c == nil || c.Metadata == nil {
 		return nil, outcome.BadInput(errors.New("checking chart: no chart"))
 	}
@@ -67,6 +88,17 @@ func render(c *chart.Chart, userValues map[string]any, release, namespace string
 	}
 	if err := checkDependencies(c); err != nil {
 		return nil, outcome.BadInput(fmt.Errorf("checking chart %s: %w", name, err))
+	}
+	caps := common.DefaultCapabilities.Copy()
+	if r.Capabilities != nil {
+		var err error
+		if caps, err = r.Capabilities(); err != nil {
+			return nil, fmt.Errorf("rendering chart %s as the cluster's Helm will: %w", name, err)
+		}
+		// as Helm's install and upgrade check it, in its words
+		if kv := c.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+			return nil, outcome.Refused(fmt.Errorf("chart %s requires kubeVersion: %s which is incompatible with Kubernetes %s", name, kv, caps.KubeVersion.Version))
+		}
 	}
 	if err := checkSubchartTables(c, userValues); err != nil {
 		return nil, outcome.Refused(fmt.Errorf("checking the merged values against chart %s: %w", name, err))
@@ -89,7 +121,7 @@ func render(c *chart.Chart, userValues map[string]any, release, namespace string
 		Revision:  checkRevision,
 		IsUpgrade: true,
 	}
-	top, err := chartvalues.ToRenderValuesWithSchemaValidation(cp, vals, opts, common.DefaultCapabilities.Copy(), skipSchema)
+	top, err := chartvalues.ToRenderValuesWithSchemaValidation(cp, vals, opts, caps, skipSchema)
 	if err != nil {
 		return nil, outcome.Refused(fmt.Errorf("validating the merged values against chart %s: %w", name, trimmed{err}))
 	}

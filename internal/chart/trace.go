@@ -21,7 +21,12 @@ import (
 // says so for every field; one that does not render at all gives
 // Manifest's error.
 func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*provenance.Map, error) {
-	real, err := render(c, userValues, name, namespace, false)
+	return Renderer{}.Trace(c, userValues, name, namespace)
+}
+
+// Trace is the package's Trace, on r's cluster.
+func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*provenance.Map, error) {
+	real, err := r.render(c, userValues, name, namespace, false)
 	if err != nil {
 		return nil, err
 	}
@@ -31,12 +36,12 @@ func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*
 	}
 	conditions := conditionValues(c)
 	marked, marks := provenance.Mark(effective, conditions...)
-	traced, err := render(c, marked, name, namespace, true)
+	traced, err := r.render(c, marked, name, namespace, true)
 	if err != nil {
 		// a template may want a number where a marker is text (until, a
 		// comparison): try again with the strings alone marked
 		marked, marks = provenance.MarkStrings(effective, fmt.Sprintf("with them marked, the chart does not render (%v)", marks.Unmark(err.Error())), conditions...)
-		if traced, err = render(c, marked, name, namespace, true); err != nil {
+		if traced, err = r.render(c, marked, name, namespace, true); err != nil {
 			return provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%v)", marks.Unmark(err.Error())))
 		}
 	}
@@ -46,7 +51,7 @@ func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*
 	}
 	// an answer is checked by rendering it, as Helm will
 	m.CheckWith(func(vals map[string]any) ([]provenance.Doc, error) {
-		ms, err := render(c, vals, name, namespace, false)
+		ms, err := r.render(c, vals, name, namespace, false)
 		return docs(ms), err
 	})
 	return m, nil

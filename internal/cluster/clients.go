@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -28,6 +32,13 @@ type Clients struct {
 	// Log receives what the clients have to say while they work (a broken
 	// watch).
 	Log *slog.Logger
+
+	// discovery is the cached discovery the mapper and Capabilities share:
+	// read once per run.
+	discovery discovery.CachedDiscoveryInterface
+	capsOnce  sync.Once
+	caps      *common.Capabilities
+	capsErr   error
 }
 
 // RESTConfig loads the API client configuration: --kubeconfig, else
@@ -86,6 +97,33 @@ func NewClients(cfg *rest.Config, log *slog.Logger) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the discovery client: %w", err)
 	}
-	return &Clients{Config: cfg, Kube: kube, Dynamic: dyn, Log: log,
-		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
+	cached := memory.NewMemCacheClient(disc)
+	return &Clients{Config: cfg, Kube: kube, Dynamic: dyn, Log: log, discovery: cached,
+		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}, nil
+}
+
+// Capabilities are the cluster's as Helm reads them before it renders an
+// install or upgrade (its Kubernetes version and served API versions),
+// read once per run from the discovery the mapper shares: every render of
+// the run (preflight, the conflict check, drift, provenance) renders as
+// the applier will.
+func (c *Clients) Capabilities() (*common.Capabilities, error) {
+	c.capsOnce.Do(func() {
+		if c.discovery == nil {
+			c.discovery = memory.NewMemCacheClient(c.Kube.Discovery())
+		}
+		v, err := c.discovery.ServerVersion()
+		if err != nil {
+			c.capsErr = fmt.Errorf("reading the cluster's Kubernetes version: %w", err)
+			return
+		}
+		versions, err := action.GetVersionSet(c.discovery)
+		if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+			c.capsErr = fmt.Errorf("reading the cluster's API versions: %w", err)
+			return
+		}
+		c.caps = &common.Capabilities{APIVersions: versions, HelmVersion: common.DefaultCapabilities.HelmVersion,
+			KubeVersion: common.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor}}
+	})
+	return c.caps, c.capsErr
 }
