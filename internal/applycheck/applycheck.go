@@ -1,6 +1,7 @@
 // Package applycheck finds, before anything is written, the field-manager
-// conflicts a server-side apply of a chart's objects would meet, and the
-// objects Helm would refuse to adopt. It reads each live object (with its
+// conflicts a server-side apply of a chart's objects would meet, the
+// objects Helm would refuse to adopt, and the objects of a kind the
+// cluster does not serve at the chart's version. It reads each live object (with its
 // managedFields) and the cluster's OpenAPI v3 schema of its kind, and runs
 // the apply the API server would run, with the same library
 // (k8s.io/apimachinery's managedfields, on structured-merge-diff), in this
@@ -101,6 +102,9 @@ type Result struct {
 	NotChecked []string
 	// Managers are the field managers applied as, by name.
 	Managers []string
+	// Unserved are the objects whose kind the cluster does not serve at
+	// the version the chart names (unserved.go).
+	Unserved []Unserved
 }
 
 // Checker checks against one API server.
@@ -132,7 +136,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Requests: read.Requests}
+	res := Result{Requests: read.Requests, Unserved: unserved(read.Objects, objs, c.Reader.Mapper)}
 	deployed := c.keys(olds, r.Namespace)
 
 	type answer struct {

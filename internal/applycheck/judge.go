@@ -143,6 +143,9 @@ func Judge(res Result, a Applier) (refused []string, warnings []values.Warning) 
 			refused = append(refused, WaysOut)
 		}
 	}
+	for _, u := range res.Unserved {
+		refused = append(refused, u.String())
+	}
 	for _, u := range res.Unowned {
 		if a.TakesOwnership {
 			warnings = append(warnings, values.Warning{Kind: values.WarnTakeOwnership, Path: u.Object,

@@ -34,26 +34,47 @@ func (f *fixture) helmUpgrade(name, version string) error {
 	return err
 }
 
-// Preflight renders as the cluster's Helm renders: the chart's kubeVersion
-// is checked against the cluster's version (discovery), as Helm 4's
-// upgrade checks it. A chart that requires a Kubernetes the cluster is
-// not: preflight refuses it, naming the constraint, and Helm's own upgrade
-// fails the same way; one the cluster satisfies passes both. Preflight
-// runs as the release Plan's ServiceAccount and writes nothing.
-func TestPreflightAgreesWithHelmOnKubeVersion(t *testing.T) {
+// hpaTemplate is a HorizontalPodAutoscaler of the release's Deployment at
+// apiVersion.
+func hpaTemplate(apiVersion string) string {
+	return `apiVersion: ` + apiVersion + `
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: {{ .Release.Name }}-web}
+  minReplicas: 1
+  maxReplicas: 3
+`
+}
+
+// Preflight and Helm 4's own upgrade (the oracle, run as admin right
+// after) agree, for chart version pairs that each break a real upgrade and
+// a control beside each that does not: preflight, as the release Plan's
+// ServiceAccount, refuses exactly where Helm fails, naming the cause, and
+// writes nothing.
+//   - Preflight renders as the cluster's Helm renders: the chart's
+//     kubeVersion is checked against the cluster's version (discovery).
+//   - An object of a kind the cluster does not serve at the chart's
+//     version (autoscaling/v2beta2, removed in Kubernetes 1.26) is refused,
+//     naming the versions it serves.
+func TestPreflightAgreesWithHelm(t *testing.T) {
 	for _, tc := range []struct {
-		name, kubeVersion string
-		refused           bool
+		name   string
+		change func(t *testing.T, chartDir string)
+		says   string // preflight's refusal; "" for a control
+		helm   string // Helm's error
 	}{
-		{"a Kubernetes the cluster is not", ">=1.99.0-0", true},
-		{"the cluster's Kubernetes", ">=1.20.0-0", false},
+		{"a Kubernetes the cluster is not", kubeVersion(">=1.99.0-0"),
+			"requires kubeVersion: >=1.99.0-0 which is incompatible with Kubernetes v1.33", "requires kubeVersion"},
+		{"the cluster's Kubernetes", kubeVersion(">=1.20.0-0"), "", ""},
+		{"a removed API version", template("hpa.yaml", hpaTemplate("autoscaling/v2beta2")),
+			"is at autoscaling/v2beta2, which this cluster does not serve (it serves only autoscaling/v1, autoscaling/v2)", `no matches for kind "HorizontalPodAutoscaler" in version "autoscaling/v2beta2"`},
+		{"the served API version", template("hpa.yaml", hpaTemplate("autoscaling/v2")), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, "")
-			meta := filepath.Join(f.charts, "demo-app-2.0.0", "Chart.yaml")
-			data, err := os.ReadFile(meta)
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(meta, append(data, "kubeVersion: \""+tc.kubeVersion+"\"\n"...), 0o644))
+			tc.change(t, filepath.Join(f.charts, "demo-app-2.0.0"))
 			name := releaseName()
 			sucNS, sa, _ := f.releasePlanRBAC(name, "- apiGroups: [coordination.k8s.io]",
 				"- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]")
@@ -69,15 +90,32 @@ func TestPreflightAgreesWithHelmOnKubeVersion(t *testing.T) {
 			r := f.cli(node, "preflight", append(f.upgradeArgs(name, "2.0.0"), "--kubeconfig", kubeconfig)...)
 			assert.Equal(t, before, len(f.writesBy()), "preflight writes nothing")
 			oracle := f.helmUpgrade(name, "2.0.0")
-			if tc.refused {
+			if tc.says != "" {
 				require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-				assert.Contains(t, r.stderr, "requires kubeVersion: "+tc.kubeVersion+" which is incompatible with Kubernetes v1.33")
+				assert.Contains(t, r.stderr, tc.says)
 				require.Error(t, oracle, "Helm's own upgrade")
-				assert.Contains(t, oracle.Error(), "requires kubeVersion")
+				assert.Contains(t, oracle.Error(), tc.helm)
 				return
 			}
 			require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 			require.NoError(t, oracle, "Helm's own upgrade")
 		})
+	}
+}
+
+// kubeVersion sets the chart's kubeVersion.
+func kubeVersion(constraint string) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		meta := filepath.Join(dir, "Chart.yaml")
+		data, err := os.ReadFile(meta)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(meta, append(data, "kubeVersion: \""+constraint+"\"\n"...), 0o644))
+	}
+}
+
+// template adds a template to the chart.
+func template(name, body string) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "templates", name), []byte(body), 0o644))
 	}
 }
