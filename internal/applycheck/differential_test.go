@@ -305,8 +305,8 @@ func TestConflictsAreExactlyTheServersOwn(t *testing.T) {
 			for _, k := range res.Conflicts {
 				ours = append(ours, k.Field+" "+k.Owner)
 				if want.GetKind() == "Secret" {
-					assert.Equal(t, "(redacted)", k.Live)
-					assert.Equal(t, "(redacted)", k.New)
+					assert.Equal(t, "<redacted>", k.Live)
+					assert.Equal(t, "<redacted>", k.New)
 				}
 			}
 			sort.Strings(ours)

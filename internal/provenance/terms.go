@@ -3,6 +3,7 @@ package provenance
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"regexp"
 	"strings"
 )
@@ -38,8 +39,9 @@ type Adopted struct {
 // can be written back to them.
 func (r Reading) Adoptable() bool { return r.Mapped() }
 
-// Redacted stands for a Secret's value.
-const Redacted = "(redacted)"
+// Redacted stands for a Secret's value: the one token of every report
+// (values.Redaction).
+const Redacted = values.Redaction
 
 // Read explains the field (Explain) and says how to make the chart
 // render the live value; secret gives no flag (a flag with the value
