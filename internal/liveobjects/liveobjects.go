@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -253,23 +252,4 @@ func (res Result) Unread() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Summary is what Read did, for a log line: objects, how many exist, how
-// many could not be read, requests.
-func (res Result) Summary() string {
-	exist, unread := 0, 0
-	for _, o := range res.Objects {
-		if o.Live != nil {
-			exist++
-		}
-		if o.Unread != "" {
-			unread++
-		}
-	}
-	s := fmt.Sprintf("%d objects read (%d exist) in %d requests", len(res.Objects), exist, res.Requests)
-	if unread > 0 {
-		s += fmt.Sprintf(", %d not readable: %s", unread, strings.Join(res.Unread(), "; "))
-	}
-	return s
 }

@@ -25,17 +25,6 @@ func median[T int | int64 | time.Duration | float64](xs []T) T { return percenti
 
 func maxOf[T int | int64 | time.Duration | float64](xs []T) T { return percentile(xs, 100) }
 
-func mean(xs []time.Duration) time.Duration {
-	if len(xs) == 0 {
-		return 0
-	}
-	var sum time.Duration
-	for _, x := range xs {
-		sum += x
-	}
-	return sum / time.Duration(len(xs))
-}
-
 // secs renders a duration in seconds with millisecond precision.
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
 

@@ -200,8 +200,3 @@ func (e *Env) stopWorkloads() error {
 // Nodes returns the names of the fake Nodes of the workloads mode, nil
 // without it.
 func (e *Env) Nodes() []string { return append([]string(nil), e.nodes...) }
-
-// LogDir is the directory holding the logs of the workloads mode's
-// components (kube-controller-manager.log, kube-scheduler.log, kwok.log),
-// "" without it.
-func (e *Env) LogDir() string { return e.logDir }

@@ -19,25 +19,6 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
-// bundleDeployment is a BundleDeployment as Fleet writes it: Helm options
-// with the values, resource lists, conditions, managedFields.
-func bundleDeployment() *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "BundleDeployment",
-		"metadata": map[string]any{"name": "mcc-app", "namespace": "cluster-fleet-local-c-1", "uid": "u-1",
-			"resourceVersion": "42", "generation": int64(3),
-			"labels":        map[string]any{LabelBundleName: "mcc-app", LabelBundleNamespace: "fleet-local"},
-			"managedFields": []any{map[string]any{"manager": "fleet", "fieldsV1": map[string]any{"f:spec": map[string]any{}}}}},
-		"spec": map[string]any{"deploymentID": "s-2:abc", "stagedDeploymentID": "s-2:abc",
-			"options": map[string]any{"helm": map[string]any{"values": map[string]any{"big": "values"}}}},
-		"status": map[string]any{"appliedDeploymentID": "s-1:abc", "ready": false,
-			"nonReadyStatus": []any{map[string]any{"kind": "Deployment", "namespace": "demo", "name": "app",
-				"summary": map[string]any{"state": "in-progress", "message": []any{"rolling out"}}}},
-			"resources":  []any{map[string]any{"kind": "ConfigMap", "name": "x"}},
-			"conditions": []any{map[string]any{"type": "Ready", "status": "False"}}},
-	}}
-}
-
 // bundle is a Bundle as Rancher and Fleet write it: the chart's files,
 // managedFields, a summary.
 func bundle() *unstructured.Unstructured {
