@@ -56,8 +56,24 @@ func chartValuePaths(c *chart.Chart, of func(name, text string) [][]string) [][]
 // template test; none when it does not parse (the render says why).
 func templateConditions(name, text string) [][]string {
 	var out [][]string
+	visitNodes(name, text, func(n parse.Node) {
+		switch x := n.(type) {
+		case *parse.IfNode:
+			out = append(out, valuePaths(x.Pipe)...)
+		case *parse.WithNode:
+			out = append(out, valuePaths(x.Pipe)...)
+		}
+	})
+	return out
+}
+
+// visitNodes calls visit with each node of a template's trees (its
+// defines included), into lists and the branches of if, with and range;
+// none when it does not parse.
+func visitNodes(name, text string, visit func(parse.Node)) {
 	var walk func(n parse.Node)
 	walk = func(n parse.Node) {
+		visit(n)
 		switch x := n.(type) {
 		case *parse.ListNode:
 			if x == nil {
@@ -67,11 +83,9 @@ func templateConditions(name, text string) [][]string {
 				walk(c)
 			}
 		case *parse.IfNode:
-			out = append(out, valuePaths(x.Pipe)...)
 			walk(x.List)
 			walk(x.ElseList)
 		case *parse.WithNode:
-			out = append(out, valuePaths(x.Pipe)...)
 			walk(x.List)
 			walk(x.ElseList)
 		case *parse.RangeNode:
@@ -82,7 +96,6 @@ func templateConditions(name, text string) [][]string {
 	for _, tree := range parseTemplate(name, text) {
 		walk(tree.Root)
 	}
-	return out
 }
 
 // parseTemplate parses one template, its defines included, without

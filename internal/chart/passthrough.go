@@ -25,38 +25,21 @@ func passedThrough(c *chart.Chart) [][]string {
 // none when it does not parse.
 func templatePassedThrough(name, text string) [][]string {
 	var out [][]string
-	var walk func(n parse.Node)
-	walk = func(n parse.Node) {
+	visitNodes(name, text, func(n parse.Node) {
 		switch x := n.(type) {
-		case *parse.ListNode:
-			if x == nil {
-				return
-			}
-			for _, c := range x.Nodes {
-				walk(c)
-			}
 		case *parse.ActionNode:
 			out = append(out, wholeInPipe(x.Pipe)...)
 		case *parse.IfNode:
 			out = append(out, wholeInPipe(x.Pipe)...)
-			walk(x.List)
-			walk(x.ElseList)
 		case *parse.WithNode:
 			out = append(out, wholeInPipe(x.Pipe)...)
 			if rendersDotWhole(x.List) {
 				out = append(out, valuePaths(x.Pipe)...)
 			}
-			walk(x.List)
-			walk(x.ElseList)
 		case *parse.RangeNode:
 			out = append(out, valuePaths(x.Pipe)...)
-			walk(x.List)
-			walk(x.ElseList)
 		}
-	}
-	for _, tree := range parseTemplate(name, text) {
-		walk(tree.Root)
-	}
+	})
 	return out
 }
 

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
@@ -131,19 +130,4 @@ func diffLeaves(a, b any, at []Step, changed func([]Step)) {
 
 // FieldString is a field of an object as a person reads it:
 // .spec.template.spec.containers[0].image, a key with dots bracketed.
-func FieldString(at []Step) string {
-	var b strings.Builder
-	for _, s := range at {
-		switch k := s.(type) {
-		case int:
-			fmt.Fprintf(&b, "[%d]", k)
-		case string:
-			if strings.ContainsAny(k, ".[]") {
-				fmt.Fprintf(&b, "[%q]", k)
-			} else {
-				b.WriteString("." + k)
-			}
-		}
-	}
-	return b.String()
-}
+func FieldString(at []Step) string { return "." + PathString(at) }
