@@ -3,10 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
-	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"log/slog"
 	"time"
 
+	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"

@@ -14,18 +14,18 @@ package applycheck
 import (
 	"context"
 	"fmt"
-	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
-	"golang.org/x/sync/errgroup"
 	"runtime"
 	"sort"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 )
 

@@ -127,7 +127,7 @@ func TestNewestStatusReadsTheLabelsOfTheNewestRecord(t *testing.T) {
 
 	status, revision, err := c.NewestStatus(t.Context(), ns, "web")
 	require.NoError(t, err)
-	assert.Equal(t, "", status)
+	assert.Equal(t, helmstatus.Status(""), status)
 	assert.Equal(t, 0, revision)
 
 	store(t, secrets, rel(ns, "web", 10, helmstatus.StatusPendingUpgrade, ""))
@@ -144,7 +144,7 @@ func TestNewestStatusReadsTheLabelsOfTheNewestRecord(t *testing.T) {
 
 	status, revision, err = c.NewestStatus(t.Context(), ns, "web")
 	require.NoError(t, err)
-	assert.Equal(t, "pending-upgrade", status)
+	assert.Equal(t, helmstatus.StatusPendingUpgrade, status)
 	assert.Equal(t, 10, revision)
 }
 

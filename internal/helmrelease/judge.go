@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	common "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
@@ -14,14 +15,14 @@ import (
 type Revision struct {
 	Namespace, Name string
 	Number          int
-	Status          string // deployed, failed, pending-upgrade, …
+	Status          common.Status
 }
 
 // RevisionOf is rel as a Revision.
 func RevisionOf(rel *release.Release) Revision {
 	rev := Revision{Namespace: rel.Namespace, Name: rel.Name, Number: rel.Version}
 	if rel.Info != nil {
-		rev.Status = rel.Info.Status.String()
+		rev.Status = rel.Info.Status
 	}
 	return rev
 }
@@ -35,9 +36,9 @@ func (r Revision) String() string {
 // whether the revision is deployed.
 func JudgeStatus(rd *upgrade.Readiness, rev Revision) bool {
 	switch rev.Status {
-	case "deployed":
+	case common.StatusDeployed:
 		return true
-	case "failed":
+	case common.StatusFailed:
 		rd.Failed = rev.String() + " is failed"
 	default:
 		rd.Wait("%s is %s", rev, rev.Status)

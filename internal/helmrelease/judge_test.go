@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	common "helm.sh/helm/v4/pkg/release/common"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -16,7 +17,7 @@ func TestJudgeStatus(t *testing.T) {
 		"pending-upgrade": {Waiting: []string{"helm release apps/web revision 3 is pending-upgrade"}},
 	} {
 		var r upgrade.Readiness
-		rev.Status = status
+		rev.Status = common.Status(status)
 		assert.Equal(t, status == "deployed", JudgeStatus(&r, rev), status)
 		assert.Equal(t, want, r, status)
 	}

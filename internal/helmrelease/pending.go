@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"helm.sh/helm/v4/pkg/storage/driver"
@@ -62,7 +61,7 @@ func (p *Pending) ResourceVersion() string { return p.secret.ResourceVersion }
 
 // IsPending reports whether a revision's status is pending-*.
 func IsPending(rel *release.Release) bool {
-	return rel != nil && rel.Info != nil && strings.HasPrefix(rel.Info.Status.String(), "pending")
+	return rel != nil && rel.Info != nil && rel.Info.Status.IsPending()
 }
 
 // ReadPending reads the Secret of revision rel (which was pending) for its

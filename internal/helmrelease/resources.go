@@ -3,7 +3,6 @@ package helmrelease
 import (
 	"context"
 	"fmt"
-	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"log/slog"
 	"sort"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 )
 
 // Resources is the readiness of a release revision's objects.

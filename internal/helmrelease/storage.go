@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	releaser "helm.sh/helm/v4/pkg/release"
+	common "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,7 +123,7 @@ func Decode(data string) (*release.Release, error) {
 // namespace ("deployed", "pending-upgrade", …), from the labels Helm's
 // Secrets driver writes on each record (owner, name, version, status):
 // one list, no record decoded. "" when there is no revision.
-func (c *Client) NewestStatus(ctx context.Context, namespace, name string) (status string, revision int, err error) {
+func (c *Client) NewestStatus(ctx context.Context, namespace, name string) (status common.Status, revision int, err error) {
 	list, err := c.Kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{"owner": "helm", "name": name}.String()})
 	if err != nil {
@@ -133,7 +134,7 @@ func (c *Client) NewestStatus(ctx context.Context, namespace, name string) (stat
 		if err != nil || v <= revision {
 			continue
 		}
-		revision, status = v, s.Labels["status"]
+		revision, status = v, common.Status(s.Labels["status"])
 	}
 	return status, revision, nil
 }

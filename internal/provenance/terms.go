@@ -3,9 +3,10 @@ package provenance
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"regexp"
 	"strings"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // Reading is a field read back in values terms: the values it is made of

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	common "helm.sh/helm/v4/pkg/release/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
@@ -45,7 +46,7 @@ func TestHelmControllerDeploysThroughTheExecutor(t *testing.T) {
 	_, err = f.env.Dynamic().Resource(helmchart.HelmChartConfigGVR).Namespace(f.ns).Create(ctx, cfg, metav1.CreateOptions{})
 	require.NoError(t, err)
 	rel = f.waitRevision("cm", 2)
-	assert.Equal(t, "deployed", rel.Status)
+	assert.Equal(t, common.StatusDeployed, rel.Status)
 	cm = f.configMap("cm-config")
 	assert.Equal(t, "from-config", cm.Data["a"])
 	assert.Equal(t, "from-set", cm.Data["b"])

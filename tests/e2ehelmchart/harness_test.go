@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,7 +237,7 @@ func (f *fixture) waitRevision(name string, rev int) *helmchart.Release {
 			return false, err
 		}
 		rel = helmchart.ReleaseOf(r)
-		return rel.Revision >= rev && !strings.HasPrefix(rel.Status, "pending"), nil
+		return rel.Revision >= rev && !rel.Status.IsPending(), nil
 	})
 	require.NoError(f.t, err, "helmchart %s/%s: revision %d (last seen: %+v)", f.ns, name, rev, rel)
 	return rel

@@ -248,7 +248,7 @@ func ReleaseOf(r *release.Release) *Release {
 	}
 	out := &Release{Namespace: r.Namespace, Name: r.Name, Revision: r.Version, ConfigHash: r.Labels[KeyConfigHash]}
 	if r.Info != nil {
-		out.Status = r.Info.Status.String()
+		out.Status = r.Info.Status
 	}
 	if r.Chart != nil && r.Chart.Metadata != nil {
 		out.ChartVersion = r.Chart.Metadata.Version

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	yaml "go.yaml.in/yaml/v3"
+	common "helm.sh/helm/v4/pkg/release/common"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/internal/yamlfile"
@@ -161,19 +162,19 @@ func NextPolicy(h *HelmChart, cfg *HelmChartConfig, o Options) string {
 // warning when the upgrade may go ahead, a problem when that run would
 // uninstall the chart or could not upgrade it.
 func StuckRelease(rel *Release, jobRunning bool, policy string) (warning *values.Warning, problem string) {
-	if rel == nil || rel.Status == "deployed" || jobRunning {
+	if rel == nil || rel.Status == common.StatusDeployed || jobRunning {
 		return nil, ""
 	}
 	what := fmt.Sprintf("helm release %s/%s revision %d (chart %s) is %s and no Job of helm-controller runs it", rel.Namespace, rel.Name, rel.Revision, rel.ChartVersion, rel.Status)
 	switch rel.Status {
-	case "pending-upgrade", "superseded":
+	case common.StatusPendingUpgrade, common.StatusSuperseded:
 		return &values.Warning{Kind: values.WarnTarget, Message: what + ": the Job this upgrade starts (klipper-helm) marks it failed and upgrades at once, whatever the failure policy; nothing is uninstalled"}, ""
-	case "pending-install", "pending-rollback", "uninstalling", "failed":
+	case common.StatusPendingInstall, common.StatusPendingRollback, common.StatusUninstalling, common.StatusFailed:
 	default:
 		return nil, what + ": klipper-helm would not upgrade it; resolve it first (helm rollback to the last deployed revision)"
 	}
 	first := "klipper-helm's next run (the Job this upgrade starts) "
-	if rel.Status != "failed" {
+	if rel.Status != common.StatusFailed {
 		first += "marks it failed, then "
 	}
 	switch policy {

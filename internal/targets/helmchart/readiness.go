@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	common "helm.sh/helm/v4/pkg/release/common"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -39,7 +40,7 @@ type View struct {
 type Release struct {
 	Namespace, Name string
 	Revision        int
-	Status          string // deployed, failed, pending-upgrade, …
+	Status          common.Status
 	ChartVersion    string
 	ConfigHash      string // the label klipper-helm puts on it
 }

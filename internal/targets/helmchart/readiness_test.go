@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	common "helm.sh/helm/v4/pkg/release/common"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -138,7 +139,7 @@ func TestHealth(t *testing.T) {
 // helm-controller's apply, live.
 func TestStuckReleaseIsWhatKlipperHelmsNextRunDoes(t *testing.T) {
 	rel := func(status string) *Release {
-		return &Release{Namespace: "apps", Name: "app", Revision: 3, Status: status, ChartVersion: "2.0.0"}
+		return &Release{Namespace: "apps", Name: "app", Revision: 3, Status: common.Status(status), ChartVersion: "2.0.0"}
 	}
 	for _, tc := range []struct {
 		status, policy string

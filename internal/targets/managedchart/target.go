@@ -95,7 +95,7 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 		return upgrade.Health{}, err
 	}
 	var warnings []values.Warning
-	if strings.HasPrefix(pending, "pending") {
+	if pending.IsPending() {
 		// Fleet's to heal: its agent, finding "another operation … in
 		// progress", rolls back to the revision before and upgrades again;
 		// chart-upgrader never writes a release Fleet deploys
@@ -104,7 +104,7 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 				"the wait follows it, and ends with exit 1 if Fleet still reports \"another operation (install/upgrade/rollback) is in progress\" after wait.errAppliedGrace",
 			ns, mc.Release(), revision, pending)})
 	}
-	if pending == "failed" && len(problems) > 0 {
+	if pending == helmstatus.StatusFailed && len(problems) > 0 {
 		// why Fleet is stuck, where Fleet itself says nothing (a
 		// field-manager conflict leaves the Bundle in WaitApplied)
 		if rel, err := t.c.Releases().Newest(ns, mc.Release(), "secret"); err == nil && rel != nil && rel.Info != nil {

@@ -14,6 +14,7 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
+	common "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -123,7 +124,7 @@ func (t *Target) read(ctx context.Context) (*upgrade.Observed, error) {
 	}
 	newest := hist[len(hist)-1]
 	rv := &revisions{base: newest, newest: newest}
-	if st := status(newest); st == "failed" || helmrelease.IsPending(newest) {
+	if st := status(newest); st == common.StatusFailed || helmrelease.IsPending(newest) {
 		if d := lastDeployed(hist[:len(hist)-1]); d != nil {
 			rv.base = d
 		}
@@ -159,7 +160,7 @@ func observeFinished(rel *release.Release) (*upgrade.Observed, error) {
 // is deployed, as Helm's Deployed() picks it; nil when none is.
 func lastDeployed(hist []*release.Release) *release.Release {
 	for i := len(hist) - 1; i >= 0; i-- {
-		if status(hist[i]) == "deployed" {
+		if status(hist[i]) == common.StatusDeployed {
 			return hist[i]
 		}
 	}
@@ -195,10 +196,10 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 	var problems []string
 	newest, base := rv.newest, rv.base
 	switch st := status(newest); {
-	case base == newest && st != "deployed" && st != "superseded":
+	case base == newest && st != common.StatusDeployed && st != common.StatusSuperseded:
 		problems = append(problems, fmt.Sprintf("helm release %s/%s revision %d is %s and no earlier revision is deployed: this is no upgrade; "+
 			"finish or remove the install first (helm uninstall, or helm install --replace), then run chart-upgrader again", t.namespace, t.name, newest.Version, st))
-	case st == "failed":
+	case st == common.StatusFailed:
 		h.Warnings = append(h.Warnings, values.Warning{Kind: WarnFailedRevision, Message: fmt.Sprintf(
 			"helm release %s/%s revision %d (chart %s) is failed: the upgrade starts from revision %d (chart %s), the last deployed one, as helm upgrade does; revision %d stays in the history",
 			t.namespace, t.name, newest.Version, helmrelease.ChartVersion(newest), base.Version, helmrelease.ChartVersion(base), newest.Version)})
@@ -233,11 +234,11 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 	return h, nil
 }
 
-func status(rel *release.Release) string {
+func status(rel *release.Release) common.Status {
 	if rel == nil || rel.Info == nil {
 		return ""
 	}
-	return rel.Info.Status.String()
+	return rel.Info.Status
 }
 
 // configuration is Helm's action configuration for the release's
