@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	common "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
@@ -139,7 +140,7 @@ func (t *Target) recover(ctx context.Context, rv *revisions) (*release.Release, 
 	if err != nil {
 		return nil, err
 	}
-	if now == nil || now.Version != rv.pending.Release.Version || status(now) != "failed" {
+	if now == nil || now.Version != rv.pending.Release.Version || status(now) != common.StatusFailed {
 		return nil, fmt.Errorf("%w: helm release %s/%s changed while its pending revision was marked failed", upgrade.ErrConflict, t.namespace, t.name)
 	}
 	return now, nil
