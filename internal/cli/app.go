@@ -32,7 +32,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return outcome.ExitOK
 	}
 	var exit ucli.ExitCoder
-	if errors.As(err, &exit) && !isOutcome(err) {
+	if errors.As(err, &exit) && !outcome.Classified(err) {
 		// urfave's own usage errors (unknown flag, missing required flag)
 		fmt.Fprintf(stderr, "chart-upgrader: %v\n", err)
 		return outcome.ExitBadInput
@@ -41,11 +41,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// an error of the app itself (before any command) already names it
 	fmt.Fprintf(stderr, "chart-upgrader: %s\n", strings.TrimPrefix(msg, "chart-upgrader: "))
 	return outcome.Code(err)
-}
-
-func isOutcome(err error) bool {
-	return errors.Is(err, outcome.ErrBadInput) || errors.Is(err, outcome.ErrRefused) ||
-		errors.Is(err, outcome.ErrTimeout) || errors.Is(err, outcome.ErrLockHeld)
 }
 
 func newApp(stdout, stderr io.Writer) *ucli.App {

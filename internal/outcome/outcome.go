@@ -19,6 +19,20 @@ var (
 	ErrLockHeld = errors.New("lock held")
 )
 
+// sentinels are the errors above, each with an exit code of its own.
+var sentinels = []error{ErrBadInput, ErrRefused, ErrTimeout, ErrLockHeld}
+
+// Classified reports whether err carries one of the sentinel errors
+// (an error of the program's own, with its exit code), not a library's.
+func Classified(err error) bool {
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // Exit codes of docs/design.md §10.
 const (
 	ExitOK       = 0
