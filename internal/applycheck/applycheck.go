@@ -105,6 +105,9 @@ type Result struct {
 	// Unserved are the objects whose kind the cluster does not serve at
 	// the version the chart names (unserved.go).
 	Unserved []Unserved
+	// Missing are the namespaces new objects go into that do not exist
+	// (namespaces.go).
+	Missing []Missing
 }
 
 // Checker checks against one API server.
@@ -137,6 +140,11 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Requests: read.Requests, Unserved: unserved(read.Objects, objs, c.Reader.Mapper)}
+	var asked int
+	if res.Missing, res.NotChecked, asked, err = c.missingNamespaces(ctx, read.Objects, objs, r.Namespace); err != nil {
+		return Result{}, err
+	}
+	res.Requests += asked
 	deployed := c.keys(olds, r.Namespace)
 
 	type answer struct {

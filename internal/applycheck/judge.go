@@ -146,6 +146,9 @@ func Judge(res Result, a Applier) (refused []string, warnings []values.Warning) 
 	for _, u := range res.Unserved {
 		refused = append(refused, u.String())
 	}
+	for _, m := range res.Missing {
+		refused = append(refused, m.String())
+	}
 	for _, u := range res.Unowned {
 		if a.TakesOwnership {
 			warnings = append(warnings, values.Warning{Kind: values.WarnTakeOwnership, Path: u.Object,

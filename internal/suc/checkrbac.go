@@ -112,10 +112,19 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 	if len(names) == 0 {
 		return nil, fmt.Errorf("the chart renders no object to grant reads of")
 	}
+	// the namespaces other than the release's that the chart's objects go
+	// into: preflight reads each, by name, to know a new object's
+	// namespace exists (one the chart creates is one of its objects)
+	nsKey := ruleKey{resource: "namespaces"}
+	for k := range names {
+		if ns := k.namespace; ns != "" && ns != opts.ReleaseNamespace && !slices.Contains(names[nsKey], ns) {
+			names[nsKey] = append(names[nsKey], ns)
+		}
+	}
 	rules := map[string][]rbacv1.PolicyRule{} // by namespace
 	for k, n := range names {
 		r := rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: []string{k.resource}}
-		if len(n) == 1 || (k.group == "" && k.resource == "secrets") {
+		if len(n) == 1 || (k.group == "" && (k.resource == "secrets" || k.resource == "namespaces")) {
 			sort.Strings(n)
 			r.ResourceNames, r.Verbs = n, []string{"get"}
 		} else {

@@ -81,3 +81,21 @@ func TestCheckRBACScopesOtherChartsKindsByDiscovery(t *testing.T) {
 		"":     {"cert-manager.io/clusterissuers", "example.com/widgetry"},
 	}, rulesByRole(t, out), "with discovery: the cluster's scope and resource; ConfigMap, which the mapper does not know, by Kubernetes' own table")
 }
+
+// A namespace other than the release's that the chart's objects go into
+// is granted get by name (never list): preflight reads it to know a new
+// object's namespace exists; one the chart creates is one of its objects.
+func TestCheckRBACGrantsTheNamespacesTheChartNames(t *testing.T) {
+	in := func(ns string, o *unstructured.Unstructured) *unstructured.Unstructured { o.SetNamespace(ns); return o }
+	objs := []*unstructured.Unstructured{
+		in("longhorn-system", object("v1", "ConfigMap", "settings")),
+		in("kube-system", object("v1", "Service", "snap")),
+		in("made", object("v1", "ConfigMap", "x")),
+		object("v1", "Namespace", "made"),
+		object("v1", "ConfigMap", "in-release"),
+	}
+	out, err := CheckRBAC(objs, CheckRBACOptions{Name: "p", Namespace: "system-upgrade", ServiceAccount: "p", ReleaseNamespace: "apps"})
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "resourceNames:\n  - kube-system\n  - longhorn-system\n  - made\n  resources:\n  - namespaces\n  verbs:\n  - get\n")
+	assert.NotContains(t, string(out), "- apps\n  resources:\n  - namespaces", "the release's namespace holds the release")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -58,6 +60,8 @@ spec:
 //   - An object of a kind the cluster does not serve at the chart's
 //     version (autoscaling/v2beta2, removed in Kubernetes 1.26) is refused,
 //     naming the versions it serves.
+//   - An object in a namespace that does not exist (and that the chart does
+//     not create) is refused, naming it.
 func TestPreflightAgreesWithHelm(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -71,13 +75,24 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 		{"a removed API version", template("hpa.yaml", hpaTemplate("autoscaling/v2beta2")),
 			"is at autoscaling/v2beta2, which this cluster does not serve (it serves only autoscaling/v1, autoscaling/v2)", `no matches for kind "HorizontalPodAutoscaler" in version "autoscaling/v2beta2"`},
 		{"the served API version", template("hpa.yaml", hpaTemplate("autoscaling/v2")), "", ""},
+		{"a namespace that does not exist", template("other.yaml", otherNamespaceTemplate("absent")),
+			"missing namespace: {ns}-absent does not exist", `namespaces "{ns}-absent" not found`},
+		{"a namespace that exists", template("other.yaml", otherNamespaceTemplate("present")), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, "")
 			tc.change(t, filepath.Join(f.charts, "demo-app-2.0.0"))
 			name := releaseName()
+			_, err := f.env.Kube().CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-present"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				_ = f.env.Kube().CoreV1().Namespaces().Delete(context.Background(), f.ns+"-present", metav1.DeleteOptions{})
+			})
+			// the namespaces the chart names, by name, as plan --check-chart grants them
 			sucNS, sa, _ := f.releasePlanRBAC(name, "- apiGroups: [coordination.k8s.io]",
-				"- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]")
+				"- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]",
+				"  resources: [nodes]\n  verbs: [list]\n",
+				"  resources: [nodes]\n  verbs: [list]\n- apiGroups: [\"\"]\n  resources: [namespaces]\n  resourceNames: ["+f.ns+"-absent, "+f.ns+"-present]\n  verbs: [get]\n")
 			f.install(name)
 			kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
 			rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
@@ -92,15 +107,21 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 			oracle := f.helmUpgrade(name, "2.0.0")
 			if tc.says != "" {
 				require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-				assert.Contains(t, r.stderr, tc.says)
+				assert.Contains(t, r.stderr, strings.ReplaceAll(tc.says, "{ns}", f.ns))
 				require.Error(t, oracle, "Helm's own upgrade")
-				assert.Contains(t, oracle.Error(), tc.helm)
+				assert.Contains(t, oracle.Error(), strings.ReplaceAll(tc.helm, "{ns}", f.ns))
 				return
 			}
 			require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 			require.NoError(t, oracle, "Helm's own upgrade")
 		})
 	}
+}
+
+// otherNamespaceTemplate is a ConfigMap in namespace <release
+// namespace>-suffix.
+func otherNamespaceTemplate(suffix string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-other\n  namespace: {{ .Release.Namespace }}-" + suffix + "\ndata: {a: b}\n"
 }
 
 // kubeVersion sets the chart's kubeVersion.
