@@ -117,13 +117,23 @@ func (s heldSource) Load(ctx context.Context, name, version string) (*upgrade.Ch
 	}
 	if d != nil && d.Metadata != nil && d.Name() == name &&
 		strings.TrimPrefix(d.Metadata.Version, "v") == strings.TrimPrefix(version, "v") {
-		if missing := chartpkg.MissingDependencies(d); len(missing) > 0 {
-			return nil, errors.Join(err, outcome.BadInput(fmt.Errorf("the release record holds chart %s %s without its subcharts (%s), as Helm stores it: the chart source must serve that version",
-				name, d.Metadata.Version, strings.Join(missing, ", "))))
+		if lacking := withoutSubcharts(d); lacking != "" {
+			return nil, errors.Join(err, outcome.BadInput(fmt.Errorf("the release record holds %s, as Helm stores it: the chart source must serve that version", lacking)))
 		}
 		return describe(d, s.r)
 	}
 	return nil, err
+}
+
+// withoutSubcharts names a chart held without the subcharts its
+// Chart.yaml lists (Helm's release record keeps none): "chart web 1.0.0
+// without its subcharts (a, b)"; "" when it holds them all.
+func withoutSubcharts(c *chart.Chart) string {
+	missing := chartpkg.MissingDependencies(c)
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("chart %s %s without its subcharts (%s)", c.Name(), c.Metadata.Version, strings.Join(missing, ", "))
 }
 
 func (s heldSource) Versions(ctx context.Context, name string) ([]string, error) {

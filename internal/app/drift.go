@@ -149,27 +149,24 @@ func (o *DriftOptions) fromSpec(t spec.Target) error {
 // dependencies is read from the source instead, and the note says so; with no
 // source, that is bad input naming the flags that give one.
 func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name, version string, r chartpkg.Renderer) (*upgrade.Chart, string, error) {
-	note := ""
+	lacking := "" // the held chart without its subcharts, when it is
 	if h, ok := tg.(chartHolder); ok && o.ChartSource == "" {
 		c, err := h.DeployedChart(ctx)
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: reading the deployed chart: %w", tg.Ref(), err)
 		}
 		if c != nil {
-			missing := chartpkg.MissingDependencies(c)
-			if len(missing) == 0 {
+			if lacking = withoutSubcharts(c); lacking == "" {
 				d, err := describe(c, r)
 				return d, "", err
 			}
-			note = fmt.Sprintf("the release record holds chart %s %s without its subcharts (%s), as Helm stores it: read from the chart source",
-				c.Name(), c.Metadata.Version, strings.Join(missing, ", "))
 			own, err := h.OwnSource(ctx)
 			if err != nil {
 				return nil, "", err
 			}
 			if own == nil {
-				return nil, "", outcome.BadInput(fmt.Errorf("%s: Helm's release record holds chart %s %s without its subcharts (%s): give --chart-source (or --spec with a chart for this target) holding that version",
-					tg.Ref(), c.Name(), c.Metadata.Version, strings.Join(missing, ", ")))
+				return nil, "", outcome.BadInput(fmt.Errorf("%s: Helm's release record holds %s: give --chart-source (or --spec with a chart for this target) holding that version",
+					tg.Ref(), lacking))
 			}
 		}
 	}
@@ -188,10 +185,10 @@ func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name,
 	if err != nil {
 		return nil, "", fmt.Errorf("loading chart %s %s, the deployed version, from %s: %w", name, version, src, err)
 	}
-	if note != "" {
-		note = strings.Replace(note, "the chart source", src.String(), 1)
+	if lacking == "" {
+		return c, "", nil
 	}
-	return c, note, nil
+	return c, fmt.Sprintf("the release record holds %s, as Helm stores it: read from %s", lacking, src), nil
 }
 
 // joinNotes joins the notes that are not empty.

@@ -115,9 +115,15 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 	// the namespaces other than the release's that the chart's objects go
 	// into: preflight reads each, by name, to know a new object's
 	// namespace exists (one the chart creates is one of its objects)
-	nsKey := ruleKey{resource: "namespaces"}
+	var others []string
 	for k := range names {
-		if ns := k.namespace; ns != "" && ns != opts.ReleaseNamespace && !slices.Contains(names[nsKey], ns) {
+		if ns := k.namespace; ns != "" && ns != opts.ReleaseNamespace && !slices.Contains(others, ns) {
+			others = append(others, ns)
+		}
+	}
+	nsKey := ruleKey{resource: "namespaces"}
+	for _, ns := range others {
+		if !slices.Contains(names[nsKey], ns) {
 			names[nsKey] = append(names[nsKey], ns)
 		}
 	}
