@@ -24,27 +24,32 @@ import (
 // the cluster's schema for the kind, and reset, the fields its
 // reset-fields strategy drops from such a write (Schemas.ResetFields). It
 // returns the conflicts as the API server reports them (the causes of its
-// 409); an error when the apply fails for another reason (the schema
-// refuses want, say).
-func ApplyConflicts(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]fieldpath.Filter, live, want *unstructured.Unstructured, manager string) ([]metav1.StatusCause, error) {
+// 409), and the object the apply stores (with force when there are
+// conflicts: what a forced or client-side apply stores); an error when
+// the apply fails for another reason (the schema refuses want, say).
+func ApplyConflicts(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]fieldpath.Filter, live, want *unstructured.Unstructured, manager string) ([]metav1.StatusCause, *unstructured.Unstructured, error) {
 	gvk := want.GroupVersionKind()
 	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{gvk.GroupVersion()}, noDefaults{}, creater{}, gvk, gvk.GroupVersion(), "", reset)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	applied, err := asDecoded(want)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	applied.SetManagedFields(nil)
-	_, err = fm.Apply(live.DeepCopy(), applied, manager, false)
+	stored, err := fm.Apply(live.DeepCopy(), applied, manager, false)
 	if err == nil {
-		return nil, nil
+		return nil, stored.(*unstructured.Unstructured), nil
 	}
-	if causes := conflictCauses(err); causes != nil {
-		return causes, nil
+	causes := conflictCauses(err)
+	if causes == nil {
+		return nil, nil, err
 	}
-	return nil, err
+	if stored, err = fm.Apply(live.DeepCopy(), applied.DeepCopy(), manager, true); err != nil {
+		return nil, nil, err
+	}
+	return causes, stored.(*unstructured.Unstructured), nil
 }
 
 // fieldSet is obj as the API server decodes it (asDecoded), and the

@@ -108,6 +108,9 @@ type Result struct {
 	// Missing are the namespaces new objects go into that do not exist
 	// (namespaces.go).
 	Missing []Missing
+	// Rejected are the objects the API server would refuse to store
+	// (rejected.go).
+	Rejected []Rejected
 }
 
 // Checker checks against one API server.
@@ -149,6 +152,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 
 	type answer struct {
 		conflicts []Conflict
+		rejected  *Rejected
 		reason    string
 		manager   string
 	}
@@ -164,6 +168,12 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			continue
 		}
 		if o.Live == nil {
+			if o.Mapping != nil {
+				applies.Go(func() error {
+					answers[i].rejected = c.created(ctx, o, r)
+					return nil
+				})
+			}
 			continue
 		}
 		if r.Release != "" && r.Old != "" && !deployed[key(o.Want)] {
@@ -183,7 +193,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			if r.Release != "" {
 				setOwnership(want, r.Release, r.Namespace)
 			}
-			a.conflicts, a.reason = c.one(ctx, o, want, a.manager, old[identity(o.Want, r.Namespace)])
+			a.conflicts, a.rejected, a.reason = c.one(ctx, o, want, a.manager, old[identity(o.Want, r.Namespace)])
 			return nil
 		})
 	}
@@ -191,6 +201,9 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	managers := map[string]bool{}
 	for i, a := range answers {
 		res.Conflicts = append(res.Conflicts, a.conflicts...)
+		if a.rejected != nil {
+			res.Rejected = append(res.Rejected, *a.rejected)
+		}
 		switch {
 		case a.reason != "":
 			res.NotChecked = append(res.NotChecked, read.Objects[i].Name()+": "+a.reason)
@@ -212,29 +225,47 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	return res, nil
 }
 
-// one computes the conflicts of applying want over o.Live as manager; a
-// reason when it cannot (no schema for the kind; an object its schema
-// refuses, which the apply itself will meet and name). The fields the API
-// server resets on such a write (a status) are left out, as it leaves
-// them out.
-func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any) ([]Conflict, string) {
+// created is the verdict on creating o's object (it has no live copy):
+// typed against its kind's schema, validated as the server validates a
+// create; nil when the server would store it.
+func (c Checker) created(ctx context.Context, o liveobjects.Object, r Request) *Rejected {
+	want := o.Want.DeepCopy()
+	if r.Release != "" {
+		setOwnership(want, r.Release, r.Namespace)
+	}
+	decoded, err := asDecoded(want)
+	if err != nil {
+		return &Rejected{Object: o.Name(), Why: err.Error()}
+	}
+	tc, _ := c.Schemas.Converter(ctx, want.GroupVersionKind()) // none: the server's rules alone
+	return judgeStored(tc, o, decoded)
+}
+
+// one computes the conflicts of applying want over o.Live as manager, and
+// the verdict on the object it stores (Rejected: its schema refuses want,
+// or the server's rules refuse the update); a reason when it cannot (no
+// schema for the kind). The fields the API server resets on such a write
+// (a status) are left out, as it leaves them out.
+func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any) ([]Conflict, *Rejected, string) {
 	gvk := want.GroupVersionKind()
 	tc, err := c.Schemas.Converter(ctx, gvk)
 	if err != nil {
-		return nil, err.Error()
+		return nil, nil, err.Error()
 	}
-	causes, err := ApplyConflicts(tc, c.Schemas.ResetFields(ctx, gvk), o.Live, want, manager)
+	causes, stored, err := ApplyConflicts(tc, c.Schemas.ResetFields(ctx, gvk), o.Live, want, manager)
 	if err != nil {
-		return nil, err.Error()
+		r := schemaRejected(o, err)
+		return nil, &r, ""
 	}
+	rejected := judgeStored(nil, o, stored)
 	if len(causes) == 0 {
-		return nil, ""
+		return nil, rejected, ""
 	}
 	// each conflict's field by its structured path in want's field set:
 	// the printed one cannot be parsed back when a key holds a dot
 	paths, err := fieldPaths(tc, want)
 	if err != nil {
-		return nil, err.Error()
+		return nil, rejected, err.Error()
 	}
 	secret := gvk.Group == "" && gvk.Kind == "Secret"
 	var out []Conflict
@@ -261,7 +292,7 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 		}
 		out = append(out, k)
 	}
-	return out, ""
+	return out, rejected, ""
 }
 
 // inValues reads each conflict back in values terms (Conflict.Values)

@@ -57,6 +57,11 @@ const WaysOut = "the ways out: revert the other manager's change; or make it the
 const WaysOutNoForce = "the ways out: revert the other manager's change; or make it the chart's, as a value or a rule of the spec (adopt, where a value renders it) " +
 	"(Fleet cannot force conflicts, so apply.forceConflicts is not one)"
 
+// UncheckedWayOut says what to do about an object the check could not
+// see: an upgrade it passes unseen could overwrite an operator's change.
+const UncheckedWayOut = "preflight cannot tell what the upgrade would do to it: grant the rule it names (plan --check-chart prints every rule the chart needs), " +
+	"or set apply.unchecked: warn in the spec to let the upgrade pass it unseen"
+
 // Note is what the check did, for the log: objects, managers, requests,
 // time, and the objects it could not check, each with the reason.
 func (r Result) Note(took time.Duration) string {
@@ -98,6 +103,9 @@ type Applier struct {
 	// Why says, for the log, why it applies server-side or not: `the
 	// release records "ssa"`.
 	Why string
+	// WarnUnchecked: an object the check could not see is a warning (the
+	// spec's apply.unchecked: warn); else a refusal naming what to grant.
+	WarnUnchecked bool
 }
 
 // method is how a applies, in words, and why.
@@ -149,6 +157,9 @@ func Judge(res Result, a Applier) (refused []string, warnings []values.Warning) 
 	for _, m := range res.Missing {
 		refused = append(refused, m.String())
 	}
+	for _, r := range res.Rejected {
+		refused = append(refused, r.String())
+	}
 	for _, u := range res.Unowned {
 		if a.TakesOwnership {
 			warnings = append(warnings, values.Warning{Kind: values.WarnTakeOwnership, Path: u.Object,
@@ -158,6 +169,10 @@ func Judge(res Result, a Applier) (refused []string, warnings []values.Warning) 
 		refused = append(refused, fmt.Sprintf("ownership conflict: %s exists and cannot be imported into the release: invalid ownership metadata; %s; %s", u.Object, u.Why, adoptHint(u.Object)))
 	}
 	for _, n := range res.NotChecked {
+		if !a.WarnUnchecked {
+			refused = append(refused, "not checked: "+n+"; "+UncheckedWayOut)
+			continue
+		}
 		warnings = append(warnings, values.Warning{Kind: values.WarnNotChecked, Path: strings.SplitN(n, ": ", 2)[0], Message: n})
 	}
 	return refused, warnings

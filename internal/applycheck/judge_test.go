@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -46,29 +47,49 @@ func TestJudge(t *testing.T) {
 // An object the chart adds that exists without the release's ownership
 // metadata is refused where the applier does not take ownership (with how
 // to let it adopt the object), a warning where it does; an object not
-// checked is a warning naming why.
+// checked is a refusal naming why and the way out, a warning naming why
+// where the spec says apply.unchecked: warn.
 func TestJudgeOwnershipAndNotChecked(t *testing.T) {
 	res := Result{
 		Unowned:    []Unowned{{Object: "ConfigMap ns/extra", Why: `label "app.kubernetes.io/managed-by" missing: must be set to "Helm"`}},
 		NotChecked: []string{"Widget ns/w: the cluster publishes no OpenAPI v3 schema for it"},
 	}
 	refused, warnings := Judge(res, Applier{ServerSide: true, Name: "Helm applies this release", Manager: "helm"})
-	if assert.Len(t, refused, 1, "no WaysOut line without a field conflict") {
+	if assert.Len(t, refused, 2, "no WaysOut line without a field conflict") {
 		assert.Contains(t, refused[0], "ownership conflict: ConfigMap ns/extra exists and cannot be imported into the release: invalid ownership metadata")
 		assert.Contains(t, refused[0], "meta.helm.sh/release-name")
+		assert.Equal(t, "not checked: Widget ns/w: the cluster publishes no OpenAPI v3 schema for it; "+UncheckedWayOut, refused[1])
 	}
-	if assert.Len(t, warnings, 1) {
-		assert.Equal(t, values.WarnNotChecked, warnings[0].Kind)
-		assert.Equal(t, "Widget ns/w", warnings[0].Path)
-		assert.Contains(t, warnings[0].Message, "no OpenAPI v3 schema")
-	}
+	assert.Empty(t, warnings)
 
-	refused, warnings = Judge(res, Applier{ServerSide: true, Name: "Fleet's agent applies this chart", Manager: "fleetagent", TakesOwnership: true})
+	refused, warnings = Judge(res, Applier{ServerSide: true, Name: "Fleet's agent applies this chart", Manager: "fleetagent", TakesOwnership: true, WarnUnchecked: true})
 	assert.Empty(t, refused)
 	if assert.Len(t, warnings, 2) {
 		assert.Equal(t, values.WarnTakeOwnership, warnings[0].Kind)
 		assert.Contains(t, warnings[0].Message, "Fleet's agent applies this chart with takeOwnership and adopts it")
+		assert.Equal(t, values.WarnNotChecked, warnings[1].Kind)
+		assert.Equal(t, "Widget ns/w", warnings[1].Path)
+		assert.Contains(t, warnings[1].Message, "no OpenAPI v3 schema")
 	}
+}
+
+// An object the server would refuse is a refusal with the server's words
+// and the way out that fits it.
+func TestJudgeRejected(t *testing.T) {
+	res := Result{Rejected: []Rejected{
+		{Object: "Deployment ns/web", Update: true, Immutable: true, Why: `Deployment.apps "web" is invalid: spec.selector: Invalid value: ...: field is immutable`},
+		{Object: "Widget ns/w", Update: true, CRD: "widgets.example.com", Why: ".spec.b: field not declared in schema"},
+		{Object: "Deployment ns/new", Why: "quantities must match the regular expression"},
+	}}
+	refused, warnings := Judge(res, Applier{ServerSide: true, Name: "Helm applies this release", Manager: "helm"})
+	assert.Empty(t, warnings)
+	require.Len(t, refused, 3)
+	assert.Contains(t, refused[0], "rejected by the API server: Deployment ns/web: Deployment.apps \"web\" is invalid: spec.selector")
+	assert.Contains(t, refused[0], "would fail updating it")
+	assert.Contains(t, refused[0], "keep the live value (adopt the value that renders it), or delete the object first")
+	assert.Contains(t, refused[1], "CustomResourceDefinition widgets.example.com does not declare it: upgrade the CRD first")
+	assert.Contains(t, refused[2], "would fail creating it")
+	assert.NotContains(t, refused[2], "ways out")
 }
 
 // A conflict read back in values terms says so at the end of its line,

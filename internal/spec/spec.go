@@ -300,14 +300,15 @@ func (w walker) chartRef(n *yaml.Node, field string, own bool) (ChartRef, error)
 	return c, nil
 }
 
-// apply reads apply: {serverSide: auto|true|false, forceConflicts: bool};
-// a setting the kind refuses is bad input saying why.
+// apply reads apply: {serverSide: auto|true|false, forceConflicts: bool,
+// unchecked: refuse|warn}; a setting the kind refuses is bad input saying
+// why.
 func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply, error) {
 	out := kind.DefaultApply
 	if n == nil {
 		return out, nil
 	}
-	f, err := w.Fields(n, field, "serverSide", "forceConflicts")
+	f, err := w.Fields(n, field, "serverSide", "forceConflicts", "unchecked")
 	if err != nil {
 		return out, err
 	}
@@ -336,6 +337,15 @@ func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply
 		}
 		if why := k.Apply.ForceConflictsRefused; why != "" && out.ForceConflicts {
 			return out, w.Failf(fn, f.Path("forceConflicts"), "a %s cannot force conflicts: %s", k.Spelling, why)
+		}
+	}
+	if un := f.Get("unchecked"); un != nil {
+		switch {
+		case un.Kind == yaml.ScalarNode && un.Value == "refuse":
+		case un.Kind == yaml.ScalarNode && un.Value == "warn":
+			out.WarnUnchecked = true
+		default:
+			return out, w.Failf(un, f.Path("unchecked"), "want refuse or warn, not %s", yamlfile.Describe(un))
 		}
 	}
 	if out.ForceConflicts && out.ServerSide == kind.ServerSideFalse {

@@ -328,7 +328,11 @@ func TestBadInput(t *testing.T) {
 		{"apply forceConflicts not a bool", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {forceConflicts: 1}`),
 			`spec.yaml:6: charts[1].apply.forceConflicts: `, `want true or false`},
 		{"apply unknown field", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {force: true}`),
-			`spec.yaml:6: charts[1].apply.force: `, `unknown field (want one of serverSide, forceConflicts)`},
+			`spec.yaml:6: charts[1].apply.force: `, `unknown field (want one of serverSide, forceConflicts, unchecked)`},
+		{"apply unchecked not refuse or warn", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {unchecked: ignore}`),
+			`spec.yaml:6: charts[1].apply.unchecked: `, `want refuse or warn, not`},
+		{"apply unchecked a boolean", true, doc(specHead, target1, chart1, `  apply: {unchecked: true}`),
+			`spec.yaml:6: charts[1].apply.unchecked: `, `want refuse or warn, not`},
 		{"apply forceConflicts client-side", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {serverSide: false, forceConflicts: true}`),
 			`spec.yaml:6: charts[1].apply: `, `forceConflicts: true needs server-side apply, and serverSide is false`},
 		{"apply forceConflicts on a ManagedChart", true, doc(specHead, target1, chart1, `  apply: {forceConflicts: true}`),
@@ -500,10 +504,18 @@ charts:
   apply: {forceConflicts: true}
 - target: {kind: ManagedChart, namespace: fleet-local, name: d}
   chart: {name: d, source: /charts}
+- target: {kind: ManagedChart, namespace: fleet-local, name: e}
+  chart: {name: e, source: /charts}
+  apply: {unchecked: warn}
+- target: {kind: Release, namespace: demo, name: f}
+  chart: {name: f, source: /charts}
+  apply: {unchecked: refuse}
 `), kinds)
 	require.NoError(t, err)
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideTrue, ForceConflicts: true}, sp.Charts[0].Apply)
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideFalse}, sp.Charts[1].Apply)
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, ForceConflicts: true}, sp.Charts[2].Apply)
 	assert.Equal(t, kind.DefaultApply, sp.Charts[3].Apply)
+	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, WarnUnchecked: true}, sp.Charts[4].Apply, "a ManagedChart takes unchecked")
+	assert.Equal(t, kind.DefaultApply, sp.Charts[5].Apply)
 }

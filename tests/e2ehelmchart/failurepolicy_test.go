@@ -18,15 +18,16 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
-// refusedObject is a template the API server refuses (a ConfigMap data key
-// may hold only letters, digits, '-', '_' and '.'), though Helm renders
-// it: the upgrade makes a failed release revision.
+// refusedObject is a template the cluster's admission refuses
+// (testenv.RefuseLabelled), though Helm renders it and preflight, which
+// cannot see admission, passes it: the upgrade makes a failed release
+// revision.
 const refusedObject = `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: fp-bad
-data:
-  "not a valid key!": "x"
+  labels: {` + testenv.RefusedLabel + `: "{{ .Release.Namespace }}"}
+data: {a: b}
 `
 
 // uids are the UIDs of the release's objects of 1.0.0 that a person would
@@ -80,6 +81,7 @@ func TestFailedUpgradeUninstallsNothingAndRollsBack(t *testing.T) {
 	f.installExample(name, map[string]any{"backOffLimit": int64(1)})
 	before := f.uids(name)
 	f.charts = f.chartSet(map[string]string{"fp-bad.yaml": refusedObject}, nil)
+	testenv.RefuseLabelled(t, f.env, f.ns)
 	n := newNode(t, "node-1")
 
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--timeout", "90s")...)

@@ -2,6 +2,8 @@ package e2erelease
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
@@ -65,23 +69,52 @@ spec:
 func TestPreflightAgreesWithHelm(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		change func(t *testing.T, chartDir string)
-		says   string // preflight's refusal; "" for a control
-		helm   string // Helm's error
+		change func(t *testing.T, chartDir string) // to 2.0.0
+		says   string                              // preflight's refusal; "" for a control
+		helm   string                              // Helm's error
+		both   func(t *testing.T, chartDir string) // to 1.0.0 and 2.0.0
+		live   func(f *fixture, release string)    // an operator's change after the install
 	}{
 		{"a Kubernetes the cluster is not", kubeVersion(">=1.99.0-0"),
-			"requires kubeVersion: >=1.99.0-0 which is incompatible with Kubernetes v1.33", "requires kubeVersion"},
-		{"the cluster's Kubernetes", kubeVersion(">=1.20.0-0"), "", ""},
+			"requires kubeVersion: >=1.99.0-0 which is incompatible with Kubernetes v1.33", "requires kubeVersion", nil, nil},
+		{"the cluster's Kubernetes", kubeVersion(">=1.20.0-0"), "", "", nil, nil},
 		{"a removed API version", template("hpa.yaml", hpaTemplate("autoscaling/v2beta2")),
-			"is at autoscaling/v2beta2, which this cluster does not serve (it serves only autoscaling/v1, autoscaling/v2)", `no matches for kind "HorizontalPodAutoscaler" in version "autoscaling/v2beta2"`},
-		{"the served API version", template("hpa.yaml", hpaTemplate("autoscaling/v2")), "", ""},
+			"is at autoscaling/v2beta2, which this cluster does not serve (it serves only autoscaling/v1, autoscaling/v2)", `no matches for kind "HorizontalPodAutoscaler" in version "autoscaling/v2beta2"`, nil, nil},
+		{"the served API version", template("hpa.yaml", hpaTemplate("autoscaling/v2")), "", "", nil, nil},
 		{"a namespace that does not exist", template("other.yaml", otherNamespaceTemplate("absent")),
-			"missing namespace: {ns}-absent does not exist", `namespaces "{ns}-absent" not found`},
-		{"a namespace that exists", template("other.yaml", otherNamespaceTemplate("present")), "", ""},
+			"missing namespace: {ns}-absent does not exist", `namespaces "{ns}-absent" not found`, nil, nil},
+		{"a namespace that exists", template("other.yaml", otherNamespaceTemplate("present")), "", "", nil, nil},
+		{"a Deployment's selector gains a label", edit("templates/deployment.yaml",
+			"matchLabels: {app: {{ .Release.Name }}-web}", "matchLabels: {app: {{ .Release.Name }}-web, tier: web}",
+			"labels: {app: {{ .Release.Name }}-web}", "labels: {app: {{ .Release.Name }}-web, tier: web}"),
+			"rejected by the API server: Deployment {ns}/{release}-web: Deployment.apps \"{release}-web\" is invalid: spec.selector: Invalid value", "field is immutable", nil, nil},
+		{"a Deployment's pod template gains a label", edit("templates/deployment.yaml",
+			"labels: {app: {{ .Release.Name }}-web}", "labels: {app: {{ .Release.Name }}-web, tier: web}"), "", "", nil, nil},
+		{"a quantity the server cannot parse", edit("templates/deployment.yaml", "        image:", "        resources: {requests: {cpu: \"100 m\"}}\n        image:"),
+			"quantities must match the regular expression", "quantities must match the regular expression", nil, nil},
+		{"a quantity", edit("templates/deployment.yaml", "        image:", "        resources: {requests: {cpu: 100m}}\n        image:"), "", "", nil, nil},
+		{"a StatefulSet's claim template grows", template("db.yaml", statefulSetTemplate(0, "2Gi")),
+			"rejected by the API server: StatefulSet {ns}/{release}-db", "updates to statefulset spec for fields other than",
+			template("db.yaml", statefulSetTemplate(0, "1Gi")), nil},
+		{"a StatefulSet's minReadySeconds", edit("templates/db.yaml", "  replicas: 0", "  replicas: 0\n  minReadySeconds: 5"), "", "",
+			template("db.yaml", statefulSetTemplate(0, "1Gi")), nil},
+		{"an operator moved a Service port the chart sets", nil,
+			`spec.ports[1].name: Duplicate value: "web"`, `spec.ports[1].name: Duplicate value: "web"`,
+			template("svc.yaml", serviceTemplate), movePort},
+		{"a Widget field only the new chart's crds/ declares", widgets("x", "y", true),
+			"the cluster's CustomResourceDefinition widgets." + widgetGroup + " does not declare it", ".spec.b: field not declared in schema",
+			widgets("x", "", false), waitWidgets},
+		{"a Widget field the live CRD declares", widgets("z", "", true), "", "", widgets("x", "", false), waitWidgets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, "")
-			tc.change(t, filepath.Join(f.charts, "demo-app-2.0.0"))
+			if tc.both != nil {
+				tc.both(t, filepath.Join(f.charts, "demo-app-1.0.0"))
+				tc.both(t, filepath.Join(f.charts, "demo-app-2.0.0"))
+			}
+			if tc.change != nil {
+				tc.change(t, filepath.Join(f.charts, "demo-app-2.0.0"))
+			}
 			name := releaseName()
 			_, err := f.env.Kube().CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-present"}}, metav1.CreateOptions{})
 			require.NoError(t, err)
@@ -89,11 +122,19 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 				_ = f.env.Kube().CoreV1().Namespaces().Delete(context.Background(), f.ns+"-present", metav1.DeleteOptions{})
 			})
 			// the namespaces the chart names, by name, as plan --check-chart grants them
+			// and the objects of each kind the charts hold, as plan --check-chart grants them
+			t.Cleanup(func() { deleteWidgetCRD(f) })
 			sucNS, sa, _ := f.releasePlanRBAC(name, "- apiGroups: [coordination.k8s.io]",
-				"- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]",
+				"- apiGroups: [apps]\n  resources: [deployments, statefulsets]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
+					"- apiGroups: [\"\"]\n  resources: [services]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
+					"- apiGroups: [autoscaling]\n  resources: [horizontalpodautoscalers]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]",
 				"  resources: [nodes]\n  verbs: [list]\n",
-				"  resources: [nodes]\n  verbs: [list]\n- apiGroups: [\"\"]\n  resources: [namespaces]\n  resourceNames: ["+f.ns+"-absent, "+f.ns+"-present]\n  verbs: [get]\n")
+				"  resources: [nodes]\n  verbs: [list]\n- apiGroups: ["+widgetGroup+"]\n  resources: [widgets]\n  verbs: [get, list]\n- apiGroups: [\"\"]\n  resources: [namespaces]\n  resourceNames: ["+f.ns+"-absent, "+f.ns+"-present]\n  verbs: [get]\n"+
+					"- apiGroups: [\"\"]\n  resources: [configmaps]\n  resourceNames: ["+name+"-other]\n  verbs: [get]\n")
 			f.install(name)
+			if tc.live != nil {
+				tc.live(f, name)
+			}
 			kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
 			rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
 				_, err := kube.AppsV1().Deployments(f.ns).Get(ctx, name+"-web", metav1.GetOptions{})
@@ -106,16 +147,126 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 			assert.Equal(t, before, len(f.writesBy()), "preflight writes nothing")
 			oracle := f.helmUpgrade(name, "2.0.0")
 			if tc.says != "" {
+				named := strings.NewReplacer("{ns}", f.ns, "{release}", name)
 				require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-				assert.Contains(t, r.stderr, strings.ReplaceAll(tc.says, "{ns}", f.ns))
+				assert.Contains(t, r.stderr, named.Replace(tc.says))
 				require.Error(t, oracle, "Helm's own upgrade")
-				assert.Contains(t, oracle.Error(), strings.ReplaceAll(tc.helm, "{ns}", f.ns))
+				assert.Contains(t, oracle.Error(), named.Replace(tc.helm))
 				return
 			}
 			require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 			require.NoError(t, oracle, "Helm's own upgrade")
 		})
 	}
+}
+
+// statefulSetTemplate is a StatefulSet with replicas and a claim
+// template of storage (no replicas: it is ready without a volume
+// provisioner).
+func statefulSetTemplate(replicas int, storage string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: {{ .Release.Name }}-db
+spec:
+  replicas: %d
+  serviceName: {{ .Release.Name }}-db
+  selector: {matchLabels: {app: {{ .Release.Name }}-db}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}-db}}
+    spec: {containers: [{name: db, image: registry.example/db:1}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: %s}}}
+`, replicas, storage)
+}
+
+// serviceTemplate is a Service with one port, named web.
+const serviceTemplate = `apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  selector: {app: {{ .Release.Name }}-web}
+  ports: [{name: web, port: 80, targetPort: 8080}]
+`
+
+// movePort is an operator's kubectl patch --type=json of the release's
+// Service: its port 80 moved to 8080, under kubectl's field manager.
+func movePort(f *fixture, release string) {
+	f.t.Helper()
+	_, err := f.env.Kube().CoreV1().Services(f.ns).Patch(f.t.Context(), release+"-web", types.JSONPatchType,
+		[]byte(`[{"op": "replace", "path": "/spec/ports/0/port", "value": 8080}]`), metav1.PatchOptions{FieldManager: "kubectl-patch"})
+	require.NoError(f.t, err)
+}
+
+// edit replaces, in the chart file at path, each old of pairs with the new
+// after it (each must be there).
+func edit(path string, pairs ...string) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		file := filepath.Join(dir, path)
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		text := string(data)
+		for i := 0; i+1 < len(pairs); i += 2 {
+			require.Contains(t, text, pairs[i], file)
+			text = strings.ReplaceAll(text, pairs[i], pairs[i+1])
+		}
+		require.NoError(t, os.WriteFile(file, []byte(text), 0o644))
+	}
+}
+
+// widgetGroup is the API group of the Widgets of the oracle's charts:
+// their CRD is cluster-wide, so the group is this test process's own.
+var widgetGroup = "oracle-" + strings.ToLower(rand.Text()[:8]) + ".example.com"
+
+// widgets gives the chart a Widget whose spec.a is a and, when b is not
+// "", spec.b b; and, in crds/, the Widget CRD, with spec.b when
+// declareB. Helm installs crds/ on install only, so the CRD stays the
+// install's.
+func widgets(a, b string, declareB bool) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		spec := "{a: " + a + "}"
+		if b != "" {
+			spec = "{a: " + a + ", b: " + b + "}"
+		}
+		template("widget.yaml", "apiVersion: "+widgetGroup+"/v1\nkind: Widget\nmetadata:\n  name: {{ .Release.Name }}-w\nspec: "+spec+"\n")(t, dir)
+		props := "a: {type: string}"
+		if declareB {
+			props += ", b: {type: string}"
+		}
+		crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.` + widgetGroup + `}
+spec:
+  group: ` + widgetGroup + `
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {` + props + `}}
+`
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "crds"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "crds", "widgets.yaml"), []byte(crd), 0o644))
+	}
+}
+
+// waitWidgets waits for the API server to publish the Widgets' schema,
+// which preflight reads.
+func waitWidgets(f *fixture, _ string) {
+	f.t.Helper()
+	require.NoError(f.t, f.env.WaitOpenAPI(f.t.Context(), schema.GroupVersion{Group: widgetGroup, Version: "v1"}))
+}
+
+// deleteWidgetCRD deletes the Widget CRD, if a case installed it.
+func deleteWidgetCRD(f *fixture) {
+	_, _ = f.env.Kubectl(context.Background(), "delete", "crd", "widgets."+widgetGroup, "--ignore-not-found")
 }
 
 // otherNamespaceTemplate is a ConfigMap in namespace <release

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/plainrelease"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
 func (f *fixture) demoteStorageClass(name string) {
@@ -192,18 +193,20 @@ func TestPreflightRefusesAReleaseNotReady(t *testing.T) {
 	assert.Len(t, f.history(name), 1)
 }
 
-// A new chart with an object the API server refuses (an invalid ConfigMap
-// key): Helm's upgrade makes a failed revision, which is rolled back to
-// the revision the run started from; exit 1 naming both.
+// A new chart with an object the cluster's admission refuses (a
+// ValidatingAdmissionPolicy, which preflight cannot see): Helm's upgrade
+// makes a failed revision, which is rolled back to the revision the run
+// started from; exit 1 naming both.
 func TestAdmissionRefusalRollsBack(t *testing.T) {
 	f := newFixture(t, "")
 	name := releaseName()
 	installed := f.install(name)
 	require.NoError(t, writeTemplate(f.charts, "2.0.0", "refused.yaml",
-		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-refused\ndata:\n  \"not a valid key!\": x\n"))
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-refused\n  labels: {"+testenv.RefusedLabel+": {{ .Release.Namespace }}}\ndata: {a: b}\n"))
+	testenv.RefuseLabelled(t, f.env, f.ns)
 	r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
 	require.Equal(t, outcome.ExitFailure, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "not a valid key!")
+	assert.Contains(t, r.stderr, testenv.RefusedMessage)
 	assert.Contains(t, r.stderr, "rolled back helm release "+f.ns+"/"+name+" from revision 2 to revision 1 (chart 1.0.0) as revision 3")
 	h := f.history(name)
 	require.Len(t, h, 3)

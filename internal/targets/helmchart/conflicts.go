@@ -55,7 +55,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Conflicts(ctx,
 		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: vals, Name: h.ReleaseName(), Namespace: h.TargetNamespace, Deployed: old},
 		applycheck.Applier{Name: "helm-controller's Job applies this chart", Manager: cluster.HelmFieldManager, PerObject: true,
-			ServerSide: kind.ServerSide(setting, recorded), Force: t.apply.ForceConflicts,
+			ServerSide: kind.ServerSide(setting, recorded), Force: t.apply.ForceConflicts, WarnUnchecked: t.apply.WarnUnchecked,
 			Why: fmt.Sprintf("spec.serverSide %s, the release records %q", setting, recorded)})
 }
 

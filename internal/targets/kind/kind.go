@@ -201,10 +201,13 @@ func OptionsOr[T any](opts any, def T) T {
 // Apply is how a chart entry's upgrade is applied (the spec's apply:
 // block): ServerSide is "auto" (keep the method the release recorded),
 // "true" or "false"; ForceConflicts takes the fields other managers own
-// (server-side apply's force).
+// (server-side apply's force); WarnUnchecked lets an object preflight
+// could not see pass as a warning (unchecked: warn) instead of a
+// refusal (unchecked: refuse, the default).
 type Apply struct {
 	ServerSide     string
 	ForceConflicts bool
+	WarnUnchecked  bool
 }
 
 // The values of Apply.ServerSide.

@@ -45,7 +45,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: c.Values, Name: mc.Release(), Namespace: ns, Deployed: rel.Manifest},
 		applycheck.Applier{Name: "Fleet's agent applies this chart", Manager: AgentFieldManager, PerObject: true,
 			ServerSide:  kind.ServerSide(kind.ServerSideAuto, rel.ApplyMethod), // Fleet upgrades with auto
-			CannotForce: true, TakesOwnership: true, Why: fmt.Sprintf("the release records %q", rel.ApplyMethod)})
+			CannotForce: true, TakesOwnership: true, WarnUnchecked: t.warnUnchecked, Why: fmt.Sprintf("the release records %q", rel.ApplyMethod)})
 }
 
 // Drift compares the objects of the release Fleet's agent deployed on

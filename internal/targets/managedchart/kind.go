@@ -26,7 +26,10 @@ var Descriptor = kind.Descriptor{
 }
 
 // Open is the target port of ManagedChart namespace/name; it takes no
-// options, and no apply settings (Descriptor.Apply refuses them).
-func Open(c *cluster.Clients, namespace, name string, _ any, _ kind.Apply) upgrade.Target {
-	return New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name)
+// options, and of the apply settings only unchecked (Descriptor.Apply
+// refuses the others).
+func Open(c *cluster.Clients, namespace, name string, _ any, apply kind.Apply) upgrade.Target {
+	t := New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name)
+	t.warnUnchecked = apply.WarnUnchecked
+	return t
 }

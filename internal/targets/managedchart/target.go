@@ -25,6 +25,8 @@ type Target struct {
 	c               *Client
 	namespace, name string
 	specobject.BackupStore
+	// warnUnchecked: the spec's apply.unchecked: warn.
+	warnUnchecked bool
 
 	// confirmed is the Bundle generation whose ready summary its
 	// BundleDeployments confirmed (confirmer): the race that can leave a

@@ -553,7 +553,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 		applycheck.Release{Target: fmt.Sprintf("helm release %s/%s", t.namespace, t.name), Chart: c.Chart, Values: c.Values,
 			Name: t.name, Namespace: t.namespace, Deployed: rel.Manifest},
 		applycheck.Applier{Name: "Helm applies this release", Manager: cluster.HelmFieldManager,
-			ServerSide: kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod), Force: t.apply.ForceConflicts,
+			ServerSide: kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod), Force: t.apply.ForceConflicts, WarnUnchecked: t.apply.WarnUnchecked,
 			Why: fmt.Sprintf("apply.serverSide %s, the release records %s", t.apply.ServerSide, recorded)})
 }
 
