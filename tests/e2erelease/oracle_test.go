@@ -66,6 +66,15 @@ spec:
 //     naming the versions it serves.
 //   - An object in a namespace that does not exist (and that the chart does
 //     not create) is refused, naming it.
+//   - An object the API server would refuse to store, as the apply merges
+//     it with the live one, is refused in the server's words: immutable
+//     fields (selectors, a StatefulSet's claim templates, immutable
+//     ConfigMaps and Secrets, roleRef, cluster IPs), values it rejects
+//     (quantities, labels, names, two ports named alike, an unknown path
+//     type, a PodDisruptionBudget's two bounds), including two ports an
+//     operator's patch and the chart make alike, and a custom resource's
+//     field its live CRD does not declare (Helm does not upgrade crds/).
+//     A Secret's value is never printed.
 func TestPreflightAgreesWithHelm(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -101,6 +110,39 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 		{"an operator moved a Service port the chart sets", nil,
 			`spec.ports[1].name: Duplicate value: "web"`, `spec.ports[1].name: Duplicate value: "web"`,
 			template("svc.yaml", serviceTemplate), movePort},
+		{"an immutable ConfigMap's data", template("frozen.yaml", frozen("ConfigMap", "data", "b", "")), "field is immutable when `immutable` is set", "field is immutable when `immutable` is set",
+			template("frozen.yaml", frozen("ConfigMap", "data", "a", "")), nil},
+		{"an immutable ConfigMap's labels", template("frozen.yaml", frozen("ConfigMap", "data", "a", "tier: web")), "", "",
+			template("frozen.yaml", frozen("ConfigMap", "data", "a", "")), nil},
+		{"an immutable Secret's data", template("frozen.yaml", frozen("Secret", "stringData", "hunter3", "")),
+			"rejected by the API server: Secret {ns}/{release}-frozen: Secret {ns}/{release}-frozen is invalid: data: FieldValueForbidden (values <redacted>)", "field is immutable when `immutable` is set",
+			template("frozen.yaml", frozen("Secret", "stringData", "hunter2", "")), nil},
+		{"an immutable Secret's labels", template("frozen.yaml", frozen("Secret", "stringData", "hunter2", "tier: web")), "", "",
+			template("frozen.yaml", frozen("Secret", "stringData", "hunter2", "")), nil},
+		{"a RoleBinding's roleRef", template("rb.yaml", roleBindingTemplate("edit", "app")), "roleRef: Invalid value", "cannot change roleRef",
+			template("rb.yaml", roleBindingTemplate("view", "app")), nil},
+		{"a RoleBinding's subjects", template("rb.yaml", roleBindingTemplate("view", "other")), "", "",
+			template("rb.yaml", roleBindingTemplate("view", "app")), nil},
+		{"a Service made headless", edit("templates/svc.yaml", "spec:\n", "spec:\n  clusterIP: None\n"),
+			// the Service REST storage pairs clusterIPs with a changed clusterIP before it
+			// validates; the strategy alone refuses the pair as it is: the same verdict
+			"Service \"{release}-web\" is invalid: spec.clusterIPs: Invalid value", "may not change once set",
+			template("svc.yaml", serviceTemplate), nil},
+		{"a Service gains a port", edit("templates/svc.yaml", "targetPort: 8080}]", "targetPort: 8080}, {name: metrics, port: 9090}]"), "", "",
+			template("svc.yaml", serviceTemplate), nil},
+		{"a label the server cannot take", template("labelled.yaml", labelled("not valid")), `metadata.labels: Invalid value: "not valid"`, `metadata.labels: Invalid value: "not valid"`, nil, nil},
+		{"a label", template("labelled.yaml", labelled("valid")), "", "", nil, nil},
+		{"a name the server cannot take", template("named.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-Web'}\n"),
+			"a lowercase RFC 1123 subdomain must consist of", "a lowercase RFC 1123 subdomain must consist of", nil, nil},
+		{"a name", template("named.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-web'}\n"), "", "", nil, nil},
+		{"a PodDisruptionBudget with both bounds", template("pdb.yaml", pdbTemplate("minAvailable: 1, maxUnavailable: 1")),
+			"minAvailable and maxUnavailable cannot be both set", "minAvailable and maxUnavailable cannot be both set", nil, nil},
+		{"a PodDisruptionBudget", template("pdb.yaml", pdbTemplate("minAvailable: 1")), "", "", nil, nil},
+		{"two container ports named alike", edit("templates/deployment.yaml", "        image:", "        ports: [{name: http, containerPort: 80}, {name: http, containerPort: 81}]\n        image:"),
+			`ports[1].name: Duplicate value: "http"`, `ports[1].name: Duplicate value: "http"`, nil, nil},
+		{"two container ports", edit("templates/deployment.yaml", "        image:", "        ports: [{name: http, containerPort: 80}, {name: admin, containerPort: 81}]\n        image:"), "", "", nil, nil},
+		{"an Ingress path type the server does not know", template("ing.yaml", ingressTemplate("Prefixed")), "Unsupported value: \"Prefixed\"", "Unsupported value: \"Prefixed\"", nil, nil},
+		{"an Ingress", template("ing.yaml", ingressTemplate("Prefix")), "", "", nil, nil},
 		{"a Widget field only the new chart's crds/ declares", widgets("x", "y", true),
 			"the cluster's CustomResourceDefinition widgets." + widgetGroup + " does not declare it", ".spec.b: field not declared in schema",
 			widgets("x", "", false), waitWidgets},
@@ -127,7 +169,8 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 			sucNS, sa, _ := f.releasePlanRBAC(name, "- apiGroups: [coordination.k8s.io]",
 				"- apiGroups: [apps]\n  resources: [deployments, statefulsets]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
 					"- apiGroups: [\"\"]\n  resources: [services]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
-					"- apiGroups: [autoscaling]\n  resources: [horizontalpodautoscalers]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]",
+					"- apiGroups: [autoscaling]\n  resources: [horizontalpodautoscalers]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
+					"- apiGroups: [rbac.authorization.k8s.io, policy, networking.k8s.io]\n  resources: [rolebindings, poddisruptionbudgets, ingresses]\n  verbs: [get, list]\n- apiGroups: [coordination.k8s.io]",
 				"  resources: [nodes]\n  verbs: [list]\n",
 				"  resources: [nodes]\n  verbs: [list]\n- apiGroups: ["+widgetGroup+"]\n  resources: [widgets]\n  verbs: [get, list]\n- apiGroups: [\"\"]\n  resources: [namespaces]\n  resourceNames: ["+f.ns+"-absent, "+f.ns+"-present]\n  verbs: [get]\n"+
 					"- apiGroups: [\"\"]\n  resources: [configmaps]\n  resourceNames: ["+name+"-other]\n  verbs: [get]\n")
@@ -145,6 +188,7 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 
 			r := f.cli(node, "preflight", append(f.upgradeArgs(name, "2.0.0"), "--kubeconfig", kubeconfig)...)
 			assert.Equal(t, before, len(f.writesBy()), "preflight writes nothing")
+			assert.NotContains(t, r.stderr+r.stdout, "hunter", "a Secret's value is never printed")
 			oracle := f.helmUpgrade(name, "2.0.0")
 			if tc.says != "" {
 				named := strings.NewReplacer("{ns}", f.ns, "{release}", name)
@@ -214,6 +258,37 @@ func edit(path string, pairs ...string) func(*testing.T, string) {
 		}
 		require.NoError(t, os.WriteFile(file, []byte(text), 0o644))
 	}
+}
+
+// frozen is an immutable ConfigMap or Secret whose field (data,
+// stringData) holds a: value, with labels when not "".
+func frozen(kind, field, value, labels string) string {
+	return "apiVersion: v1\nkind: " + kind + "\nmetadata:\n  name: {{ .Release.Name }}-frozen\n  labels: {" + labels + "}\nimmutable: true\n" + field + ": {a: " + value + "}\n"
+}
+
+// roleBindingTemplate binds ClusterRole role to ServiceAccount subject.
+func roleBindingTemplate(role, subject string) string {
+	return "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: '{{ .Release.Name }}-rb'}\n" +
+		"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: " + role + "}\n" +
+		"subjects: [{kind: ServiceAccount, name: " + subject + ", namespace: '{{ .Release.Namespace }}'}]\n"
+}
+
+// labelled is a ConfigMap with the label tier: value.
+func labelled(value string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-labelled\n  labels: {tier: \"" + value + "\"}\n"
+}
+
+// pdbTemplate is a PodDisruptionBudget of the release's Deployment with
+// bounds.
+func pdbTemplate(bounds string) string {
+	return "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: '{{ .Release.Name }}-web'}\n" +
+		"spec: {" + bounds + ", selector: {matchLabels: {app: '{{ .Release.Name }}-web'}}}\n"
+}
+
+// ingressTemplate is an Ingress to the release's Service with pathType.
+func ingressTemplate(pathType string) string {
+	return "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: '{{ .Release.Name }}-web'}\nspec:\n  rules:\n  - http:\n      paths:\n" +
+		"      - {path: /, pathType: " + pathType + ", backend: {service: {name: '{{ .Release.Name }}-web', port: {number: 80}}}}\n"
 }
 
 // widgetGroup is the API group of the Widgets of the oracle's charts:
