@@ -64,6 +64,10 @@ type Options struct {
 	Out io.Writer
 	// Heartbeat is how often progress is printed while nothing changes.
 	Heartbeat time.Duration
+	// Output is preflight's -o: table (the decision table and a line),
+	// diff (and, after it, the change of each object), json (one object
+	// per chart: the decisions and the changes).
+	Output string
 }
 
 func (o *Options) defaults() {

@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // Upgrade runs `chart-upgrader upgrade`: each chart of the spec (or the one
@@ -57,12 +59,22 @@ func runCharts(ctx context.Context, opts Options, goal upgrade.Goal, verb string
 		if err != nil {
 			return err
 		}
+		if goal == upgrade.GoalCheck && opts.Output == "json" {
+			if err := writeChecked(opts.Out, c.Target.String(), res); err != nil {
+				return err
+			}
+			done++
+			continue
+		}
 		if goal == upgrade.GoalCheck && res.Merge != nil {
 			// what preflight checked: the decisions and warnings an
 			// upgrade now would make
 			if err := res.Merge.WriteTable(opts.Out); err != nil {
 				return err
 			}
+		}
+		if goal == upgrade.GoalCheck && opts.Output == "diff" {
+			writeChanges(opts.Out, res)
 		}
 		for _, h := range res.HookFailures {
 			fmt.Fprintf(opts.Out, "warning: %s\n", h)
@@ -91,4 +103,44 @@ func leaseAnnotations(node string, suc host.SUC) map[string]string {
 		}
 	}
 	return ann
+}
+
+// checked is preflight's -o json of one chart.
+type checked struct {
+	Target  string                 `json:"target"`
+	From    string                 `json:"from"`
+	To      string                 `json:"to"`
+	Merge   *values.Result         `json:"merge,omitempty"`
+	Changes []upgrade.ObjectChange `json:"changes"`
+}
+
+// writeChecked prints what preflight found for target as one JSON object:
+// the decisions (redacted) and the change of each object.
+func writeChecked(w io.Writer, target string, res *upgrade.Result) error {
+	out := checked{Target: target, From: res.From, To: res.To, Changes: []upgrade.ObjectChange{}}
+	if res.Merge != nil {
+		out.Merge = res.Merge.Redacted()
+	}
+	if res.Changes != nil {
+		out.Changes = res.Changes()
+	}
+	return WriteObject(w, "json", out)
+}
+
+// writeChanges prints the change of each object an upgrade now would
+// make, as unified diffs of the live object and the object after the
+// apply; what preflight did not compute, it says so.
+func writeChanges(w io.Writer, res *upgrade.Result) {
+	if res.Changes == nil {
+		fmt.Fprintln(w, "no object changes computed: the target applies nothing now")
+		return
+	}
+	changes := res.Changes()
+	if len(changes) == 0 {
+		fmt.Fprintln(w, "the upgrade changes no object")
+		return
+	}
+	for _, c := range changes {
+		fmt.Fprintf(w, "%s: %s\n%s", c.Object, c.Action, c.Diff)
+	}
 }

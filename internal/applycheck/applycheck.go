@@ -111,6 +111,9 @@ type Result struct {
 	// Rejected are the objects the API server would refuse to store
 	// (rejected.go).
 	Rejected []Rejected
+
+	// changes are each object before and after the apply (Changes).
+	changes []change
 }
 
 // Checker checks against one API server.
@@ -153,6 +156,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	type answer struct {
 		conflicts []Conflict
 		rejected  *Rejected
+		stored    *unstructured.Unstructured // what the apply stores
 		reason    string
 		manager   string
 	}
@@ -168,12 +172,10 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			continue
 		}
 		if o.Live == nil {
-			if o.Mapping != nil {
-				applies.Go(func() error {
-					answers[i].rejected = c.created(ctx, o, r)
-					return nil
-				})
-			}
+			applies.Go(func() error {
+				answers[i].rejected, answers[i].stored = c.created(ctx, o, r)
+				return nil
+			})
 			continue
 		}
 		if r.Release != "" && r.Old != "" && !deployed[key(o.Want)] {
@@ -193,7 +195,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			if r.Release != "" {
 				setOwnership(want, r.Release, r.Namespace)
 			}
-			a.conflicts, a.rejected, a.reason = c.one(ctx, o, want, a.manager, old[identity(o.Want, r.Namespace)])
+			a.conflicts, a.rejected, a.stored, a.reason = c.one(ctx, o, want, a.manager, old[identity(o.Want, r.Namespace)])
 			return nil
 		})
 	}
@@ -203,6 +205,10 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 		res.Conflicts = append(res.Conflicts, a.conflicts...)
 		if a.rejected != nil {
 			res.Rejected = append(res.Rejected, *a.rejected)
+		}
+		if a.stored != nil {
+			o := read.Objects[i]
+			res.changes = append(res.changes, change{object: o.Name(), before: o.Live, after: a.stored})
 		}
 		switch {
 		case a.reason != "":
@@ -214,6 +220,20 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	}
 	for m := range managers {
 		res.Managers = append(res.Managers, m)
+	}
+	wanted := map[string]bool{}
+	for _, o := range objs {
+		wanted[identity(o, r.Namespace)] = true
+	}
+	for _, o := range olds {
+		if !wanted[identity(o, r.Namespace)] {
+			gone := o.DeepCopy()
+			gvk := gone.GroupVersionKind()
+			if m, err := c.Reader.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil && m.Scope.Name() == meta.RESTScopeNameNamespace && gone.GetNamespace() == "" {
+				gone.SetNamespace(r.Namespace)
+			}
+			res.changes = append(res.changes, change{object: liveobjects.Describe(gone), before: gone})
+		}
 	}
 	if err := inValues(res.Conflicts, r.Trace); err != nil {
 		return Result{}, err
@@ -227,18 +247,23 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 
 // created is the verdict on creating o's object (it has no live copy):
 // typed against its kind's schema, validated as the server validates a
-// create; nil when the server would store it.
-func (c Checker) created(ctx context.Context, o liveobjects.Object, r Request) *Rejected {
+// create; nil when the server would store it. And the object created.
+// A kind the cluster does not serve yet (a CRD of the chart defines it)
+// is created unjudged.
+func (c Checker) created(ctx context.Context, o liveobjects.Object, r Request) (*Rejected, *unstructured.Unstructured) {
 	want := o.Want.DeepCopy()
 	if r.Release != "" {
 		setOwnership(want, r.Release, r.Namespace)
 	}
 	decoded, err := asDecoded(want)
 	if err != nil {
-		return &Rejected{Object: o.Name(), Why: err.Error()}
+		return &Rejected{Object: o.Name(), Why: err.Error()}, want
+	}
+	if o.Mapping == nil {
+		return nil, decoded
 	}
 	tc, _ := c.Schemas.Converter(ctx, want.GroupVersionKind()) // none: the server's rules alone
-	return judgeStored(tc, o, decoded)
+	return judgeStored(tc, o, decoded), decoded
 }
 
 // one computes the conflicts of applying want over o.Live as manager, and
@@ -246,26 +271,26 @@ func (c Checker) created(ctx context.Context, o liveobjects.Object, r Request) *
 // or the server's rules refuse the update); a reason when it cannot (no
 // schema for the kind). The fields the API server resets on such a write
 // (a status) are left out, as it leaves them out.
-func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any) ([]Conflict, *Rejected, string) {
+func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, manager string, old map[string]any) ([]Conflict, *Rejected, *unstructured.Unstructured, string) {
 	gvk := want.GroupVersionKind()
 	tc, err := c.Schemas.Converter(ctx, gvk)
 	if err != nil {
-		return nil, nil, err.Error()
+		return nil, nil, nil, err.Error()
 	}
 	causes, stored, err := ApplyConflicts(tc, c.Schemas.ResetFields(ctx, gvk), o.Live, want, manager)
 	if err != nil {
 		r := schemaRejected(o, err)
-		return nil, &r, ""
+		return nil, &r, nil, ""
 	}
 	rejected := judgeStored(nil, o, stored)
 	if len(causes) == 0 {
-		return nil, rejected, ""
+		return nil, rejected, stored, ""
 	}
 	// each conflict's field by its structured path in want's field set:
 	// the printed one cannot be parsed back when a key holds a dot
 	paths, err := fieldPaths(tc, want)
 	if err != nil {
-		return nil, rejected, err.Error()
+		return nil, rejected, stored, err.Error()
 	}
 	secret := gvk.Group == "" && gvk.Kind == "Secret"
 	var out []Conflict
@@ -292,7 +317,7 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 		}
 		out = append(out, k)
 	}
-	return out, rejected, ""
+	return out, rejected, stored, ""
 }
 
 // inValues reads each conflict back in values terms (Conflict.Values)

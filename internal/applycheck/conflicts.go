@@ -49,7 +49,7 @@ func (c Checker) Conflicts(ctx context.Context, r Release, a Applier) (upgrade.C
 	if err != nil {
 		return upgrade.Conflicts{}, fmt.Errorf("checking the upgrade of %s for field-manager conflicts: %w", r.Target, err)
 	}
-	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; %s %s", res.Note(time.Since(start)), a.Name, a.method())}
+	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; %s %s", res.Note(time.Since(start)), a.Name, a.method()), Changes: res.Changes}
 	out.Refused, out.Warnings = Judge(res, a)
 	return out, nil
 }

@@ -147,6 +147,18 @@ type Conflicts struct {
 	Warnings []values.Warning
 	// Note says what was checked and how, for preflight's log.
 	Note string
+	// Changes gives, when asked, what the apply would do to each object
+	// (preflight -o diff); nil when nothing was computed.
+	Changes func() []ObjectChange
+}
+
+// ObjectChange is what an apply would do to one object: create, update or
+// delete it, and the change as a unified diff of the object live and
+// after the apply (a Secret's values redacted).
+type ObjectChange struct {
+	Object string `json:"object"` // Kind namespace/name
+	Action string `json:"action"` // create, update, delete
+	Diff   string `json:"diff"`
 }
 
 // Drifter is a target that can compare its objects live with what its

@@ -22,6 +22,9 @@ type Checked struct {
 	DriftOwned int
 	// Notes are the target's (Health.Notes) and its conflict check's.
 	Notes []string
+	// Changes are the conflict check's (Conflicts.Changes); nil without
+	// one.
+	Changes func() []ObjectChange
 }
 
 // liveRuleReading returns the live rule whose source is obj.
@@ -114,7 +117,7 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		if conflicts.Note != "" {
 			notes = append(notes, conflicts.Note)
 		}
-		return &Checked{Intent: intent, DriftOwned: len(owned), Notes: notes}, nil
+		return &Checked{Intent: intent, DriftOwned: len(owned), Notes: notes, Changes: conflicts.Changes}, nil
 	}
 	// another process may have applied the target since resolve read it:
 	// what looks unhealthy (not ready, a release pending) is then its

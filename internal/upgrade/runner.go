@@ -82,6 +82,9 @@ type Result struct {
 	Leader bool
 	// Merge is the merge result, when a merge ran.
 	Merge *values.Result
+	// Changes gives what the apply would do to each object, as preflight
+	// computed it; nil when it computed nothing.
+	Changes func() []ObjectChange
 	// HookFailures are post hooks that failed (the run went on).
 	HookFailures []string
 }
@@ -281,6 +284,9 @@ func (j *jobRun) result(p progress) *Result {
 		res.Merge = p.intent.Merge
 	case p.checked != nil && p.checked.Intent != nil:
 		res.Merge = p.checked.Intent.Merge
+	}
+	if p.checked != nil {
+		res.Changes = p.checked.Changes
 	}
 	return res
 }
