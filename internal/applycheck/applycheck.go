@@ -88,6 +88,10 @@ type Request struct {
 	// conflict: each is then read back in values terms (Conflict.Values);
 	// nil to leave that out.
 	Trace func() (*provenance.Map, error)
+	// Recreate lists the objects (Kind/name, Kind/namespace/name) to
+	// delete and create again where the API server would refuse their
+	// update (recreate.go).
+	Recreate []string
 }
 
 // Result is what the check found.
@@ -111,6 +115,10 @@ type Result struct {
 	// Rejected are the objects the API server would refuse to store
 	// (rejected.go).
 	Rejected []Rejected
+	// Recreated are the objects Request.Recreate lists whose update the
+	// API server would refuse: the upgrade deletes and creates them
+	// (recreate.go).
+	Recreated []Recreated
 
 	// changes are each object before and after the apply (Changes).
 	changes []change
@@ -145,6 +153,10 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	listed, err := listedForRecreate(read.Objects, r.Recreate)
+	if err != nil {
+		return Result{}, err
+	}
 	res := Result{Requests: read.Requests, Unserved: unserved(read.Objects, objs, c.Reader.Mapper)}
 	var asked int
 	if res.Missing, res.NotChecked, asked, err = c.missingNamespaces(ctx, read.Objects, objs, r.Namespace); err != nil {
@@ -156,6 +168,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	type answer struct {
 		conflicts []Conflict
 		rejected  *Rejected
+		recreated *Recreated
 		stored    *unstructured.Unstructured // what the apply stores
 		reason    string
 		manager   string
@@ -196,6 +209,9 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 				setOwnership(want, r.Release, r.Namespace)
 			}
 			a.conflicts, a.rejected, a.stored, a.reason = c.one(ctx, o, want, a.manager, old[identity(o.Want, r.Namespace)])
+			if listed[i] && a.rejected != nil && a.rejected.Update && a.rejected.Immutable {
+				a.recreated, a.rejected = c.recreate(ctx, o, want, a.rejected)
+			}
 			return nil
 		})
 	}
@@ -205,6 +221,9 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 		res.Conflicts = append(res.Conflicts, a.conflicts...)
 		if a.rejected != nil {
 			res.Rejected = append(res.Rejected, *a.rejected)
+		}
+		if a.recreated != nil {
+			res.Recreated = append(res.Recreated, *a.recreated)
 		}
 		if a.stored != nil {
 			o := read.Objects[i]

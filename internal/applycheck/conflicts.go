@@ -33,16 +33,9 @@ func (c Checker) Conflicts(ctx context.Context, r Release, a Applier) (upgrade.C
 	if r.Chart == nil || r.Chart.Manifest == nil {
 		return upgrade.Conflicts{}, nil
 	}
-	manifest, err := r.Chart.Manifest(r.Values, r.Name, r.Namespace)
+	req, err := request(r, a)
 	if err != nil {
 		return upgrade.Conflicts{}, err
-	}
-	req := Request{Manifest: manifest, Namespace: r.Namespace, Release: r.Name, Old: r.Deployed,
-		Trace: func() (*provenance.Map, error) { return r.Chart.Traced(r.Values, r.Name, r.Namespace) }}
-	if a.PerObject {
-		req.Fallback = a.Manager
-	} else {
-		req.Manager = a.Manager
 	}
 	start := time.Now()
 	res, err := c.Check(ctx, req)
@@ -52,4 +45,40 @@ func (c Checker) Conflicts(ctx context.Context, r Release, a Applier) (upgrade.C
 	out := upgrade.Conflicts{Note: fmt.Sprintf("%s; %s %s", res.Note(time.Since(start)), a.Name, a.method()), Changes: res.Changes}
 	out.Refused, out.Warnings = Judge(res, a)
 	return out, nil
+}
+
+// Recreate deletes, right before the apply, each object a.Recreate lists
+// whose update the API server would refuse, leaving its dependents
+// (DeleteForRecreate): computed again, as preflight computed it, since
+// another process may have recreated it meanwhile. It returns the
+// objects deleted.
+func (c Checker) Recreate(ctx context.Context, r Release, a Applier) ([]string, error) {
+	if len(a.Recreate) == 0 || r.Chart == nil || r.Chart.Manifest == nil {
+		return nil, nil
+	}
+	req, err := request(r, a)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Check(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("checking the objects apply.recreate lists: %w", err)
+	}
+	return c.DeleteForRecreate(ctx, res)
+}
+
+// request is the check of r's new chart applied as a says.
+func request(r Release, a Applier) (Request, error) {
+	manifest, err := r.Chart.Manifest(r.Values, r.Name, r.Namespace)
+	if err != nil {
+		return Request{}, err
+	}
+	req := Request{Manifest: manifest, Namespace: r.Namespace, Release: r.Name, Old: r.Deployed, Recreate: a.Recreate,
+		Trace: func() (*provenance.Map, error) { return r.Chart.Traced(r.Values, r.Name, r.Namespace) }}
+	if a.PerObject {
+		req.Fallback = a.Manager
+	} else {
+		req.Manager = a.Manager
+	}
+	return req, nil
 }

@@ -106,6 +106,8 @@ type Applier struct {
 	// WarnUnchecked: an object the check could not see is a warning (the
 	// spec's apply.unchecked: warn); else a refusal naming what to grant.
 	WarnUnchecked bool
+	// Recreate lists the objects the spec's apply.recreate names.
+	Recreate []string
 }
 
 // method is how a applies, in words, and why.
@@ -159,6 +161,9 @@ func Judge(res Result, a Applier) (refused []string, warnings []values.Warning) 
 	}
 	for _, r := range res.Rejected {
 		refused = append(refused, r.String())
+	}
+	for _, r := range res.Recreated {
+		warnings = append(warnings, values.Warning{Kind: values.WarnRecreate, Path: r.Object, Message: r.String()})
 	}
 	for _, u := range res.Unowned {
 		if a.TakesOwnership {

@@ -32,6 +32,13 @@ func (s *SelfAccess) May(ctx context.Context, resource schema.GroupVersionResour
 	return true, nil
 }
 
+// MayOn says whether this process may do verb on the object name of
+// resource in namespace.
+func (s *SelfAccess) MayOn(ctx context.Context, resource schema.GroupVersionResource, namespace, name, verb string) (bool, error) {
+	return s.may(ctx, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Name: name,
+		Group: resource.Group, Resource: resource.Resource})
+}
+
 func (s *SelfAccess) may(ctx context.Context, attrs authorizationv1.ResourceAttributes) (bool, error) {
 	s.mu.Lock()
 	ok, seen := s.known[attrs]

@@ -54,6 +54,8 @@ func Describe(obj *unstructured.Unstructured) string {
 // namespace ("" for a cluster-scoped one).
 type Access interface {
 	May(ctx context.Context, resource schema.GroupVersionResource, namespace string, verbs ...string) (bool, error)
+	// MayOn says whether it may do verb on the object name.
+	MayOn(ctx context.Context, resource schema.GroupVersionResource, namespace, name, verb string) (bool, error)
 }
 
 // Reader reads from one API server.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -301,14 +303,14 @@ func (w walker) chartRef(n *yaml.Node, field string, own bool) (ChartRef, error)
 }
 
 // apply reads apply: {serverSide: auto|true|false, forceConflicts: bool,
-// unchecked: refuse|warn}; a setting the kind refuses is bad input saying
-// why.
+// unchecked: refuse|warn, recreate: [Kind/name|Kind/namespace/name…]}; a
+// setting the kind refuses is bad input saying why.
 func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply, error) {
 	out := kind.DefaultApply
 	if n == nil {
 		return out, nil
 	}
-	f, err := w.Fields(n, field, "serverSide", "forceConflicts", "unchecked")
+	f, err := w.Fields(n, field, "serverSide", "forceConflicts", "unchecked", "recreate")
 	if err != nil {
 		return out, err
 	}
@@ -348,8 +350,42 @@ func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply
 			return out, w.Failf(un, f.Path("unchecked"), "want refuse or warn, not %s", yamlfile.Describe(un))
 		}
 	}
+	if rn := f.Get("recreate"); rn != nil {
+		if out.Recreate, err = w.recreate(rn, f.Path("recreate")); err != nil {
+			return out, err
+		}
+	}
 	if out.ForceConflicts && out.ServerSide == kind.ServerSideFalse {
 		return out, w.Failf(n, field, "forceConflicts: true needs server-side apply, and serverSide is false")
+	}
+	return out, nil
+}
+
+// recreateEntry is one object of apply.recreate: a kind as manifests name
+// it, then a name, with a namespace between them or not.
+var recreateEntry = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*/([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+
+// recreate reads apply.recreate: a list of Kind/name (or
+// Kind/namespace/name), each once.
+func (w walker) recreate(n *yaml.Node, field string) ([]string, error) {
+	items, err := w.Sequence(n, field)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, item := range items {
+		at := fmt.Sprintf("%s[%d]", field, i+1)
+		s, err := w.String(item, at)
+		if err != nil {
+			return nil, err
+		}
+		if !recreateEntry.MatchString(s) {
+			return nil, w.Failf(item, at, "want KIND/NAME or KIND/NAMESPACE/NAME, the kind as the chart's manifest names it (StatefulSet/db), not %q", s)
+		}
+		if slices.Contains(out, s) {
+			return nil, w.Failf(item, at, "%s is listed twice", s)
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }

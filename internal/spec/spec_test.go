@@ -328,9 +328,17 @@ func TestBadInput(t *testing.T) {
 		{"apply forceConflicts not a bool", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {forceConflicts: 1}`),
 			`spec.yaml:6: charts[1].apply.forceConflicts: `, `want true or false`},
 		{"apply unknown field", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {force: true}`),
-			`spec.yaml:6: charts[1].apply.force: `, `unknown field (want one of serverSide, forceConflicts, unchecked)`},
+			`spec.yaml:6: charts[1].apply.force: `, `unknown field (want one of serverSide, forceConflicts, unchecked, recreate)`},
 		{"apply unchecked not refuse or warn", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {unchecked: ignore}`),
 			`spec.yaml:6: charts[1].apply.unchecked: `, `want refuse or warn, not`},
+		{"apply recreate not a list", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {recreate: StatefulSet/db}`),
+			`spec.yaml:6: charts[1].apply.recreate: `, `want a list`},
+		{"apply recreate a kind in lower case", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {recreate: [statefulset/db]}`),
+			`spec.yaml:6: charts[1].apply.recreate[1]: `, `want KIND/NAME or KIND/NAMESPACE/NAME, the kind as the chart's manifest names it (StatefulSet/db), not "statefulset/db"`},
+		{"apply recreate without a name", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {recreate: [StatefulSet]}`),
+			`spec.yaml:6: charts[1].apply.recreate[1]: `, `want KIND/NAME or KIND/NAMESPACE/NAME`},
+		{"apply recreate twice", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {recreate: [StatefulSet/db, StatefulSet/db]}`),
+			`spec.yaml:6: charts[1].apply.recreate[2]: `, `StatefulSet/db is listed twice`},
 		{"apply unchecked a boolean", true, doc(specHead, target1, chart1, `  apply: {unchecked: true}`),
 			`spec.yaml:6: charts[1].apply.unchecked: `, `want refuse or warn, not`},
 		{"apply forceConflicts client-side", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {serverSide: false, forceConflicts: true}`),
@@ -509,7 +517,7 @@ charts:
   apply: {unchecked: warn}
 - target: {kind: Release, namespace: demo, name: f}
   chart: {name: f, source: /charts}
-  apply: {unchecked: refuse}
+  apply: {unchecked: refuse, recreate: [StatefulSet/db, Deployment/other-ns/web]}
 `), kinds)
 	require.NoError(t, err)
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideTrue, ForceConflicts: true}, sp.Charts[0].Apply)
@@ -517,5 +525,5 @@ charts:
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, ForceConflicts: true}, sp.Charts[2].Apply)
 	assert.Equal(t, kind.DefaultApply, sp.Charts[3].Apply)
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, WarnUnchecked: true}, sp.Charts[4].Apply, "a ManagedChart takes unchecked")
-	assert.Equal(t, kind.DefaultApply, sp.Charts[5].Apply)
+	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, Recreate: []string{"StatefulSet/db", "Deployment/other-ns/web"}}, sp.Charts[5].Apply)
 }

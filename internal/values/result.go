@@ -52,6 +52,11 @@ const (
 	// not be checked for field-manager conflicts; the message says why
 	// (the RBAC rule to add, or the schema the cluster does not publish).
 	WarnNotChecked WarningKind = "conflict-not-checked"
+	// WarnRecreate: an object the API server would refuse to update (an
+	// immutable field) that the spec's apply.recreate lists: the upgrade
+	// deletes it, leaving its dependents, and creates it again; the path
+	// names the object.
+	WarnRecreate WarningKind = "recreate"
 	// WarnAdopt: an adopt rule could not adopt (it matches no value of
 	// the new chart; live fields disagree on its value); the path names
 	// the rule's pattern or the value.

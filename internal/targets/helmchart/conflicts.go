@@ -37,6 +37,15 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	if err := t.checkApplyFields(ctx, h); err != nil {
 		return upgrade.Conflicts{}, err
 	}
+	chk, rel, a := t.applyCheck(o, c)
+	return chk.Conflicts(ctx, rel, a)
+}
+
+// applyCheck is the check of c's apply over what o read, as
+// helm-controller's Job applies it.
+func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (applycheck.Checker, applycheck.Release, applycheck.Applier) {
+	r := o.Source.(*read)
+	h := r.chart
 	vals := c.Values
 	if len(o.Overlay) > 0 {
 		vals = values.Overlay(c.Values, o.Overlay)
@@ -52,11 +61,11 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 	if r.release != nil {
 		recorded, old = r.release.ApplyMethod, r.release.Manifest
 	}
-	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Conflicts(ctx,
+	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()),
 		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: vals, Name: h.ReleaseName(), Namespace: h.TargetNamespace, Deployed: old},
 		applycheck.Applier{Name: "helm-controller's Job applies this chart", Manager: cluster.HelmFieldManager, PerObject: true,
 			ServerSide: kind.ServerSide(setting, recorded), Force: t.apply.ForceConflicts, WarnUnchecked: t.apply.WarnUnchecked,
-			Why: fmt.Sprintf("spec.serverSide %s, the release records %q", setting, recorded)})
+			Recreate: t.apply.Recreate, Why: fmt.Sprintf("spec.serverSide %s, the release records %q", setting, recorded)}
 }
 
 // checkApplyFields makes sure the cluster's HelmChart CRD has the fields

@@ -250,6 +250,14 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 			up.ChartContent = base64.StdEncoding.EncodeToString(data)
 		}
 	}
+	if c.Restore == nil && c.Chart != nil {
+		// apply.recreate: what the API server would refuse to update is
+		// deleted first (its dependents stay); the Job creates it again
+		chk, check, a := t.applyCheck(o, c)
+		if _, err := chk.Recreate(ctx, check, a); err != nil {
+			return nil, err
+		}
+	}
 	now, err := t.c.Apply(ctx, h, up, annotate)
 	if err != nil {
 		return nil, specobject.Conflict(err)

@@ -203,11 +203,17 @@ func OptionsOr[T any](opts any, def T) T {
 // "true" or "false"; ForceConflicts takes the fields other managers own
 // (server-side apply's force); WarnUnchecked lets an object preflight
 // could not see pass as a warning (unchecked: warn) instead of a
-// refusal (unchecked: refuse, the default).
+// refusal (unchecked: refuse, the default); Recreate (recreate:).
 type Apply struct {
 	ServerSide     string
 	ForceConflicts bool
 	WarnUnchecked  bool
+	// Recreate are objects of the chart (Kind/name, or
+	// Kind/namespace/name) the upgrade deletes, leaving their dependents
+	// (orphan propagation: a workload's pods, a StatefulSet's claims),
+	// and creates again when the API server would refuse to update them
+	// (an immutable field).
+	Recreate []string
 }
 
 // The values of Apply.ServerSide.

@@ -26,26 +26,37 @@ const AgentFieldManager = "fleetagent"
 // release on this (the local) cluster can be read; with none here,
 // nothing is checked.
 func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
-	mc := o.Source.(*ManagedChart)
 	if c.Restore != nil {
 		return upgrade.Conflicts{}, nil
 	}
+	chk, check, a, err := t.applyCheck(o, c)
+	if err != nil || chk == nil {
+		mc := o.Source.(*ManagedChart)
+		return upgrade.Conflicts{Note: fmt.Sprintf("conflict check: no helm release %s/%s on this cluster, nothing checked", check.Namespace, mc.Release())}, err
+	}
+	return chk.Conflicts(ctx, check, a)
+}
+
+// applyCheck is the check of c's apply over the release Fleet's agent
+// deployed on this (the local) cluster, as the agent applies it; no
+// Checker when there is no such release.
+func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (*applycheck.Checker, applycheck.Release, applycheck.Applier, error) {
+	mc := o.Source.(*ManagedChart)
 	ns := mc.DefaultNamespace
 	if ns == "" {
 		ns = "default"
 	}
 	rel, err := t.c.Releases().Newest(ns, mc.Release(), "secret")
-	if err != nil {
-		return upgrade.Conflicts{}, err
+	if err != nil || rel == nil {
+		return nil, applycheck.Release{Namespace: ns}, applycheck.Applier{}, err
 	}
-	if rel == nil {
-		return upgrade.Conflicts{Note: fmt.Sprintf("conflict check: no helm release %s/%s on this cluster, nothing checked", ns, mc.Release())}, nil
-	}
-	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).Conflicts(ctx,
+	chk := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper())
+	return &chk,
 		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: c.Values, Name: mc.Release(), Namespace: ns, Deployed: rel.Manifest},
 		applycheck.Applier{Name: "Fleet's agent applies this chart", Manager: AgentFieldManager, PerObject: true,
 			ServerSide:  kind.ServerSide(kind.ServerSideAuto, rel.ApplyMethod), // Fleet upgrades with auto
-			CannotForce: true, TakesOwnership: true, WarnUnchecked: t.warnUnchecked, Why: fmt.Sprintf("the release records %q", rel.ApplyMethod)})
+			CannotForce: true, TakesOwnership: true, WarnUnchecked: t.apply.WarnUnchecked, Recreate: t.apply.Recreate,
+			Why: fmt.Sprintf("the release records %q", rel.ApplyMethod)}, nil
 }
 
 // Drift compares the objects of the release Fleet's agent deployed on

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -25,8 +26,8 @@ type Target struct {
 	c               *Client
 	namespace, name string
 	specobject.BackupStore
-	// warnUnchecked: the spec's apply.unchecked: warn.
-	warnUnchecked bool
+	// apply is the spec's apply: block (unchecked, recreate).
+	apply kind.Apply
 
 	// confirmed is the Bundle generation whose ready summary its
 	// BundleDeployments confirmed (confirmer): the race that can leave a
@@ -135,6 +136,19 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 		up.Spec, changed = redeploySpec(b.Spec, current)
 		if t.c.Log != nil {
 			t.c.Log.Info("restoring the backed-up spec with one change, so that Fleet runs Helm again", "target", t.Ref().String(), "change", changed)
+		}
+	}
+	if c.Restore == nil && len(t.apply.Recreate) > 0 {
+		// apply.recreate: what the API server would refuse to update is
+		// deleted first (its dependents stay); Fleet's agent creates it
+		chk, check, a, err := t.applyCheck(o, c)
+		if err != nil {
+			return nil, err
+		}
+		if chk != nil {
+			if _, err := chk.Recreate(ctx, check, a); err != nil {
+				return nil, err
+			}
 		}
 	}
 	mc, err := t.c.Apply(ctx, o.Source.(*ManagedChart), up)

@@ -295,6 +295,12 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 	if err != nil {
 		return nil, err
 	}
+	// apply.recreate: what the API server would refuse to update is
+	// deleted first (its dependents stay), and the upgrade creates it
+	chk, check, a := t.applyCheck(o, c)
+	if _, err := chk.Recreate(ctx, check, a); err != nil {
+		return nil, err
+	}
 	t.c.helm.Reset() // a new chart may bring CRDs
 	up := action.NewUpgrade(cfg)
 	up.Namespace, up.ResetValues, up.MaxHistory, up.Labels = t.namespace, true, t.opts.HistoryMax, labels
@@ -541,20 +547,27 @@ func (t *Target) OwnSource(context.Context) (chartpkg.Source, error) { return ni
 // takes the field). A client-side apply meets no conflict: each such field
 // whose value the chart changes is a warning, the upgrade overwrites it.
 func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.Change) (upgrade.Conflicts, error) {
-	rel := revisionsOf(o).base
 	if c.Restore != nil {
 		return upgrade.Conflicts{}, nil
 	}
+	chk, rel, a := t.applyCheck(o, c)
+	return chk.Conflicts(ctx, rel, a)
+}
+
+// applyCheck is the check of c's apply over the release o read, as Helm
+// applies it.
+func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (applycheck.Checker, applycheck.Release, applycheck.Applier) {
+	rel := revisionsOf(o).base
 	recorded := rel.ApplyMethod
 	if recorded == "" {
 		recorded = "none"
 	}
-	return applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper()).Conflicts(ctx,
+	return applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper()),
 		applycheck.Release{Target: fmt.Sprintf("helm release %s/%s", t.namespace, t.name), Chart: c.Chart, Values: c.Values,
 			Name: t.name, Namespace: t.namespace, Deployed: rel.Manifest},
 		applycheck.Applier{Name: "Helm applies this release", Manager: cluster.HelmFieldManager,
 			ServerSide: kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod), Force: t.apply.ForceConflicts, WarnUnchecked: t.apply.WarnUnchecked,
-			Why: fmt.Sprintf("apply.serverSide %s, the release records %s", t.apply.ServerSide, recorded)})
+			Recreate: t.apply.Recreate, Why: fmt.Sprintf("apply.serverSide %s, the release records %s", t.apply.ServerSide, recorded)}
 }
 
 // Drift compares the objects of the release's last deployed revision, as
