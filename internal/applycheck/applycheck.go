@@ -362,11 +362,15 @@ func inValues(conflicts []Conflict, traceOf func() (*provenance.Map, error)) err
 }
 
 // New is the Checker of one cluster: its objects read through dyn and
-// mapper, access asked of kube before a list, its schemas read through
+// mapper, access asked of kube before a list (through access, whose
+// answers the caller may share; nil: its own), its schemas read through
 // kube's discovery.
-func New(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper) Checker {
+func New(kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper, access liveobjects.Access) Checker {
+	if access == nil {
+		access = &liveobjects.SelfAccess{Kube: kube}
+	}
 	return Checker{
-		Reader:  liveobjects.Reader{Dynamic: dyn, Mapper: mapper, Access: &liveobjects.SelfAccess{Kube: kube}},
+		Reader:  liveobjects.Reader{Dynamic: dyn, Mapper: mapper, Access: access},
 		Schemas: &Schemas{OpenAPI: kube.Discovery().OpenAPIV3()},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,6 +73,22 @@ func BenchmarkPreflight300(b *testing.B) {
 		return len(events)
 	}
 	start := count()
+	defer func() { // the requests of the last run, by verb and resource, for docs/performance.md
+		events, err := testenv.ReadAuditLog(env.AuditLogPath())
+		require.NoError(b, err)
+		by := map[string]int{}
+		for _, e := range events[start:] {
+			what := e.RequestURI
+			if e.ObjectRef != nil {
+				what = e.ObjectRef.Resource
+			}
+			if i := strings.Index(what, "?"); i >= 0 {
+				what = what[:i]
+			}
+			by[e.Verb+" "+what]++
+		}
+		b.Logf("requests of %d runs by verb and resource: %v", b.N, by)
+	}()
 	for b.Loop() {
 		var out, errb bytes.Buffer
 		code := cli.Run(b.Context(), []string{"chart-upgrader", "preflight", "--target", "release/" + ns + "/big", "--chart-source", charts,

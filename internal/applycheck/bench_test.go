@@ -113,7 +113,7 @@ func BenchmarkPreflightReads300(b *testing.B) {
 		requests.Store(0)
 		for b.Loop() {
 			m := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
-			res, err := applycheck.New(kube, dyn, m).Check(b.Context(), applycheck.Request{Manifest: rendered, Namespace: ns, Release: "big", Manager: "helm", Old: rendered})
+			res, err := applycheck.New(kube, dyn, m, nil).Check(b.Context(), applycheck.Request{Manifest: rendered, Namespace: ns, Release: "big", Manager: "helm", Old: rendered})
 			require.NoError(b, err)
 			require.Equal(b, 300, res.Checked)
 			require.Empty(b, res.Conflicts)

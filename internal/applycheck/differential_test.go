@@ -296,7 +296,7 @@ func TestConflictsAreExactlyTheServersOwn(t *testing.T) {
 			want.SetName(base.GetName())
 
 			server := serverConflicts(t, client, want)
-			res, err := applycheck.New(env.Kube(), env.Dynamic(), mapper).Check(ctx,
+			res, err := applycheck.New(env.Kube(), env.Dynamic(), mapper, nil).Check(ctx,
 				applycheck.Request{Manifest: manifestOf(t, want), Namespace: ns, Manager: "helm"})
 			require.NoError(t, err)
 			require.Empty(t, res.NotChecked)
@@ -402,7 +402,7 @@ func TestObjectsTheChartAddsMustBeTheReleases(t *testing.T) {
 	cm := func(name string) string {
 		return "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {a: b}\n"
 	}
-	res, err := applycheck.New(env.Kube(), env.Dynamic(), mapper).Check(ctx, applycheck.Request{
+	res, err := applycheck.New(env.Kube(), env.Dynamic(), mapper, nil).Check(ctx, applycheck.Request{
 		Manifest: cm("stray") + cm("other-release") + cm("adoptable") + cm("deployed") + cm("new"),
 		Old:      cm("deployed"), Namespace: ns, Release: "app", Manager: "helm"})
 	require.NoError(t, err)

@@ -67,18 +67,38 @@ type Client struct {
 	Dynamic dynamic.Interface
 	// Log receives what the watches have to say; nil discards it.
 	Log *slog.Logger
+	// RESTMapper, when set, is the run's mapper (its discovery read once
+	// for the run); else the Client makes its own.
+	RESTMapper meta.RESTMapper
 
 	mapperOnce sync.Once
 	restMapper meta.RESTMapper
 	accessOnce sync.Once
 	selfAccess *liveobjects.SelfAccess
+
+	seenMu sync.Mutex
+	seen   map[string]*unstructured.Unstructured
+}
+
+// TakeSeen is what the last Look read, once: preflight's conflict check,
+// right after the readiness check, takes those objects instead of
+// reading them again; nil when nothing was read since.
+func (c *Client) TakeSeen() map[string]*unstructured.Unstructured {
+	c.seenMu.Lock()
+	defer c.seenMu.Unlock()
+	out := c.seen
+	c.seen = nil
+	return out
 }
 
 // Mapper maps kinds to resources through the API server's discovery,
 // cached for the Client.
 func (c *Client) Mapper() meta.RESTMapper {
 	c.mapperOnce.Do(func() {
-		c.restMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Kube.Discovery()))
+		c.restMapper = c.RESTMapper
+		if c.restMapper == nil {
+			c.restMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Kube.Discovery()))
+		}
 	})
 	return c.restMapper
 }
@@ -97,10 +117,13 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 	for i, m := range objs {
 		us[i] = m.u
 	}
-	read, err := liveobjects.Reader{Dynamic: c.Dynamic, Mapper: c.Mapper(), Access: c.access()}.Read(ctx, us, rel.Namespace)
+	read, err := liveobjects.Reader{Dynamic: c.Dynamic, Mapper: c.Mapper(), Access: c.Access()}.Read(ctx, us, rel.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("reading the objects of helm release %s/%s: %w", rel.Namespace, rel.Name, err)
 	}
+	c.seenMu.Lock()
+	c.seen = read.Seen()
+	c.seenMu.Unlock()
 	for i, o := range read.Objects {
 		m := objs[i] // named as the manifest names it
 		switch {
@@ -119,9 +142,10 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 	return res, nil
 }
 
-// access asks the API server, once per resource and namespace, whether
-// this process may list.
-func (c *Client) access() liveobjects.Access {
+// Access asks the API server, once per question for the Client, whether
+// this process may do a verb: the readiness check and the conflict check
+// of a run share its answers.
+func (c *Client) Access() liveobjects.Access {
 	c.accessOnce.Do(func() { c.selfAccess = &liveobjects.SelfAccess{Kube: c.Kube} })
 	return c.selfAccess
 }

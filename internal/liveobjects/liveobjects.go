@@ -65,6 +65,9 @@ type Reader struct {
 	// Access, when set, is asked before a list whether this process may
 	// list; else a list is tried and a refusal falls back to gets.
 	Access Access
+	// Seen are objects a read moments ago found (Result.Seen), taken as
+	// they are instead of read again; nil reads everything.
+	Seen map[string]*unstructured.Unstructured
 }
 
 // Result is what Read found, in manifest order.
@@ -115,6 +118,10 @@ func (r Reader) Read(ctx context.Context, objs []*unstructured.Unstructured, nam
 			}
 		} else {
 			u.SetNamespace("")
+		}
+		if live, ok := r.Seen[seenKey(mapping.Resource, u)]; ok {
+			o.Live = live
+			continue
 		}
 		key := mapping.Resource.String() + "|" + u.GetNamespace()
 		g := groups[key]
@@ -173,6 +180,22 @@ func (r Reader) Read(ctx context.Context, objs []*unstructured.Unstructured, nam
 	err := gets.Wait()
 	res.Requests = int(requests.Load())
 	return res, err
+}
+
+// Seen is what res read, for a read moments later (Reader.Seen): each
+// object read, live or found absent, by resource, namespace and name.
+func (res Result) Seen() map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range res.Objects {
+		if o.Mapping != nil && o.Unread == "" {
+			out[seenKey(o.Mapping.Resource, o.Want)] = o.Live
+		}
+	}
+	return out
+}
+
+func seenKey(gvr schema.GroupVersionResource, u *unstructured.Unstructured) string {
+	return gvr.String() + "|" + u.GetNamespace() + "|" + u.GetName()
 }
 
 // secrets is the resource read by name only.

@@ -38,6 +38,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 		return upgrade.Conflicts{}, err
 	}
 	chk, rel, a := t.applyCheck(o, c)
+	chk.Reader.Seen = t.c.Releases().TakeSeen() // read by the readiness check just before
 	return chk.Conflicts(ctx, rel, a)
 }
 
@@ -61,7 +62,7 @@ func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (applycheck.C
 	if r.release != nil {
 		recorded, old = r.release.ApplyMethod, r.release.Manifest
 	}
-	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()),
+	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper(), t.c.Releases().Access()),
 		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: vals, Name: h.ReleaseName(), Namespace: h.TargetNamespace, Deployed: old},
 		applycheck.Applier{Name: "helm-controller's Job applies this chart", Manager: cluster.HelmFieldManager, PerObject: true,
 			ServerSide: kind.ServerSide(setting, recorded), Force: t.apply.ForceConflicts, WarnUnchecked: t.apply.WarnUnchecked,
@@ -121,6 +122,6 @@ func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgra
 	if err != nil {
 		return upgrade.DriftReport{}, err
 	}
-	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).ValuesDrift(ctx,
+	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper(), t.c.Releases().Access()).ValuesDrift(ctx,
 		applycheck.DriftRequest{Manifest: r.release.Manifest, Namespace: h.TargetNamespace, Fallback: cluster.HelmFieldManager}, trace)
 }

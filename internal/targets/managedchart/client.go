@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,9 @@ type Client struct {
 	// Log receives what the watches have to say (a broken watch being
 	// re-listed); nil discards it.
 	Log *slog.Logger
+
+	releasesOnce sync.Once
+	releases     *helmrelease.Client
 }
 
 // Get reads a ManagedChart; found is false when it does not exist.
@@ -174,5 +178,6 @@ func (m *ManagedChart) Observed() *upgrade.Observed {
 // Releases reads the Helm releases Fleet's agent deploys (on the local
 // cluster, where this process runs).
 func (c *Client) Releases() *helmrelease.Client {
-	return &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log}
+	c.releasesOnce.Do(func() { c.releases = &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log} })
+	return c.releases
 }

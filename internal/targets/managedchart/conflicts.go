@@ -50,7 +50,7 @@ func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (*applycheck.
 	if err != nil || rel == nil {
 		return nil, applycheck.Release{Namespace: ns}, applycheck.Applier{}, err
 	}
-	chk := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper())
+	chk := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper(), t.c.Releases().Access())
 	return &chk,
 		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: c.Values, Name: mc.Release(), Namespace: ns, Deployed: rel.Manifest},
 		applycheck.Applier{Name: "Fleet's agent applies this chart", Manager: AgentFieldManager, PerObject: true,
@@ -83,7 +83,7 @@ func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgra
 	if err != nil {
 		return upgrade.DriftReport{}, err
 	}
-	out, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper()).ValuesDrift(ctx,
+	out, err := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper(), t.c.Releases().Access()).ValuesDrift(ctx,
 		applycheck.DriftRequest{Manifest: rel.Manifest, Namespace: ns, Fallback: AgentFieldManager}, trace)
 	if err != nil {
 		return upgrade.DriftReport{}, err

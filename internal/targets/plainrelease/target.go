@@ -54,7 +54,7 @@ type Client struct {
 
 // NewClient is the Client of the cluster's clients.
 func NewClient(c *cluster.Clients) *Client {
-	return &Client{releases: &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log},
+	return &Client{releases: &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log, RESTMapper: c.Mapper},
 		helm: cluster.NewHelmGetter(c.Config), log: c.Log}
 }
 
@@ -551,6 +551,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 		return upgrade.Conflicts{}, nil
 	}
 	chk, rel, a := t.applyCheck(o, c)
+	chk.Reader.Seen = t.c.releases.TakeSeen() // read by the readiness check just before
 	return chk.Conflicts(ctx, rel, a)
 }
 
@@ -562,7 +563,7 @@ func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (applycheck.C
 	if recorded == "" {
 		recorded = "none"
 	}
-	return applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper()),
+	return applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper(), t.c.releases.Access()),
 		applycheck.Release{Target: fmt.Sprintf("helm release %s/%s", t.namespace, t.name), Chart: c.Chart, Values: c.Values,
 			Name: t.name, Namespace: t.namespace, Deployed: rel.Manifest},
 		applycheck.Applier{Name: "Helm applies this release", Manager: cluster.HelmFieldManager,
@@ -584,6 +585,6 @@ func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgra
 	if err != nil {
 		return upgrade.DriftReport{}, err
 	}
-	return applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper()).ValuesDrift(ctx,
+	return applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper(), t.c.releases.Access()).ValuesDrift(ctx,
 		applycheck.DriftRequest{Manifest: rel.Manifest, Namespace: t.namespace, Manager: cluster.HelmFieldManager}, trace)
 }
