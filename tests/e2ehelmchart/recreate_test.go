@@ -8,27 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// dbTemplate is a StatefulSet without replicas (ready without a volume
-// provisioner) whose claim template asks for storage.
-func dbTemplate(storage string) string {
-	return `apiVersion: apps/v1
-kind: StatefulSet
-metadata:
-  name: {{ .Release.Name }}-db
-spec:
-  replicas: 0
-  serviceName: {{ .Release.Name }}-db
-  selector: {matchLabels: {app: {{ .Release.Name }}-db}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}-db}}
-    spec: {containers: [{name: db, image: registry.example/db:1}]}
-  volumeClaimTemplates:
-  - metadata: {name: data}
-    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: ` + storage + `}}}
-`
-}
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
+)
 
 // Under a HelmChart, through the real helm-controller: a StatefulSet
 // whose claim template the new chart grows is refused by preflight
@@ -38,12 +20,12 @@ spec:
 func TestRecreateUnderAHelmChart(t *testing.T) {
 	f := newFixture(t)
 	name := release()
-	require.NoError(t, os.WriteFile(filepath.Join(f.charts, "demo-app-1.0.0", "templates", "db.yaml"), []byte(dbTemplate("1Gi")), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(f.charts, "demo-app-1.0.0", "templates", "db.yaml"), []byte(testchart.StatefulSetTemplate(0, "1Gi")), 0o644))
 	f.installExample(name, nil)
 	sts := f.env.Kube().AppsV1().StatefulSets(f.ns)
 	before, err := sts.Get(t.Context(), name+"-db", metav1.GetOptions{})
 	require.NoError(t, err)
-	f.charts = f.chartSet(map[string]string{"db.yaml": dbTemplate("2Gi")}, nil)
+	f.charts = f.chartSet(map[string]string{"db.yaml": testchart.StatefulSetTemplate(0, "2Gi")}, nil)
 	spec := func(apply string) string {
 		return f.writeFile("spec.yaml", `apiVersion: chart-upgrader.io/v1alpha1
 kind: UpgradeSpec

@@ -3,7 +3,6 @@ package e2erelease
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
 
 // helmUpgrade upgrades release name to the example chart at version as
@@ -102,11 +102,11 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 		{"a quantity the server cannot parse", edit("templates/deployment.yaml", "        image:", "        resources: {requests: {cpu: \"100 m\"}}\n        image:"),
 			"quantities must match the regular expression", "quantities must match the regular expression", nil, nil},
 		{"a quantity", edit("templates/deployment.yaml", "        image:", "        resources: {requests: {cpu: 100m}}\n        image:"), "", "", nil, nil},
-		{"a StatefulSet's claim template grows", template("db.yaml", statefulSetTemplate(0, "2Gi")),
+		{"a StatefulSet's claim template grows", template("db.yaml", testchart.StatefulSetTemplate(0, "2Gi")),
 			"rejected by the API server: StatefulSet {ns}/{release}-db", "updates to statefulset spec for fields other than",
-			template("db.yaml", statefulSetTemplate(0, "1Gi")), nil},
+			template("db.yaml", testchart.StatefulSetTemplate(0, "1Gi")), nil},
 		{"a StatefulSet's minReadySeconds", edit("templates/db.yaml", "  replicas: 0", "  replicas: 0\n  minReadySeconds: 5"), "", "",
-			template("db.yaml", statefulSetTemplate(0, "1Gi")), nil},
+			template("db.yaml", testchart.StatefulSetTemplate(0, "1Gi")), nil},
 		{"an operator moved a Service port the chart sets", nil,
 			`spec.ports[1].name: Duplicate value: "web"`, `spec.ports[1].name: Duplicate value: "web"`,
 			template("svc.yaml", serviceTemplate), movePort},
@@ -202,27 +202,6 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 			require.NoError(t, oracle, "Helm's own upgrade")
 		})
 	}
-}
-
-// statefulSetTemplate is a StatefulSet with replicas and a claim
-// template of storage (no replicas: it is ready without a volume
-// provisioner).
-func statefulSetTemplate(replicas int, storage string) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: StatefulSet
-metadata:
-  name: {{ .Release.Name }}-db
-spec:
-  replicas: %d
-  serviceName: {{ .Release.Name }}-db
-  selector: {matchLabels: {app: {{ .Release.Name }}-db}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}-db}}
-    spec: {containers: [{name: db, image: registry.example/db:1}]}
-  volumeClaimTemplates:
-  - metadata: {name: data}
-    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: %s}}}
-`, replicas, storage)
 }
 
 // serviceTemplate is a Service with one port, named web.

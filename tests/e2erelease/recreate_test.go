@@ -12,6 +12,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
 
 // A StatefulSet whose claim template the new chart grows, which the API
@@ -23,8 +24,8 @@ import (
 // the chart is bad input, and nothing is written.
 func TestRecreateWhatTheServerWillNotUpdate(t *testing.T) {
 	f := newFixture(t, "")
-	template("db.yaml", statefulSetTemplate(0, "1Gi"))(t, filepath.Join(f.charts, "demo-app-1.0.0"))
-	template("db.yaml", statefulSetTemplate(0, "2Gi"))(t, filepath.Join(f.charts, "demo-app-2.0.0"))
+	template("db.yaml", testchart.StatefulSetTemplate(0, "1Gi"))(t, filepath.Join(f.charts, "demo-app-1.0.0"))
+	template("db.yaml", testchart.StatefulSetTemplate(0, "2Gi"))(t, filepath.Join(f.charts, "demo-app-2.0.0"))
 	name := releaseName()
 	f.install(name)
 	sts := f.env.Kube().AppsV1().StatefulSets(f.ns)

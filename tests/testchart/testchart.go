@@ -197,3 +197,24 @@ func HotfixValues(tag string) map[string]any {
 		"retention": "7d",
 	}}
 }
+
+// StatefulSetTemplate renders a StatefulSet, <release>-db, with replicas
+// and a claim template asking for storage (with no replicas it is ready
+// without a volume provisioner).
+func StatefulSetTemplate(replicas int, storage string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: {{ .Release.Name }}-db
+spec:
+  replicas: %d
+  serviceName: {{ .Release.Name }}-db
+  selector: {matchLabels: {app: {{ .Release.Name }}-db}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}-db}}
+    spec: {containers: [{name: db, image: registry.example/db:1}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: %s}}}
+`, replicas, storage)
+}
