@@ -110,6 +110,7 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 		{"an operator moved a Service port the chart sets", nil,
 			`spec.ports[1].name: Duplicate value: "web"`, `spec.ports[1].name: Duplicate value: "web"`,
 			template("svc.yaml", serviceTemplate), movePort},
+		{"a Service the operator left alone", nil, "", "", template("svc.yaml", serviceTemplate), nil},
 		{"an immutable ConfigMap's data", template("frozen.yaml", frozen("ConfigMap", "data", "b", "")), "field is immutable when `immutable` is set", "field is immutable when `immutable` is set",
 			template("frozen.yaml", frozen("ConfigMap", "data", "a", "")), nil},
 		{"an immutable ConfigMap's labels", template("frozen.yaml", frozen("ConfigMap", "data", "a", "tier: web")), "", "",
