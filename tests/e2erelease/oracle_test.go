@@ -71,7 +71,9 @@ spec:
 //     fields (selectors, a StatefulSet's claim templates, immutable
 //     ConfigMaps and Secrets, roleRef, cluster IPs), values it rejects
 //     (quantities, labels, names, two ports named alike, an unknown path
-//     type, a PodDisruptionBudget's two bounds), including two ports an
+//     type, a PodDisruptionBudget's two bounds, a CronJob schedule, a port
+//     out of range, negative replicas, a ConfigMap key, a container name,
+//     an Ingress host, a Secret's type, a NetworkPolicy protocol), including two ports an
 //     operator's patch and the chart make alike, and a custom resource's
 //     field its live CRD does not declare (Helm does not upgrade crds/).
 //     A Secret's value is never printed.
@@ -144,6 +146,27 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 		{"two container ports", edit("templates/deployment.yaml", "        image:", "        ports: [{name: http, containerPort: 80}, {name: admin, containerPort: 81}]\n        image:"), "", "", nil, nil},
 		{"an Ingress path type the server does not know", template("ing.yaml", ingressTemplate("Prefixed")), "Unsupported value: \"Prefixed\"", "Unsupported value: \"Prefixed\"", nil, nil},
 		{"an Ingress", template("ing.yaml", ingressTemplate("Prefix")), "", "", nil, nil},
+		{"a CronJob schedule the server cannot parse", template("cron.yaml", cronJobTemplate("not a schedule")), "spec.schedule: Invalid value", "spec.schedule: Invalid value", nil, nil},
+		{"a CronJob schedule", template("cron.yaml", cronJobTemplate("*/5 * * * *")), "", "", nil, nil},
+		{"a Service port out of range", edit("templates/svc.yaml", "port: 80,", "port: 70000,"), "spec.ports[0].port: Invalid value: 70000", "spec.ports[0].port: Invalid value: 70000",
+			template("svc.yaml", serviceTemplate), nil},
+		{"a Service port", edit("templates/svc.yaml", "port: 80,", "port: 8081,"), "", "", template("svc.yaml", serviceTemplate), nil},
+		{"a negative replica count", edit("templates/deployment.yaml", "{{ .Values.replicas | default 1 }}", "-1"), "spec.replicas: Invalid value: -1", "spec.replicas: Invalid value: -1", nil, nil},
+		{"a revision history limit", edit("templates/deployment.yaml", "{{ .Values.replicas | default 1 }}", "1\n  revisionHistoryLimit: 5"), "", "", nil, nil},
+		{"a ConfigMap key the server cannot take", template("keys.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-keys'}\ndata: {\"not a valid key!\": x}\n"),
+			"a valid config key must consist of", "a valid config key must consist of", nil, nil},
+		{"a ConfigMap key", template("keys.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-keys'}\ndata: {valid.key: x}\n"), "", "", nil, nil},
+		{"a container name in capitals", edit("templates/deployment.yaml", "      - name: web", "      - name: Web"),
+			"spec.template.spec.containers[0].name: Invalid value: \"Web\"", "spec.template.spec.containers[0].name: Invalid value: \"Web\"", nil, nil},
+		{"a container image", edit("templates/deployment.yaml", `default "registry.example/web:1"`, `default "registry.example/web:2"`), "", "", nil, nil},
+		{"an Ingress host the server cannot take", template("ing.yaml", strings.Replace(ingressTemplate("Prefix"), "  - http:", "  - host: Bad_Host\n    http:", 1)),
+			"spec.rules[0].host: Invalid value: \"Bad_Host\"", "spec.rules[0].host: Invalid value: \"Bad_Host\"", nil, nil},
+		{"an Ingress host", template("ing.yaml", strings.Replace(ingressTemplate("Prefix"), "  - http:", "  - host: web.example.com\n    http:", 1)), "", "", nil, nil},
+		{"a Secret's type", template("typed.yaml", typedSecret("example.com/other")), "rejected by the API server: Secret {ns}/{release}-typed", "field is immutable",
+			template("typed.yaml", typedSecret("example.com/custom")), nil},
+		{"a Secret's data", edit("templates/typed.yaml", "hunter2", "hunter3"), "", "", template("typed.yaml", typedSecret("example.com/custom")), nil},
+		{"a NetworkPolicy protocol the server does not know", template("np.yaml", networkPolicyTemplate("TCPX")), "Unsupported value: \"TCPX\"", "Unsupported value: \"TCPX\"", nil, nil},
+		{"a NetworkPolicy", template("np.yaml", networkPolicyTemplate("TCP")), "", "", nil, nil},
 		{"a Widget field only the new chart's crds/ declares", widgets("x", "y", true),
 			"the cluster's CustomResourceDefinition widgets." + widgetGroup + " does not declare it", ".spec.b: field not declared in schema",
 			widgets("x", "", false), waitWidgets},
@@ -171,7 +194,7 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 				"- apiGroups: [apps]\n  resources: [deployments, statefulsets]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
 					"- apiGroups: [\"\"]\n  resources: [services]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
 					"- apiGroups: [autoscaling]\n  resources: [horizontalpodautoscalers]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
-					"- apiGroups: [rbac.authorization.k8s.io, policy, networking.k8s.io]\n  resources: [rolebindings, poddisruptionbudgets, ingresses]\n  verbs: [get, list]\n- apiGroups: [coordination.k8s.io]",
+					"- apiGroups: [rbac.authorization.k8s.io, policy, networking.k8s.io, batch]\n  resources: [rolebindings, poddisruptionbudgets, ingresses, networkpolicies, cronjobs]\n  verbs: [get, list]\n- apiGroups: [coordination.k8s.io]",
 				"  resources: [nodes]\n  verbs: [list]\n",
 				"  resources: [nodes]\n  verbs: [list]\n- apiGroups: ["+widgetGroup+"]\n  resources: [widgets]\n  verbs: [get, list]\n- apiGroups: [\"\"]\n  resources: [namespaces]\n  resourceNames: ["+f.ns+"-absent, "+f.ns+"-present]\n  verbs: [get]\n"+
 					"- apiGroups: [\"\"]\n  resources: [configmaps]\n  resourceNames: ["+name+"-other]\n  verbs: [get]\n")
@@ -269,6 +292,23 @@ func pdbTemplate(bounds string) string {
 func ingressTemplate(pathType string) string {
 	return "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: '{{ .Release.Name }}-web'}\nspec:\n  rules:\n  - http:\n      paths:\n" +
 		"      - {path: /, pathType: " + pathType + ", backend: {service: {name: '{{ .Release.Name }}-web', port: {number: 80}}}}\n"
+}
+
+// cronJobTemplate is a suspended CronJob on schedule.
+func cronJobTemplate(schedule string) string {
+	return "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: '{{ .Release.Name }}-cron'}\nspec:\n  schedule: \"" + schedule + "\"\n  suspend: true\n" +
+		"  jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: registry.example/c:1}]}}}}\n"
+}
+
+// typedSecret is a Secret of type.
+func typedSecret(secretType string) string {
+	return "apiVersion: v1\nkind: Secret\nmetadata: {name: '{{ .Release.Name }}-typed'}\ntype: " + secretType + "\nstringData: {a: hunter2}\n"
+}
+
+// networkPolicyTemplate lets the release's pods in on port 80 of protocol.
+func networkPolicyTemplate(protocol string) string {
+	return "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: '{{ .Release.Name }}-web'}\n" +
+		"spec: {podSelector: {matchLabels: {app: '{{ .Release.Name }}-web'}}, ingress: [{ports: [{port: 80, protocol: " + protocol + "}]}]}\n"
 }
 
 // widgetGroup is the API group of the Widgets of the oracle's charts:
