@@ -77,7 +77,7 @@ func judgeStored(tc managedfields.TypeConverter, o liveobjects.Object, merged *u
 	if errors.As(err, &st) && st.Status().Details != nil {
 		var causes []string
 		for _, c := range st.Status().Details.Causes {
-			r.Immutable = r.Immutable || strings.Contains(c.Message, "immutable") || strings.Contains(c.Message, "Forbidden: updates to")
+			r.Immutable = r.Immutable || isImmutable(c.Message)
 			if isSecret(merged) {
 				causes = append(causes, fmt.Sprintf("%s: %s", c.Field, c.Type))
 			}
@@ -106,6 +106,21 @@ func customResource(o liveobjects.Object) string {
 		return ""
 	}
 	return o.Mapping.Resource.Resource + "." + gvk.Group
+}
+
+// immutableWords are how the API server's validation words a field an
+// update may not change: "field is immutable", "updates to statefulset
+// spec for fields other than … are forbidden", "cannot change roleRef",
+// "may not change once set" (a Service's cluster IPs).
+var immutableWords = []string{"immutable", "Forbidden: updates to", "cannot change", "may not change"}
+
+func isImmutable(message string) bool {
+	for _, w := range immutableWords {
+		if strings.Contains(message, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func isSecret(u *unstructured.Unstructured) bool {
