@@ -64,8 +64,8 @@ func judgeStored(tc managedfields.TypeConverter, o liveobjects.Object, merged *u
 	r := Rejected{Object: o.Name(), Update: o.Live != nil}
 	if o.Live == nil && tc != nil {
 		if _, err := tc.ObjectToTyped(merged, typed.AllowDuplicates); err != nil {
-			r.Why, r.CRD = err.Error(), customResource(o)
-			return &r
+			out := schemaRejected(o, err)
+			return &out
 		}
 	}
 	err := serverrules.Validate(o.Live, merged)
@@ -93,9 +93,14 @@ func judgeStored(tc managedfields.TypeConverter, o liveobjects.Object, merged *u
 
 // schemaRejected is the refusal of an apply the field manager could not
 // type against the cluster's schema of its kind (a field the schema does
-// not declare).
+// not declare). A Secret's is not quoted: structured-merge-diff's words
+// may hold the value it could not type.
 func schemaRejected(o liveobjects.Object, err error) Rejected {
-	return Rejected{Object: o.Name(), Why: err.Error(), Update: o.Live != nil, CRD: customResource(o)}
+	why := err.Error()
+	if isSecret(o.Want) {
+		why = "the cluster's schema of Secret refuses it (values " + provenance.Redacted + ")"
+	}
+	return Rejected{Object: o.Name(), Why: why, Update: o.Live != nil, CRD: customResource(o)}
 }
 
 // customResource names the resource of o's kind (widgets.example.com)

@@ -1,6 +1,7 @@
 package applycheck
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +54,16 @@ func TestJudgeStoredTellsImmutableFields(t *testing.T) {
 			assert.NotContains(t, r.Why, "aHVudGVy", "a Secret's value")
 		})
 	}
+}
+
+// A Secret the schema refuses is refused without the words that may
+// quote its value.
+func TestASecretTheSchemaRefusesIsNotQuoted(t *testing.T) {
+	s := decoded(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\ndata: {a: 12345}\n")
+	r := schemaRejected(liveobjects.Object{Want: s}, errors.New(".data.a: expected string, got &value.valueUnstructured{Value:12345}"))
+	assert.NotContains(t, r.Why, "12345")
+	assert.Contains(t, r.Why, "values <redacted>")
+	assert.False(t, r.Update)
+	w := decoded(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns}\n")
+	assert.Contains(t, schemaRejected(liveobjects.Object{Want: w}, errors.New(".data.a: expected string")).Why, ".data.a: expected string")
 }
