@@ -204,13 +204,10 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 					a.manager = r.Fallback
 				}
 			}
-			want := o.Want.DeepCopy()
-			if r.Release != "" {
-				setOwnership(want, r.Release, r.Namespace)
-			}
+			want := r.applied(o.Want)
 			a.conflicts, a.rejected, a.stored, a.reason = c.one(ctx, o, want, a.manager, old[identity(o.Want, r.Namespace)])
 			if listed[i] && a.rejected != nil && a.rejected.Update && a.rejected.Immutable {
-				a.recreated, a.rejected = c.recreate(ctx, o, want, a.rejected)
+				a.recreated, a.rejected = c.recreate(ctx, o, r, a.rejected)
 			}
 			return nil
 		})
@@ -246,11 +243,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	}
 	for _, o := range olds {
 		if !wanted[identity(o, r.Namespace)] {
-			gone := o.DeepCopy()
-			gvk := gone.GroupVersionKind()
-			if m, err := c.Reader.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil && m.Scope.Name() == meta.RESTScopeNameNamespace && gone.GetNamespace() == "" {
-				gone.SetNamespace(r.Namespace)
-			}
+			gone := c.placed(o, r.Namespace)
 			res.changes = append(res.changes, change{object: liveobjects.Describe(gone), before: gone})
 		}
 	}
@@ -270,10 +263,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 // A kind the cluster does not serve yet (a CRD of the chart defines it)
 // is created unjudged.
 func (c Checker) created(ctx context.Context, o liveobjects.Object, r Request) (*Rejected, *unstructured.Unstructured) {
-	want := o.Want.DeepCopy()
-	if r.Release != "" {
-		setOwnership(want, r.Release, r.Namespace)
-	}
+	want := r.applied(o.Want)
 	decoded, err := asDecoded(want)
 	if err != nil {
 		return &Rejected{Object: o.Name(), Why: err.Error()}, want
@@ -283,6 +273,16 @@ func (c Checker) created(ctx context.Context, o liveobjects.Object, r Request) (
 	}
 	tc, _ := c.Schemas.Converter(ctx, want.GroupVersionKind()) // none: the server's rules alone
 	return judgeStored(tc, o, decoded), decoded
+}
+
+// applied is obj as the apply sends it: with the release's ownership
+// metadata, as Helm adds it.
+func (r Request) applied(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	if r.Release != "" {
+		setOwnership(out, r.Release, r.Namespace)
+	}
+	return out
 }
 
 // one computes the conflicts of applying want over o.Live as manager, and
@@ -311,7 +311,7 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 	if err != nil {
 		return nil, rejected, stored, err.Error()
 	}
-	secret := gvk.Group == "" && gvk.Kind == "Secret"
+	secret := isSecret(want)
 	var out []Conflict
 	for _, cause := range causes {
 		owner := strings.TrimPrefix(cause.Message, "conflict with ")

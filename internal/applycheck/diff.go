@@ -56,9 +56,12 @@ func (r Result) Changes() []upgrade.ObjectChange {
 	return out
 }
 
+// serverMetadata are the fields of an object's metadata the API server
+// keeps for itself: no chart sets them, no apply changes them.
+var serverMetadata = []string{"creationTimestamp", "uid", "resourceVersion", "generation", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
+
 // shown is obj as a person compares it: no status, no metadata the
-// server keeps for itself (managedFields, resourceVersion, uid,
-// generation, creationTimestamp), a Secret's values as the server stores
+// server keeps for itself (serverMetadata), a Secret's values as the server stores
 // them, redacted (marked changed where before, the live Secret, differs;
 // before nil for the live side). nil for nil.
 func shown(obj, before *unstructured.Unstructured) map[string]any {
@@ -68,7 +71,7 @@ func shown(obj, before *unstructured.Unstructured) map[string]any {
 	out := obj.DeepCopy().Object
 	delete(out, "status")
 	if md, ok := out["metadata"].(map[string]any); ok {
-		for _, k := range []string{"managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink"} {
+		for _, k := range serverMetadata {
 			delete(md, k)
 		}
 	}

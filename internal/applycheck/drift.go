@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -146,8 +147,7 @@ func FieldDrift(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]f
 		}
 		owners = append(owners, owner{name: e.Manager, label: label, set: s})
 	}
-	gvk := rendered.GroupVersionKind()
-	secret := gvk.Group == "" && gvk.Kind == "Secret"
+	secret := isSecret(rendered)
 	var out []Drifted
 	set.Leaves().Iterate(func(fp fieldpath.Path) {
 		printed := fp.String()
@@ -200,12 +200,12 @@ func skipDrift(fp fieldpath.Path, secret bool) bool {
 	case top != "metadata":
 		return false
 	}
-	switch field := name(1); field {
-	case "name", "namespace", "creationTimestamp", "uid", "resourceVersion", "generation", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds":
+	switch field := name(1); {
+	case field == "name" || field == "namespace" || slices.Contains(serverMetadata, field):
 		return true
-	case "annotations":
+	case field == "annotations":
 		return len(fp) == 3 && (name(2) == releaseNameKey || name(2) == releaseNamespaceKey)
-	case "labels":
+	case field == "labels":
 		return len(fp) == 3 && name(2) == managedByLabel
 	}
 	return false

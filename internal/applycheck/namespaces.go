@@ -75,7 +75,7 @@ func (c Checker) missingNamespaces(ctx context.Context, read []liveobjects.Objec
 		case apierrors.IsNotFound(err):
 			missing = append(missing, Missing{Namespace: ns, Objects: byNamespace[ns]})
 		case apierrors.IsForbidden(err):
-			notChecked = append(notChecked, fmt.Sprintf("Namespace %s: this process may not read it, to know it exists: %s", ns, liveobjects.Rule(namespaces, "", ns)))
+			notChecked = append(notChecked, fmt.Sprintf("Namespace %s: this process may not read it, to know it exists: %s", ns, liveobjects.Rule(namespaces, "", ns, "get")))
 		default:
 			return nil, nil, requests, fmt.Errorf("reading namespace %s: %w", ns, err)
 		}

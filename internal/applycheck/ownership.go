@@ -79,18 +79,25 @@ func identity(obj *unstructured.Unstructured, namespace string) string {
 func (c Checker) keys(objs []*unstructured.Unstructured, namespace string) map[string]bool {
 	out := map[string]bool{}
 	for _, o := range objs {
-		o = o.DeepCopy()
-		gvk := o.GroupVersionKind()
-		if m, err := c.Reader.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			if m.Scope.Name() == meta.RESTScopeNameNamespace && o.GetNamespace() == "" {
-				o.SetNamespace(namespace)
-			} else if m.Scope.Name() != meta.RESTScopeNameNamespace {
-				o.SetNamespace("")
-			}
-		}
-		out[key(o)] = true
+		out[key(c.placed(o, namespace))] = true
 	}
 	return out
+}
+
+// placed is a copy of obj where the cluster keeps it: a namespaced
+// object without a namespace in namespace, a cluster-scoped one in none
+// (as it is, for a kind the cluster does not serve).
+func (c Checker) placed(obj *unstructured.Unstructured, namespace string) *unstructured.Unstructured {
+	o := obj.DeepCopy()
+	gvk := o.GroupVersionKind()
+	if m, err := c.Reader.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		if m.Scope.Name() == meta.RESTScopeNameNamespace && o.GetNamespace() == "" {
+			o.SetNamespace(namespace)
+		} else if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			o.SetNamespace("")
+		}
+	}
+	return o
 }
 
 // ownerName is the bare manager name of an owner as the API server

@@ -72,19 +72,16 @@ func listedForRecreate(read []liveobjects.Object, list []string) (map[int]bool, 
 	return out, nil
 }
 
-// recreate judges recreating o instead of updating it, as rejected says
+// recreate judges recreating o instead of updating it (as r creates a
+// new object), as rejected says
 // the update is refused: the object must be valid to create, and this
 // process allowed to delete it. It returns the recreation, or the
 // refusal that stands.
-func (c Checker) recreate(ctx context.Context, o liveobjects.Object, want *unstructured.Unstructured, rejected *Rejected) (*Recreated, *Rejected) {
-	created := o
-	created.Live = nil
-	decoded, err := asDecoded(want)
-	if err != nil {
-		return nil, &Rejected{Object: o.Name(), Why: err.Error()}
-	}
-	if r := judgeStored(nil, created, decoded); r != nil {
-		return nil, r
+func (c Checker) recreate(ctx context.Context, o liveobjects.Object, r Request, rejected *Rejected) (*Recreated, *Rejected) {
+	asNew := o
+	asNew.Live = nil
+	if refused, _ := c.created(ctx, asNew, r); refused != nil {
+		return nil, refused
 	}
 	if c.Reader.Access != nil && o.Mapping != nil {
 		ok, err := c.Reader.Access.MayOn(ctx, o.Mapping.Resource, o.Want.GetNamespace(), o.Want.GetName(), "delete")
@@ -92,10 +89,10 @@ func (c Checker) recreate(ctx context.Context, o liveobjects.Object, want *unstr
 			return nil, &Rejected{Object: o.Name(), Why: "asking whether this process may delete it: " + err.Error()}
 		}
 		if !ok {
-			r := *rejected
-			r.Why += "; apply.recreate lists it, but this process may not delete it: " +
-				strings.Replace(liveobjects.Rule(o.Mapping.Resource, o.Want.GetNamespace(), o.Want.GetName()), "verbs: [get]", "verbs: [delete]", 1)
-			return nil, &r
+			refused := *rejected
+			refused.Why += "; apply.recreate lists it, but this process may not delete it: " +
+				liveobjects.Rule(o.Mapping.Resource, o.Want.GetNamespace(), o.Want.GetName(), "delete")
+			return nil, &refused
 		}
 	}
 	return &Recreated{Object: o.Name(), Why: rejected.Why, obj: o}, nil

@@ -169,7 +169,7 @@ func (r Reader) Read(ctx context.Context, objs []*unstructured.Unstructured, nam
 					o.Live = live
 				case apierrors.IsNotFound(err):
 				case apierrors.IsForbidden(err):
-					o.Unread = "this process may not read it: " + Rule(g.gvr, g.namespace, o.Want.GetName())
+					o.Unread = "this process may not read it: " + Rule(g.gvr, g.namespace, o.Want.GetName(), "get")
 				default:
 					return fmt.Errorf("reading %s: %w", o.Name(), err)
 				}
@@ -253,17 +253,17 @@ func inNamespace(ns string) string {
 	return " in namespace " + ns
 }
 
-// Rule is the RBAC rule that lets this process read name (a resource of
-// gvr in namespace; "" for a cluster-scoped one), in the words of a Role
-// or ClusterRole: `chart-upgrader plan --check-rbac` prints all of them
-// for a chart.
-func Rule(gvr schema.GroupVersionResource, namespace, name string) string {
+// Rule is the RBAC rule that lets this process do verb (get: read) on
+// name (a resource of gvr in namespace; "" for a cluster-scoped one), in
+// the words of a Role or ClusterRole: `chart-upgrader plan --check-rbac`
+// prints all the reads of a chart.
+func Rule(gvr schema.GroupVersionResource, namespace, name, verb string) string {
 	where := "a ClusterRole"
 	if namespace != "" {
 		where = "a Role in namespace " + namespace
 	}
-	return fmt.Sprintf(`add to %s the rule {apiGroups: [%q], resources: [%s], resourceNames: [%s], verbs: [get]}`,
-		where, gvr.Group, gvr.Resource, name)
+	return fmt.Sprintf(`add to %s the rule {apiGroups: [%q], resources: [%s], resourceNames: [%s], verbs: [%s]}`,
+		where, gvr.Group, gvr.Resource, name, verb)
 }
 
 // Unread names the objects of res that could not be read, with why, one
