@@ -1,9 +1,10 @@
 // Command testreport reads `go test -json` on its standard input and
 // prints each event's output as it comes, so that the console reads as
 // `go test -v` does, the closing ok and FAIL lines of each package
-// included. At the end it lists every skipped test with the reason it
-// gave, and closes with one line: "N passed, N failed, N skipped" (tests
-// and subtests, as go test reports them).
+// included. At the end it lists every failed test with the last lines it
+// logged (a CI log is often read from its tail only), then every skipped
+// test with the reason it gave, and closes with one line: "N passed, N
+// failed, N skipped" (tests and subtests, as go test reports them).
 //
 // It exits 1 when a test, a package or a build failed, and, when the
 // environment variable CI is "true", when a test skipped that the expected
@@ -86,6 +87,16 @@ type event struct {
 	Output  string
 }
 
+// failure is one failed test and the last lines it logged.
+type failure struct {
+	Package, Test string
+	Log           []string
+}
+
+// failureLogLines is how many of a failed test's last log lines the
+// summary repeats.
+const failureLogLines = 12
+
 // skip is one skipped test.
 type skip struct {
 	Package, Test, Reason string
@@ -101,12 +112,18 @@ type report struct {
 	// failed: a test, a package or a build failed
 	failed bool
 	skips  []skip
+	fails  []failure
+	// logs is the recent log lines of each running test (at most
+	// failureLogLines), repeated in the summary when it fails.
+	logs map[testKey][]string
 	// lastLog is the last log entry of each running test: the reason of
 	// a skip is the last thing the test logged (t.Skip logs it).
 	lastLog map[testKey][]string
 }
 
-func newReport() *report { return &report{lastLog: map[testKey][]string{}} }
+func newReport() *report {
+	return &report{lastLog: map[testKey][]string{}, logs: map[testKey][]string{}}
+}
 
 // read copies the output of each event to out as it comes and records
 // the results. A line that is not an event is copied as it is.
@@ -161,11 +178,13 @@ func (r *report) event(ev event) {
 			r.passed++
 		case "fail":
 			r.failedTests++
+			r.fails = append(r.fails, failure{Package: ev.Package, Test: ev.Test, Log: r.logs[k]})
 		case "skip":
 			r.skipped++
 			r.skips = append(r.skips, skip{Package: ev.Package, Test: ev.Test, Reason: reason(r.lastLog[k])})
 		}
 		delete(r.lastLog, k)
+		delete(r.logs, k)
 	}
 }
 
@@ -182,11 +201,20 @@ func (r *report) output(k testKey, text string) {
 	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
 		switch {
 		case frameRE.MatchString(l):
+			continue
 		case logEntryRE.MatchString(l):
 			r.lastLog[k] = []string{logEntryRE.FindStringSubmatch(l)[1]}
 		case r.lastLog[k] != nil && strings.TrimSpace(l) != "": // a message's next line
 			r.lastLog[k] = append(r.lastLog[k], strings.TrimSpace(l))
 		}
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		logs := append(r.logs[k], l)
+		if len(logs) > failureLogLines {
+			logs = logs[len(logs)-failureLogLines:]
+		}
+		r.logs[k] = logs
 	}
 }
 
@@ -204,6 +232,15 @@ func reason(entry []string) string {
 // expected.
 func (r *report) summary(out io.Writer, expected []pattern, expectedPath string, ci bool) int {
 	fmt.Fprintln(out)
+	if len(r.fails) > 0 {
+		fmt.Fprintf(out, "failed tests (%d):\n", len(r.fails))
+		for _, f := range r.fails {
+			fmt.Fprintf(out, "  %s %s\n", f.Package, f.Test)
+			for _, l := range f.Log {
+				fmt.Fprintf(out, "      %s\n", strings.TrimSpace(l))
+			}
+		}
+	}
 	unexpected := 0
 	if len(r.skips) == 0 {
 		fmt.Fprintln(out, "skipped tests: none")

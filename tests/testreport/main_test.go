@@ -178,6 +178,10 @@ func TestSkipReasonsAndFailures(t *testing.T) {
 			t.Errorf("no line %q:\n%s", want, r.out)
 		}
 	}
+	at := slices.Index(r.lines, "failed tests (1):")
+	if at < 0 || at+2 >= len(r.lines) || r.lines[at+1] != "  skipdemo TestE" || r.lines[at+2] != "      a_test.go:12: boom" {
+		t.Errorf("the summary does not name the failed test and its log:\n%s", r.out)
+	}
 	if want := "2 passed, 1 failed, 4 skipped"; last(r) != want {
 		t.Errorf("closing line %q, want %q", last(r), want)
 	}
