@@ -55,6 +55,14 @@ func describe(c *chart.Chart, r chartpkg.Renderer) (*upgrade.Chart, error) {
 		},
 		Trace: func(v map[string]any, name, namespace string) (*provenance.Map, error) {
 			return r.Trace(c, v, name, namespace)
+		},
+		CRDFiles: func(v map[string]any) ([]upgrade.CRDFile, error) {
+			files, err := chartpkg.CRDs(c, v)
+			out := make([]upgrade.CRDFile, len(files))
+			for i, f := range files {
+				out[i] = upgrade.CRDFile{Path: f.Filename, Data: f.File.Data}
+			}
+			return out, err
 		}}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/crds"
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
@@ -126,6 +127,10 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 		FailureGrace: c.Wait.FailureGrace}
 	if timeout > 0 {
 		j.Timeout = timeout
+	}
+	if c.Apply.CRDs != "" {
+		j.CRDs = crds.Port{Policy: crds.Policy(c.Apply.CRDs), Client: &crds.Client{Dynamic: s.clients.Dynamic, Kube: s.clients.Kube,
+			Log: s.log, Applied: s.clients.Mapper.Reset}}
 	}
 	var src upgrade.ChartSource
 	if c.Chart.Source != "" {

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -92,6 +93,10 @@ type Request struct {
 	// delete and create again where the API server would refuse their
 	// update (recreate.go).
 	Recreate []string
+	// CRDs are the CustomResourceDefinitions of the chart's crds/ the
+	// upgrade creates or replaces before the chart (apply.crds): the kinds
+	// they define are served after them, and judged by their schemas.
+	CRDs []*unstructured.Unstructured
 }
 
 // Result is what the check found.
@@ -157,7 +162,12 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Requests: read.Requests, Unserved: unserved(read.Objects, objs, c.Reader.Mapper)}
+	if len(r.CRDs) > 0 && c.Schemas != nil {
+		if err := c.Schemas.Replace(r.CRDs); err != nil {
+			return Result{}, err
+		}
+	}
+	res := Result{Requests: read.Requests, Unserved: unserved(read.Objects, append(slices.Clip(objs), r.CRDs...), c.Reader.Mapper)}
 	var asked int
 	if res.Missing, res.NotChecked, asked, err = c.missingNamespaces(ctx, read.Objects, objs, r.Namespace); err != nil {
 		return Result{}, err
@@ -268,7 +278,10 @@ func (c Checker) created(ctx context.Context, o liveobjects.Object, r Request) (
 	if err != nil {
 		return &Rejected{Object: o.Name(), Why: err.Error()}, want
 	}
-	if o.Mapping == nil {
+	if o.Mapping == nil { // judged only by the schema of a CRD the upgrade applies first
+		if k, ok := c.Schemas.owned(want.GroupVersionKind()); ok {
+			return judgeStored(k.tc, o, decoded), decoded
+		}
 		return nil, decoded
 	}
 	tc, _ := c.Schemas.Converter(ctx, want.GroupVersionKind()) // none: the server's rules alone

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -22,6 +24,9 @@ type Release struct {
 	Name, Namespace string
 	// Deployed is the manifest deployed now ("": unknown).
 	Deployed string
+	// CRDs are the CustomResourceDefinitions the upgrade applies before
+	// the chart (upgrade.Change.CRDs).
+	CRDs []map[string]any
 }
 
 // Conflicts is the conflict check of every kind: the new chart rendered
@@ -75,6 +80,9 @@ func request(r Release, a Applier) (Request, error) {
 	}
 	req := Request{Manifest: manifest, Namespace: r.Namespace, Release: r.Name, Old: r.Deployed, Recreate: a.Recreate,
 		Trace: func() (*provenance.Map, error) { return r.Chart.Traced(r.Values, r.Name, r.Namespace) }}
+	for _, crd := range r.CRDs {
+		req.CRDs = append(req.CRDs, &unstructured.Unstructured{Object: crd})
+	}
 	if a.PerObject {
 		req.Fallback = a.Manager
 	} else {

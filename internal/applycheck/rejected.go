@@ -49,7 +49,7 @@ func (r Rejected) String() string {
 	switch {
 	case r.CRD != "":
 		s += fmt.Sprintf("; the cluster's CustomResourceDefinition %s does not declare it: upgrade the CRD first "+
-			"(Helm, Fleet and klipper-helm do not upgrade a chart's crds/ on an upgrade)", r.CRD)
+			"(the spec's apply.crds: createReplace does it from the chart's crds/; Helm, Fleet and klipper-helm do not upgrade them on an upgrade)", r.CRD)
 	case r.Immutable:
 		s += "; the ways out: keep the live value (adopt the value that renders it), or delete the object first " +
 			"(with --cascade=orphan a workload's pods and claims stay) and let the upgrade create it"

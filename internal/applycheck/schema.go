@@ -11,6 +11,9 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -35,6 +38,58 @@ type Schemas struct {
 	byGV     map[schema.GroupVersion]*gvDoc
 	// requests counts the documents fetched.
 	requests int
+	// own are the kinds of the CRDs an upgrade applies before the chart
+	// (Replace): their schemas stand for the cluster's.
+	own map[schema.GroupVersionKind]ownKind
+}
+
+// ownKind is a kind of a CRD the upgrade applies: its schema's converter
+// and whether it has a status subresource.
+type ownKind struct {
+	tc     managedfields.TypeConverter
+	status bool
+}
+
+// Replace makes the kinds of crds (CustomResourceDefinitions the upgrade
+// applies before the chart, apply.crds) judged by their schemas from now
+// on, as the API server will judge them after the apply: each version's
+// OpenAPI schema built as the API server builds it for the CRD.
+func (s *Schemas) Replace(crds []*unstructured.Unstructured) error {
+	for _, u := range crds {
+		crd := &apiextv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+			return fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
+		}
+		for _, v := range crd.Spec.Versions {
+			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
+			doc, err := builder.BuildOpenAPIV3(crd, v.Name, builder.Options{})
+			if err != nil {
+				return fmt.Errorf("the schema of CustomResourceDefinition %s at %s: %w", crd.Name, v.Name, err)
+			}
+			tc, err := managedfields.NewTypeConverter(doc.Components.Schemas, crd.Spec.PreserveUnknownFields)
+			if err != nil {
+				return fmt.Errorf("the schema of CustomResourceDefinition %s at %s: %w", crd.Name, v.Name, err)
+			}
+			s.mu.Lock()
+			if s.own == nil {
+				s.own = map[schema.GroupVersionKind]ownKind{}
+			}
+			s.own[gvk] = ownKind{tc: tc, status: v.Subresources != nil && v.Subresources.Status != nil}
+			s.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// owned is gvk's schema when a CRD of Replace defines it.
+func (s *Schemas) owned(gvk schema.GroupVersionKind) (ownKind, bool) {
+	if s == nil {
+		return ownKind{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.own[gvk]
+	return k, ok
 }
 
 // gvDoc is one group-version's document: its schemas undecoded, by name,
@@ -64,6 +119,9 @@ var errNoSchema = errors.New("the cluster publishes no OpenAPI v3 schema for it"
 
 // Converter is the type converter of gvk.
 func (s *Schemas) Converter(ctx context.Context, gvk schema.GroupVersionKind) (managedfields.TypeConverter, error) {
+	if k, ok := s.owned(gvk); ok {
+		return k.tc, nil
+	}
 	d := s.doc(ctx, gvk.GroupVersion())
 	if d.err != nil {
 		return nil, d.err
@@ -113,8 +171,11 @@ func (s *Schemas) doc(ctx context.Context, gv schema.GroupVersion) *gvDoc {
 // apply neither owns nor conflicts on them: the API server drops them
 // from the applied object. nil for another kind.
 func (s *Schemas) ResetFields(ctx context.Context, gvk schema.GroupVersionKind) map[fieldpath.APIVersion]fieldpath.Filter {
-	d := s.doc(ctx, gvk.GroupVersion())
-	if d.err != nil || !d.status[gvk.Kind] {
+	if k, ok := s.owned(gvk); ok {
+		if !k.status {
+			return nil
+		}
+	} else if d := s.doc(ctx, gvk.GroupVersion()); d.err != nil || !d.status[gvk.Kind] {
 		return nil
 	}
 	return map[fieldpath.APIVersion]fieldpath.Filter{

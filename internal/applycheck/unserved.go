@@ -78,6 +78,6 @@ func (u Unserved) String() string {
 		served = "only " + strings.Join(u.Served, ", ")
 	}
 	return fmt.Sprintf("unserved kind: %s is at %s, which this cluster does not serve (it serves %s): Helm's upgrade would fail with \"no matches for kind\"; "+
-		"render it at a served version (a value of the chart may select the API version), or install its CRD first (Helm, Fleet and klipper-helm do not install a chart's crds/ on an upgrade)",
+		"render it at a served version (a value of the chart may select the API version), or install its CRD first (the spec's apply.crds: create or createReplace does it from the chart's crds/; Helm, Fleet and klipper-helm do not install them on an upgrade)",
 		u.Object, u.APIVersion, served)
 }

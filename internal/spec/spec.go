@@ -303,14 +303,15 @@ func (w walker) chartRef(n *yaml.Node, field string, own bool) (ChartRef, error)
 }
 
 // apply reads apply: {serverSide: auto|true|false, forceConflicts: bool,
-// unchecked: refuse|warn, recreate: [Kind/name|Kind/namespace/name…]}; a
+// unchecked: refuse|warn, recreate: [Kind/name|Kind/namespace/name…],
+// crds: skip|create|createReplace}; a
 // setting the kind refuses is bad input saying why.
 func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply, error) {
 	out := kind.DefaultApply
 	if n == nil {
 		return out, nil
 	}
-	f, err := w.Fields(n, field, "serverSide", "forceConflicts", "unchecked", "recreate")
+	f, err := w.Fields(n, field, "serverSide", "forceConflicts", "unchecked", "recreate", "crds")
 	if err != nil {
 		return out, err
 	}
@@ -348,6 +349,19 @@ func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply
 			out.WarnUnchecked = true
 		default:
 			return out, w.Failf(un, f.Path("unchecked"), "want refuse or warn, not %s", yamlfile.Describe(un))
+		}
+	}
+	if cn := f.Get("crds"); cn != nil {
+		words := kind.CRDPolicies
+		if cn.Kind != yaml.ScalarNode || cn.Tag != "!!str" || !slices.Contains(words, cn.Value) {
+			got := yamlfile.Describe(cn)
+			if cn.Kind == yaml.ScalarNode {
+				got = strconv.Quote(cn.Value)
+			}
+			return out, w.Failf(cn, f.Path("crds"), "want %s, not %s", strings.Join(words, ", "), got)
+		}
+		if cn.Value != words[0] {
+			out.CRDs = cn.Value
 		}
 	}
 	if rn := f.Get("recreate"); rn != nil {

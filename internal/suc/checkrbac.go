@@ -32,6 +32,49 @@ type CheckRBACOptions struct {
 	// ClusterIssuer whose CRD another chart installed). Without it such a
 	// kind is taken as namespaced, its resource guessed from its name.
 	Mapper meta.RESTMapper
+	// CRDPolicy is the spec's apply.crds (create, createReplace; "" or
+	// skip: none): the rules it needs are added, on exactly the chart's
+	// CRDs (crdRules).
+	CRDPolicy string
+}
+
+// crdRules are the rules apply.crds needs on the chart's CRDs under
+// policy: create on customresourcedefinitions (which RBAC cannot scope by
+// name), and get, patch (the server-side apply), list and watch (the wait
+// for Established, by name) on exactly those; with createReplace also
+// list on each CRD's objects (counted when a stored version would no
+// longer be served) and get on a conversion webhook's Service. Nothing
+// for skip.
+func crdRules(crds []*unstructured.Unstructured, policy string) (cluster []rbacv1.PolicyRule, byNamespace map[string][]rbacv1.PolicyRule) {
+	if policy == "" || policy == "skip" || len(crds) == 0 {
+		return nil, nil
+	}
+	var names []string
+	byNamespace = map[string][]rbacv1.PolicyRule{}
+	for _, c := range crds {
+		if !slices.Contains(names, c.GetName()) {
+			names = append(names, c.GetName())
+		}
+		if policy != "createReplace" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(c.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(c.Object, "spec", "names", "plural")
+		cluster = append(cluster, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{plural}, Verbs: []string{"list"}})
+		svc, _, _ := unstructured.NestedMap(c.Object, "spec", "conversion", "webhook", "clientConfig", "service")
+		if ns, _ := svc["namespace"].(string); ns != "" {
+			name, _ := svc["name"].(string)
+			byNamespace[ns] = append(byNamespace[ns], rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"},
+				ResourceNames: []string{name}, Verbs: []string{"get"}})
+		}
+	}
+	sort.Strings(names)
+	cluster = append([]rbacv1.PolicyRule{
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: names,
+			Verbs: []string{"get", "list", "patch", "watch"}},
+	}, cluster...)
+	return cluster, byNamespace
 }
 
 // clusterScoped are Kubernetes' own kinds that are not namespaced, by
@@ -138,12 +181,25 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 		}
 		rules[k.namespace] = append(rules[k.namespace], r)
 	}
+	crdCluster, crdNamespaced := crdRules(opts.CRDs, opts.CRDPolicy)
 	namespaces := make([]string, 0, len(rules))
 	for ns, rs := range rules {
 		sort.Slice(rs, func(i, j int) bool {
 			return rs[i].APIGroups[0]+"/"+rs[i].Resources[0] < rs[j].APIGroups[0]+"/"+rs[j].Resources[0]
 		})
 		namespaces = append(namespaces, ns)
+	}
+	if len(crdCluster) > 0 {
+		if _, ok := rules[""]; !ok {
+			namespaces = append(namespaces, "")
+		}
+		rules[""] = append(rules[""], crdCluster...)
+	}
+	for ns, rs := range crdNamespaced {
+		if _, ok := rules[ns]; !ok {
+			namespaces = append(namespaces, ns)
+		}
+		rules[ns] = append(rules[ns], rs...)
 	}
 	sort.Strings(namespaces)
 	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: opts.ServiceAccount, Namespace: opts.Namespace}}
@@ -165,6 +221,10 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 	fmt.Fprintf(&b, "# Read-only RBAC for the conflict check of %s: get (and list) on each object\n"+
 		"# the chart renders, nothing else (chart-upgrader plan --check-chart; regenerate when the chart changes).\n",
 		opts.ServiceAccount)
+	if len(crdCluster) > 0 {
+		fmt.Fprintf(&b, "# With apply.crds: %s, also what applying the chart's CRDs needs: create on\n"+
+			"# customresourcedefinitions, and get, list, watch and patch on exactly the chart's.\n", opts.CRDPolicy)
+	}
 	for _, d := range docs {
 		data, err := yaml.Marshal(d)
 		if err != nil {

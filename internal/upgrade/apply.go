@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
 // DefaultLeaseDuration is how long a holder that stopped renewing keeps the
@@ -102,6 +105,9 @@ func (j *jobRun) write(ctx context.Context, r Resolved, in *Intent, fresh *Obser
 	case <-j.leaseLost:
 		return nil, fmt.Errorf("lost the lease %s to another process before writing", j.job.Lease)
 	default:
+	}
+	if err := j.applyCRDs(ctx, r, in, o); err != nil {
+		return nil, err
 	}
 	now, err := j.job.Target.Apply(ctx, o, in.stamped())
 	if err == nil {
@@ -224,4 +230,38 @@ func (j *jobRun) releaseLease(ctx context.Context) error {
 	}
 	j.leaseFreed = true
 	return nil
+}
+
+// applyCRDs creates or replaces the chart's CRDs as the job's apply.crds
+// says, before the target is written: with preflight's verdict, or, when
+// the intent was made again since, a new one (refused as preflight
+// refuses). A rollback (no merge) leaves CRDs as they are: it never
+// deletes one nor drops a version objects may be stored at. Each CRD
+// applied is one Event on the target.
+func (j *jobRun) applyCRDs(ctx context.Context, r Resolved, in *Intent, o *Observed) error {
+	if j.job.CRDs == nil || in.Merge == nil || r.New == nil {
+		return nil
+	}
+	check := in.CRDs
+	if check == nil {
+		var err error
+		if check, err = j.job.CRDs.Check(ctx, r.New, in.Change.Values); err != nil {
+			return err
+		}
+		if len(check.Refused) > 0 {
+			return outcome.Refused(fmt.Errorf("applying the CRDs of %s %s:\n- %s", j.ref, r.To, strings.Join(check.Refused, "\n- ")))
+		}
+	}
+	done, err := j.job.CRDs.Apply(ctx, check)
+	for _, a := range done {
+		j.crdsApplied = append(j.crdsApplied, a)
+		j.note("CRD applied", "crd", a.Name, "action", a.Action, "from", a.From)
+		e := Event{Target: j.ref, UID: o.UID, Reason: "CRDApplied", Action: StepApply, Node: j.Node, Reporting: j.Identity,
+			Message: fmt.Sprintf("CustomResourceDefinition %s: %s from %s (chart %s)", a.Name, a.Action, a.From, r.To)}
+		if j.JobName != "" {
+			e.Message += " [" + j.JobName + "]"
+		}
+		j.Cluster.Event(ctx, e)
+	}
+	return err
 }

@@ -34,6 +34,9 @@ type Intent struct {
 	Remerge bool
 	// Drift is what the adopt rules read (nil without adopt rules).
 	Drift *DriftReport
+	// CRDs is preflight's verdict on the chart's CRDs (nil: none was
+	// made; the apply makes it).
+	CRDs *CRDCheck
 	// key is what the intent was made from (mergeKey of the target).
 	key string
 }

@@ -78,6 +78,10 @@ type Change struct {
 	// Restore, for a rollback, puts back the whole backed-up target.
 	Restore *Backup
 	Record  Record // recorded on the target with the write
+	// CRDs are the CustomResourceDefinitions of the chart's crds/ the
+	// apply creates or replaces before this write (CRDCheck.Objects), for
+	// the conflict check: the kinds they define and their schemas.
+	CRDs []map[string]any
 }
 
 // Backup is a target as it was before an upgrade.
@@ -264,6 +268,48 @@ type Watch interface {
 	Changed() <-chan struct{}
 }
 
+// CRDs is the port to the CustomResourceDefinitions of a chart's crds/
+// folders, which Helm, Fleet and klipper-helm never upgrade (docs/design.md
+// §7, "CRDs"). A job without one leaves them alone (apply.crds: skip).
+type CRDs interface {
+	// Check judges the CRDs of c and of the subcharts userValues enable
+	// under the job's policy, and writes nothing.
+	Check(ctx context.Context, c *Chart, userValues map[string]any) (*CRDCheck, error)
+	// Apply creates or replaces the CRDs check says to, and waits until
+	// each is Established; it returns what it did.
+	Apply(ctx context.Context, check *CRDCheck) ([]CRDAction, error)
+}
+
+// CRDCheck is the verdict on a chart's CRDs.
+type CRDCheck struct {
+	// Actions are the verdicts, one per CRD, in the chart's order.
+	Actions []CRDAction
+	// Refused are the reasons to refuse, one line a person can act on
+	// each: preflight refuses them.
+	Refused []string
+	// Objects are the CRDs the apply creates or replaces (Change.CRDs).
+	Objects []map[string]any
+	// Plan is the adapter's own copy of what it decided.
+	Plan any
+}
+
+// CRDAction is what an upgrade does with one CRD: create, replace,
+// unchanged, kept (the policy leaves the cluster's) or refused.
+type CRDAction struct {
+	Name   string `json:"name"`
+	From   string `json:"from"` // the chart's file
+	Action string `json:"action"`
+	Note   string `json:"note,omitempty"`
+}
+
+// String is the line for people: "widgets.example.com: replace (why)".
+func (a CRDAction) String() string {
+	if a.Note == "" {
+		return a.Name + ": " + a.Action
+	}
+	return a.Name + ": " + a.Action + " (" + a.Note + ")"
+}
+
 // Cluster is the port to what the cluster offers every kind.
 type Cluster interface {
 	// Live reads the objects of live and once rules; a missing object is
@@ -337,6 +383,16 @@ type Chart struct {
 	// Trace renders it as Manifest does and says which values render
 	// which fields (provenance); nil when unknown.
 	Trace func(userValues map[string]any, name, namespace string) (*provenance.Map, error)
+	// CRDFiles are the files of its crds/ folder and of those of the
+	// subcharts user values enable, as Helm's install reads them; nil
+	// when unknown.
+	CRDFiles func(userValues map[string]any) ([]CRDFile, error)
+}
+
+// CRDFile is one file of a chart's crds/ folder.
+type CRDFile struct {
+	Path string // the chart's path to it: demo/charts/sub/crds/widgets.yaml
+	Data []byte
 }
 
 // Traced is c's Trace; nil (no error) when c or its Trace is nil.

@@ -87,6 +87,20 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		refuse("%s was changed in the cluster (drift; the change: %s) and no live rule reads it nor adopt rule adopts it: undo the change, "+
 			"adopt its fields with adopt rules (chart-upgrader drift names them), or make the field the operator's with the chart's diff.comparePatches", d.Object, d.Patch)
 	}
+	// the chart's CRDs, under the spec's apply.crds, before the objects
+	// that may need them
+	var crdNotes []string
+	if j.job.CRDs != nil && err == nil && !intent.NoChange {
+		check, cerr := j.job.CRDs.Check(ctx, r.New, intent.Change.Values)
+		if cerr != nil {
+			return nil, cerr
+		}
+		problems = append(problems, check.Refused...)
+		intent.CRDs, intent.Change.CRDs = check, check.Objects
+		for _, a := range check.Actions {
+			crdNotes = append(crdNotes, "CRD "+a.String())
+		}
+	}
 	// the objects the change writes must not meet another field manager
 	var conflicts Conflicts
 	if cc, ok := j.job.Target.(ConflictChecker); ok && err == nil && !intent.NoChange {
@@ -113,7 +127,7 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		}
 		intent.Merge.Warnings = append(intent.Merge.Warnings, health.Warnings...)
 		intent.Merge.Warnings = append(intent.Merge.Warnings, conflicts.Warnings...)
-		notes := health.Notes
+		notes := append(health.Notes, crdNotes...)
 		if conflicts.Note != "" {
 			notes = append(notes, conflicts.Note)
 		}

@@ -30,6 +30,9 @@ type Job struct {
 	// Timeout bounds the wait (> 0: a job without one is refused when it
 	// comes to wait).
 	Timeout time.Duration
+	// CRDs applies the chart's crds/ before the target is written (the
+	// spec's apply.crds); nil leaves them alone.
+	CRDs CRDs
 	// FailureGrace is how long a failure the target reports
 	// (Readiness.Failed) may last before the wait gives up on it with
 	// exit 1; 0 waits out the Timeout.
@@ -85,6 +88,9 @@ type Result struct {
 	// Changes gives what the apply would do to each object, as preflight
 	// computed it; nil when it computed nothing.
 	Changes func() []ObjectChange
+	// CRDs are the verdicts on the chart's CRDs, as preflight judged them
+	// (nil without apply.crds), and Applied what the apply did.
+	CRDs, CRDsApplied []CRDAction
 	// HookFailures are post hooks that failed (the run went on).
 	HookFailures []string
 }
@@ -272,6 +278,7 @@ type jobRun struct {
 	leaseLost    <-chan struct{}
 	leaseFreed   bool
 	hookFailures []string
+	crdsApplied  []CRDAction
 }
 
 func (j *jobRun) result(p progress) *Result {
@@ -287,7 +294,11 @@ func (j *jobRun) result(p progress) *Result {
 	}
 	if p.checked != nil {
 		res.Changes = p.checked.Changes
+		if p.checked.Intent != nil && p.checked.Intent.CRDs != nil {
+			res.CRDs = p.checked.Intent.CRDs.Actions
+		}
 	}
+	res.CRDsApplied = j.crdsApplied
 	return res
 }
 

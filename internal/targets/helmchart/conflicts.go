@@ -63,7 +63,7 @@ func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (applycheck.C
 		recorded, old = r.release.ApplyMethod, r.release.Manifest
 	}
 	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper(), t.c.Releases().Access()),
-		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: vals, Name: h.ReleaseName(), Namespace: h.TargetNamespace, Deployed: old},
+		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: vals, Name: h.ReleaseName(), Namespace: h.TargetNamespace, Deployed: old, CRDs: c.CRDs},
 		applycheck.Applier{Name: "helm-controller's Job applies this chart", Manager: cluster.HelmFieldManager, PerObject: true,
 			ServerSide: kind.ServerSide(setting, recorded), Force: t.apply.ForceConflicts, WarnUnchecked: t.apply.WarnUnchecked,
 			Recreate: t.apply.Recreate, Why: fmt.Sprintf("spec.serverSide %s, the release records %q", setting, recorded)}

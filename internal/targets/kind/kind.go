@@ -214,7 +214,13 @@ type Apply struct {
 	// and creates again when the API server would refuse to update them
 	// (an immutable field).
 	Recreate []string
+	// CRDs is what the upgrade does with the chart's crds/: skip (""),
+	// create or createReplace (CRDPolicies; package crds).
+	CRDs string
 }
+
+// CRDPolicies are the words of Apply.CRDs, the spec's apply.crds.
+var CRDPolicies = []string{"skip", "create", "createReplace"}
 
 // The values of Apply.ServerSide.
 const (

@@ -52,7 +52,7 @@ func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (*applycheck.
 	}
 	chk := applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper(), t.c.Releases().Access())
 	return &chk,
-		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: c.Values, Name: mc.Release(), Namespace: ns, Deployed: rel.Manifest},
+		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: c.Values, Name: mc.Release(), Namespace: ns, Deployed: rel.Manifest, CRDs: c.CRDs},
 		applycheck.Applier{Name: "Fleet's agent applies this chart", Manager: AgentFieldManager, PerObject: true,
 			ServerSide:  kind.ServerSide(kind.ServerSideAuto, rel.ApplyMethod), // Fleet upgrades with auto
 			CannotForce: true, TakesOwnership: true, WarnUnchecked: t.apply.WarnUnchecked, Recreate: t.apply.Recreate,

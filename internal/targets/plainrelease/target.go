@@ -565,7 +565,7 @@ func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (applycheck.C
 	}
 	return applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper(), t.c.releases.Access()),
 		applycheck.Release{Target: fmt.Sprintf("helm release %s/%s", t.namespace, t.name), Chart: c.Chart, Values: c.Values,
-			Name: t.name, Namespace: t.namespace, Deployed: rel.Manifest},
+			Name: t.name, Namespace: t.namespace, Deployed: rel.Manifest, CRDs: c.CRDs},
 		applycheck.Applier{Name: "Helm applies this release", Manager: cluster.HelmFieldManager,
 			ServerSide: kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod), Force: t.apply.ForceConflicts, WarnUnchecked: t.apply.WarnUnchecked,
 			Recreate: t.apply.Recreate, Why: fmt.Sprintf("apply.serverSide %s, the release records %s", t.apply.ServerSide, recorded)}

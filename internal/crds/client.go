@@ -1,0 +1,336 @@
+package crds
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"time"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// GVR is the resource of CustomResourceDefinitions.
+var GVR = apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+
+// Manager is the field manager chart-upgrader applies a CRD as when no
+// manager applied it server-side before (applyManager): its own, so that
+// a field another manager owns is a conflict, never taken.
+const Manager = "chart-upgrader"
+
+// applyManager is the manager to apply live as: the one that holds its
+// largest Apply entry (the Helm or Fleet agent that installed it
+// server-side), so that the upgrade carries that ownership on as the
+// chart's own and a field the chart drops is dropped; else Manager.
+func applyManager(live *unstructured.Unstructured) string {
+	best, size := Manager, -1
+	if live == nil {
+		return best
+	}
+	for _, e := range live.GetManagedFields() {
+		if e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" {
+			continue
+		}
+		n := 0
+		if e.FieldsV1 != nil {
+			n = len(e.FieldsV1.Raw)
+		}
+		if n > size {
+			best, size = e.Manager, n
+		}
+	}
+	return best
+}
+
+// EstablishTimeout bounds the wait for an applied CRD to be Established
+// (Helm's install waits as long).
+const EstablishTimeout = 60 * time.Second
+
+// firstObjects is how many objects a refusal names.
+const firstObjects = 3
+
+// Client reads, judges and applies a chart's CRDs.
+type Client struct {
+	Dynamic dynamic.Interface
+	Kube    kubernetes.Interface
+	Log     *slog.Logger
+	// Heartbeat is how often the wait for Established says what it waits
+	// for (0: every 10 s).
+	Heartbeat time.Duration
+	// Applied, when set, is called once CRDs were applied and are
+	// Established: the process's discovery must learn their kinds (a
+	// RESTMapper's Reset).
+	Applied func()
+}
+
+// Check judges each CRD of cs under p (Judge), reading what the verdict
+// needs: the cluster's CRD, the API server's dry-run apply of the
+// chart's (createReplace, or a create), the objects of a version that
+// would no longer be served, the conversion webhook's Service. It writes
+// nothing. An answer the process may not read is a refusal naming the
+// rule.
+func (c *Client) Check(ctx context.Context, p Policy, cs []CRD) ([]Decision, error) {
+	out := make([]Decision, 0, len(cs))
+	for _, crd := range cs {
+		l, err := c.live(ctx, p, crd)
+		if err != nil {
+			return nil, err
+		}
+		d := Judge(p, crd, l)
+		d.Manager = l.manager
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// live reads what Judge needs of crd.
+func (c *Client) live(ctx context.Context, p Policy, crd CRD) (Live, error) {
+	l := Live{manager: Manager}
+	u, err := c.Dynamic.Resource(GVR).Get(ctx, crd.Name(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case apierrors.IsForbidden(err):
+		return Live{CRD: &apiextv1.CustomResourceDefinition{}, Differs: true,
+			Refusal: forbidden(err, "get", crd.Name())}, nil
+	case err != nil:
+		return l, fmt.Errorf("reading CustomResourceDefinition %s: %w", crd.Name(), err)
+	default:
+		l.manager = applyManager(u)
+		l.CRD = &apiextv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, l.CRD); err != nil {
+			return l, fmt.Errorf("decoding CustomResourceDefinition %s: %w", crd.Name(), err)
+		}
+	}
+	if l.CRD != nil && p != CreateReplace { // the cluster's stays: nothing to ask
+		l.Differs = true
+		return l, nil
+	}
+	after, err := c.apply(ctx, crd, l.manager, true)
+	if err != nil {
+		l.Differs, l.Refusal = true, refusal(err, crd.Name(), l.manager)
+		return l, nil
+	}
+	if l.CRD == nil {
+		return l, nil
+	}
+	l.Differs = changes(u, after)
+	if !l.Differs {
+		return l, nil
+	}
+	if len(Unserving(crd, l.CRD)) > 0 {
+		if l.Objects, err = c.objects(ctx, l.CRD); err != nil {
+			l.Refusal = fmt.Sprintf("counting its objects: %v", err)
+			return l, nil
+		}
+	}
+	if conv := crd.Typed.Spec.Conversion; conv != nil && conv.Strategy == apiextv1.WebhookConverter &&
+		conv.Webhook != nil && conv.Webhook.ClientConfig != nil && conv.Webhook.ClientConfig.Service != nil {
+		s := conv.Webhook.ClientConfig.Service
+		_, err := c.Kube.CoreV1().Services(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			l.MissingService = s.Namespace + "/" + s.Name
+		case err != nil:
+			l.Refusal = fmt.Sprintf("reading its conversion webhook's Service %s/%s: %v", s.Namespace, s.Name, err)
+		}
+	}
+	return l, nil
+}
+
+// changes reports whether after (the dry-run apply) differs from before
+// in what the chart writes: the spec, labels and annotations.
+func changes(before, after *unstructured.Unstructured) bool {
+	return !reflect.DeepEqual(before.Object["spec"], after.Object["spec"]) ||
+		!reflect.DeepEqual(before.GetLabels(), after.GetLabels()) ||
+		!reflect.DeepEqual(before.GetAnnotations(), after.GetAnnotations())
+}
+
+// apply is the server-side apply of crd as manager, never forced; a dry
+// run with dryRun.
+func (c *Client) apply(ctx context.Context, crd CRD, manager string, dryRun bool) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(crd.Object.Object)
+	if err != nil {
+		return nil, err
+	}
+	opts := metav1.PatchOptions{FieldManager: manager, FieldValidation: "Strict"}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return c.Dynamic.Resource(GVR).Patch(ctx, crd.Name(), types.ApplyPatchType, data, opts)
+}
+
+// refusal is the API server's refusal of the apply of name, in its words,
+// with the way out where there is one.
+func refusal(err error, name, manager string) string {
+	switch {
+	case apierrors.IsConflict(err):
+		return fmt.Sprintf("%v: another field manager owns these fields of the CRD, and chart-upgrader never forces a CRD: "+
+			"when that manager's values are to go, hand its fields over once by hand (kubectl apply --server-side --force-conflicts --field-manager=%s -f the chart's file), "+
+			"or make the chart's values the other manager's", err, manager)
+	case apierrors.IsForbidden(err):
+		return forbidden(err, "patch", name)
+	}
+	return err.Error()
+}
+
+// forbidden is a refusal of verb on the CRD name, naming the rule.
+func forbidden(err error, verb, name string) string {
+	return fmt.Sprintf("%v: the process may not %s it: grant %s (and create) on customresourcedefinitions, resourceNames [%s] "+
+		"(plan --check-chart with --check-crds derives the rules)", err, verb, verb, name)
+}
+
+// objects counts live's objects at its storage version, naming the first
+// few (namespace/name).
+func (c *Client) objects(ctx context.Context, live *apiextv1.CustomResourceDefinition) (Objects, error) {
+	v := storage(live)
+	for _, ver := range live.Spec.Versions { // a served one to list at
+		if ver.Served {
+			v = ver.Name
+			if ver.Storage {
+				break
+			}
+		}
+	}
+	gvr := schema.GroupVersionResource{Group: live.Spec.Group, Version: v, Resource: live.Spec.Names.Plural}
+	var o Objects
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := c.Dynamic.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return o, err
+		}
+		for _, item := range list.Items {
+			o.Count++
+			if len(o.First) < firstObjects {
+				name := item.GetName()
+				if ns := item.GetNamespace(); ns != "" {
+					name = ns + "/" + name
+				}
+				o.First = append(o.First, name)
+			}
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return o, nil
+		}
+	}
+}
+
+// Apply applies the CRDs of cs that ds (Check's verdicts, in the same
+// order) create or replace, and waits until each is Established. It
+// applies nothing when any verdict is a refusal. It returns the verdicts
+// it carried out.
+func (c *Client) Apply(ctx context.Context, cs []CRD, ds []Decision) ([]Decision, error) {
+	if len(cs) != len(ds) {
+		return nil, fmt.Errorf("applying CRDs: %d verdicts for %d CRDs", len(ds), len(cs))
+	}
+	for _, d := range ds {
+		if d.Action == ActionRefused {
+			return nil, fmt.Errorf("applying CRDs: %s", d.Refused[0])
+		}
+	}
+	var done []Decision
+	var names []string
+	for i, crd := range cs {
+		if a := ds[i].Action; a != ActionCreate && a != ActionReplace {
+			continue
+		}
+		if _, err := c.apply(ctx, crd, ds[i].Manager, false); err != nil {
+			return done, fmt.Errorf("applying CustomResourceDefinition %s (%s): %s", crd.Name(), crd.From, refusal(err, crd.Name(), ds[i].Manager))
+		}
+		c.log().Info("CRD applied", "crd", crd.Name(), "action", ds[i].Action)
+		done = append(done, ds[i])
+		names = append(names, crd.Name())
+	}
+	for _, name := range names {
+		if err := c.established(ctx, name); err != nil {
+			return done, err
+		}
+	}
+	if len(names) > 0 && c.Applied != nil {
+		c.Applied()
+	}
+	return done, nil
+}
+
+// established waits until the CRD name is Established (its names
+// accepted and its kind served), watching it.
+func (c *Client) established(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, EstablishTimeout)
+	defer cancel()
+	beat := c.Heartbeat
+	if beat <= 0 {
+		beat = 10 * time.Second
+	}
+	start := time.Now()
+	ticker := time.NewTicker(beat)
+	defer ticker.Stop()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	for {
+		list, err := c.Dynamic.Resource(GVR).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return fmt.Errorf("waiting for CustomResourceDefinition %s to be Established: %w", name, err)
+		}
+		if len(list.Items) == 1 && isEstablished(&list.Items[0]) {
+			return nil
+		}
+		w, err := c.Dynamic.Resource(GVR).Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			return fmt.Errorf("waiting for CustomResourceDefinition %s to be Established: %w", name, err)
+		}
+		ok, err := c.watchEstablished(ctx, w, ticker, start, name)
+		w.Stop()
+		if ok || err != nil {
+			return err
+		}
+	}
+}
+
+// watchEstablished follows w until the CRD is Established (true), the
+// watch ends (false: list again) or ctx does.
+func (c *Client) watchEstablished(ctx context.Context, w watch.Interface, ticker *time.Ticker, start time.Time, name string) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("CustomResourceDefinition %s is not Established after %s: see its status.conditions", name, time.Since(start).Round(time.Second))
+		case <-ticker.C:
+			c.log().Info("waiting for the CRD to be Established", "crd", name, "waited", time.Since(start).Round(time.Second).String())
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return false, nil
+			}
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Error && isEstablished(u) {
+				return true, nil
+			}
+		}
+	}
+}
+
+// isEstablished reads the Established condition.
+func isEstablished(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == string(apiextv1.Established) && m["status"] == string(apiextv1.ConditionTrue) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Client) log() *slog.Logger {
+	if c.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Log
+}

@@ -1,0 +1,69 @@
+package crds
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// Port is a job's upgrade.CRDs: the chart's CRDs under Policy, through
+// Client.
+type Port struct {
+	Client *Client
+	Policy Policy
+}
+
+// plan is what Check decided, for Apply.
+type plan struct {
+	crds      []CRD
+	decisions []Decision
+}
+
+// Check reads the CRDs of c and of the subcharts userValues enable, and
+// judges them (Client.Check).
+func (p Port) Check(ctx context.Context, c *upgrade.Chart, userValues map[string]any) (*upgrade.CRDCheck, error) {
+	out := &upgrade.CRDCheck{Plan: plan{}}
+	if c == nil || c.CRDFiles == nil || p.Policy == Skip {
+		return out, nil
+	}
+	files, err := c.CRDFiles(userValues)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := Parse(files)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s: %w", c.Name, c.Version, err)
+	}
+	ds, err := p.Client.Check(ctx, p.Policy, cs)
+	if err != nil {
+		return nil, err
+	}
+	out.Plan = plan{crds: cs, decisions: ds}
+	for i, d := range ds {
+		out.Actions = append(out.Actions, action(d))
+		out.Refused = append(out.Refused, d.Refused...)
+		if d.Action == ActionCreate || d.Action == ActionReplace {
+			out.Objects = append(out.Objects, cs[i].Object.Object)
+		}
+	}
+	return out, nil
+}
+
+// Apply carries out check (Client.Apply).
+func (p Port) Apply(ctx context.Context, check *upgrade.CRDCheck) ([]upgrade.CRDAction, error) {
+	pl, ok := check.Plan.(plan)
+	if !ok {
+		return nil, fmt.Errorf("applying CRDs: a verdict of another kind (%T)", check.Plan)
+	}
+	done, err := p.Client.Apply(ctx, pl.crds, pl.decisions)
+	var out []upgrade.CRDAction
+	for _, d := range done {
+		out = append(out, action(d))
+	}
+	return out, err
+}
+
+func action(d Decision) upgrade.CRDAction {
+	return upgrade.CRDAction{Name: d.Name, From: d.From, Action: string(d.Action), Note: d.Note}
+}

@@ -1,0 +1,180 @@
+package e2erelease
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cli"
+	"github.com/chart-upgrader/chart-upgrader/internal/crds"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
+)
+
+// gadgetCRD is the Gadget CRD of group with versions, each "name" or
+// "name*" (the storage version), each declaring spec.a, and spec.b when
+// withB. (Every version declares the same fields: without a conversion
+// webhook an object is stored as written, and the API server's field
+// manager types an object Helm last applied at v1 with v1's schema.)
+func gadgetCRD(group string, withB bool, versions ...string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets." + group + "}\nspec:\n  group: " + group +
+		"\n  scope: Namespaced\n  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}\n  versions:\n")
+	for _, v := range versions {
+		name, storage := strings.CutSuffix(v, "*")
+		props := "a: {type: string}"
+		if withB {
+			props += ", b: {type: string}"
+		}
+		b.WriteString("  - name: " + name + "\n    served: true\n    storage: " + map[bool]string{true: "true", false: "false"}[storage] +
+			"\n    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {" + props + "}}}}}\n")
+	}
+	return b.String()
+}
+
+// gadgetCharts gives demo-app 1.0.0 the Gadget CRD at v1 in crds/ and a
+// Gadget; 2.0.0 the CRD with v2 added as the storage version (and its
+// field b) and the Gadget at v2 with b: bee; 3.0.0, a copy of 2.0.0, the CRD
+// without v1.
+func (f *fixture) gadgetCharts(group string) {
+	f.t.Helper()
+	write := func(version, crd, gadget string) {
+		dir := filepath.Join(f.charts, "demo-app-"+version)
+		require.NoError(f.t, os.MkdirAll(filepath.Join(dir, "crds"), 0o755))
+		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "crds", "gadgets.yaml"), []byte(crd), 0o644))
+		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "templates", "gadget.yaml"), []byte(
+			"apiVersion: "+group+"/"+gadget+"\nkind: Gadget\nmetadata:\n  name: {{ .Release.Name }}-g\nspec: {a: x"+
+				map[bool]string{true: ", b: bee", false: ""}[gadget == "v2"]+"}\n"), 0o644))
+	}
+	write("1.0.0", gadgetCRD(group, false, "v1*"), "v1")
+	write("2.0.0", gadgetCRD(group, true, "v1", "v2*"), "v2")
+	three := filepath.Join(f.charts, "demo-app-3.0.0")
+	require.NoError(f.t, example.CopyDir(filepath.Join(f.charts, "demo-app-2.0.0"), three))
+	meta, err := os.ReadFile(filepath.Join(three, "Chart.yaml"))
+	require.NoError(f.t, err)
+	require.NoError(f.t, os.WriteFile(filepath.Join(three, "Chart.yaml"), []byte(strings.ReplaceAll(string(meta), "version: 2.0.0", "version: 3.0.0")), 0o644))
+	write("3.0.0", gadgetCRD(group, true, "v2*"), "v2")
+}
+
+// A chart whose 2.0.0 crds/ adds a version (the new storage version) and
+// a field, and whose Gadget moves to it: under the default apply.crds
+// (skip) preflight refuses it as Helm's upgrade would fail ("no matches
+// for kind"); a bad policy word is bad input; with createReplace, as the
+// Plan's ServiceAccount with the rules plan --check-chart --check-crds
+// derives, preflight names the CRD's replacement and the upgrade applies
+// the CRD before the chart: the release's Gadget is at v2 with the new
+// field, an operator's own Gadget stays readable at v1 and v2, and a
+// re-run writes nothing. A 3.0.0 that drops v1, which status.storedVersions
+// still holds, is refused before anything is written, as the API server
+// would refuse it.
+func TestCRDsUpgradedWithTheChart(t *testing.T) {
+	f := newFixture(t, "")
+	group := "crd-" + strings.ToLower(rand.Text()[:8]) + ".example.com"
+	crdName := "gadgets." + group
+	t.Cleanup(func() { _, _ = f.env.Kubectl(context.Background(), "delete", "crd", crdName, "--ignore-not-found") })
+	f.gadgetCharts(group)
+	name := releaseName()
+	f.install(name)
+	v1 := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
+	mine := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Gadget",
+		"metadata": map[string]any{"name": "mine"}, "spec": map[string]any{"a": "operator"}}}
+	_, err := f.env.Dynamic().Resource(v1).Namespace(f.ns).Create(t.Context(), mine, metav1.CreateOptions{})
+	require.NoError(t, err)
+	n := newNode(t, "node-1")
+	writes := len(f.writesBy())
+	crdBefore, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+
+	bad := f.applySpec(name, "{crds: replace}")
+	r := f.cli(n, "preflight", "--spec", bad, "--version", "2.0.0")
+	require.Equal(t, outcome.ExitBadInput, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, `apply.crds: want skip, create, createReplace, not "replace"`)
+
+	r = f.cli(n, "preflight", "--spec", f.applySpec(name, "{}"), "--version", "2.0.0")
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "unserved kind: Gadget "+name+"-g is at "+group+"/v2")
+	assert.Contains(t, r.stderr, "apply.crds")
+
+	// as the release Plan's ServiceAccount: Helm's rights on the chart's
+	// kinds, and what plan --check-chart --check-crds createReplace derives
+	sucNS, sa, _ := f.releasePlanRBAC(name, "- apiGroups: [coordination.k8s.io]",
+		"- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
+			"- apiGroups: ["+group+"]\n  resources: [gadgets]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]")
+	var planOut, planErr bytes.Buffer
+	code := cli.Run(t.Context(), []string{"chart-upgrader", "plan", "--kind", "release", "--name", "crds-" + name, "--image", "r/x", "--version", "2.0.0", "--namespace", sucNS,
+		"--service-account", "chart-upgrader-release-" + name, "--check-chart", filepath.Join(f.charts, "demo-app-2.0.0"),
+		"--check-release", f.ns + "/" + name, "--check-crds", "createReplace"}, &planOut, &planErr)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", planOut.String(), planErr.String())
+	assert.Contains(t, planOut.String(), "resourceNames:\n  - "+crdName+"\n  resources:\n  - customresourcedefinitions\n  verbs:\n  - get\n  - list\n  - patch\n  - watch")
+	var rbac []*unstructured.Unstructured
+	for _, o := range rbaccheck.Decode(t, planOut.String()) {
+		if strings.HasSuffix(o.GetKind(), "Role") || strings.HasSuffix(o.GetKind(), "RoleBinding") {
+			rbac = append(rbac, o)
+		}
+	}
+	require.NotEmpty(t, rbac)
+	rbaccheck.Create(t, f.env, rbac)
+	kubeconfig := rbaccheck.Impersonating(t, f.env, sa, sucNS)
+	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.AppsV1().Deployments(f.ns).Get(ctx, name+"-web", metav1.GetOptions{})
+		return err
+	})
+
+	spec := f.applySpec(name, "{crds: createReplace}")
+	r = f.cli(n, "preflight", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout+r.stderr, "CRD "+crdName+": replace")
+	assert.Equal(t, writes, len(f.writesBy()), "bad input and preflight write nothing")
+	crdNow, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, crdBefore.GetResourceVersion(), crdNow.GetResourceVersion(), "preflight leaves the CRD as it is")
+
+	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout+r.stderr, "CRD applied")
+	crdAfter, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	versions, _, _ := unstructured.NestedSlice(crdAfter.Object, "spec", "versions")
+	require.Len(t, versions, 2)
+	v2 := v1
+	v2.Version = "v2"
+	g, err := f.env.Dynamic().Resource(v2).Namespace(f.ns).Get(t.Context(), name+"-g", metav1.GetOptions{})
+	require.NoError(t, err)
+	b, _, _ := unstructured.NestedString(g.Object, "spec", "b")
+	assert.Equal(t, "bee", b, "the release's Gadget has the field only the new CRD declares")
+	for _, gvr := range []schema.GroupVersionResource{v1, v2} {
+		m, err := f.env.Dynamic().Resource(gvr).Namespace(f.ns).Get(t.Context(), "mine", metav1.GetOptions{})
+		require.NoError(t, err, "the operator's own Gadget at %s", gvr.Version)
+		a, _, _ := unstructured.NestedString(m.Object, "spec", "a")
+		assert.Equal(t, "operator", a)
+	}
+	assert.Equal(t, "deployed", f.history(name)[1].Info.Status.String())
+
+	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	again, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, crdAfter.GetResourceVersion(), again.GetResourceVersion(), "a re-run writes no CRD")
+
+	// 3.0.0 drops v1, which status.storedVersions holds: refused before any write
+	writes = len(f.writesBy())
+	r = f.cli(n, "upgrade", "--spec", spec, "--version", "3.0.0", "--kubeconfig", kubeconfig)
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "CustomResourceDefinition "+crdName+" (demo-app/crds/gadgets.yaml): status.storedVersions holds v1, which the new CRD drops")
+	assert.Equal(t, writes, len(f.writesBy()), "a refused upgrade writes nothing")
+	last, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, crdAfter.GetResourceVersion(), last.GetResourceVersion(), "the CRD is untouched")
+}
