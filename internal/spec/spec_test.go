@@ -328,7 +328,13 @@ func TestBadInput(t *testing.T) {
 		{"apply forceConflicts not a bool", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {forceConflicts: 1}`),
 			`spec.yaml:6: charts[1].apply.forceConflicts: `, `want true or false`},
 		{"apply unknown field", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {force: true}`),
-			`spec.yaml:6: charts[1].apply.force: `, `unknown field (want one of serverSide, forceConflicts, unchecked, recreate)`},
+			`spec.yaml:6: charts[1].apply.force: `, `unknown field (want one of serverSide, forceConflicts, unchecked, recreate, crds)`},
+		{"apply crds an unknown word", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {crds: replace}`),
+			`spec.yaml:6: charts[1].apply.crds: `, `want skip, create, createReplace, not "replace"`},
+		{"apply crds in another case", true, doc(specHead, target1, chart1, `  apply: {crds: CreateReplace}`),
+			`spec.yaml:6: charts[1].apply.crds: `, `want skip, create, createReplace, not "CreateReplace"`},
+		{"apply crds a mapping", true, doc(specHead, target1, chart1, `  apply: {crds: {policy: createReplace, migrate: true}}`),
+			`spec.yaml:6: charts[1].apply.crds: `, `want skip, create, createReplace, not a map`},
 		{"apply unchecked not refuse or warn", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {unchecked: ignore}`),
 			`spec.yaml:6: charts[1].apply.unchecked: `, `want refuse or warn, not`},
 		{"apply recreate not a list", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {recreate: StatefulSet/db}`),
@@ -518,6 +524,14 @@ charts:
 - target: {kind: Release, namespace: demo, name: f}
   chart: {name: f, source: /charts}
   apply: {unchecked: refuse, recreate: [StatefulSet/db, Deployment/other-ns/web]}
+- target: {kind: HelmChart, namespace: kube-system, name: g}
+  apply: {crds: createReplace}
+- target: {kind: ManagedChart, namespace: fleet-local, name: h}
+  chart: {name: h, source: /charts}
+  apply: {crds: create}
+- target: {kind: Release, namespace: demo, name: i}
+  chart: {name: i, source: /charts}
+  apply: {crds: skip}
 `), kinds)
 	require.NoError(t, err)
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideTrue, ForceConflicts: true}, sp.Charts[0].Apply)
@@ -526,4 +540,7 @@ charts:
 	assert.Equal(t, kind.DefaultApply, sp.Charts[3].Apply)
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, WarnUnchecked: true}, sp.Charts[4].Apply, "a ManagedChart takes unchecked")
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, Recreate: []string{"StatefulSet/db", "Deployment/other-ns/web"}}, sp.Charts[5].Apply)
+	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, CRDs: "createReplace"}, sp.Charts[6].Apply, "every kind takes crds")
+	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, CRDs: "create"}, sp.Charts[7].Apply)
+	assert.Equal(t, kind.DefaultApply, sp.Charts[8].Apply, "skip is the default")
 }
