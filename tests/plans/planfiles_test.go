@@ -162,7 +162,10 @@ func TestPlanCommandRefusesBadFlags(t *testing.T) {
 		{"not a duration", append(base, "--version", "1", "--wait-timeout", "soon"), "wait-timeout"},
 		{"unknown flag", append(base, "--version", "1", "--cluster", "x"), "cluster"},
 		{"an argument", append(base, "--version", "1", "extra"), `unexpected argument "extra"`},
-		{"check-kubeconfig alone", append(base, "--version", "1", "--check-kubeconfig", "kc"), "--check-kubeconfig need --check-release"},
+		{"check-kubeconfig alone", append(base, "--version", "1", "--check-kubeconfig", "kc"), "--check-kubeconfig and --check-crds need --check-release"},
+		{"check-crds alone", append(base, "--version", "1", "--check-crds", "create"), "--check-crds need --check-release"},
+		{"check-crds an unknown word", append(base, "--version", "1", "--check-chart", filepath.Join(repoRoot(t), "package", "examples", "charts", "demo-app-2.0.0"),
+			"--check-release", "apps/demo", "--check-crds", "replace"), `--check-crds "replace": want skip, create or createReplace`},
 		{"check-kubeconfig missing", append(base, "--version", "1", "--check-chart", filepath.Join(repoRoot(t), "package", "examples", "charts", "demo-app-2.0.0"),
 			"--check-release", "apps/demo", "--check-kubeconfig", "/nonexistent/kubeconfig"), "--check-kubeconfig: stat /nonexistent/kubeconfig: no such file or directory"},
 	} {
