@@ -3,9 +3,13 @@ package crds
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,9 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/csaupgrade"
 )
 
 // GVR is the resource of CustomResourceDefinitions.
@@ -68,6 +74,13 @@ type Client struct {
 	// Heartbeat is how often the wait for Established says what it waits
 	// for (0: every 10 s).
 	Heartbeat time.Duration
+	// Installers are the field managers that install a chart's crds/
+	// client-side (Helm 3 and klipper-helm: "helm"): a conflict with
+	// their Update entries is the chart's own fields, handed over to the
+	// applying manager before the apply (csaupgrade, as Helm 4 hands its
+	// own client-side fields over), never a refusal. A conflict with any
+	// other manager is refused.
+	Installers []string
 	// Applied, when set, is called once CRDs were applied and are
 	// Established: the process's discovery must learn their kinds (a
 	// RESTMapper's Reset).
@@ -88,7 +101,7 @@ func (c *Client) Check(ctx context.Context, p Policy, cs []CRD) ([]Decision, err
 			return nil, err
 		}
 		d := Judge(p, crd, l)
-		d.Manager = l.manager
+		d.Manager, d.Handover = l.manager, l.handover
 		out = append(out, d)
 	}
 	return out, nil
@@ -116,7 +129,13 @@ func (c *Client) live(ctx context.Context, p Policy, crd CRD) (Live, error) {
 		l.Differs = true
 		return l, nil
 	}
-	after, err := c.apply(ctx, crd, l.manager, true)
+	after, err := c.apply(ctx, crd, l.manager, false, true)
+	if apierrors.IsConflict(err) && l.CRD != nil {
+		if owners := conflictManagers(err); len(owners) > 0 && subset(owners, c.Installers) {
+			l.handover = owners
+			after, err = c.apply(ctx, crd, l.manager, true, true) // the server's verdict once they are handed over
+		}
+	}
 	if err != nil {
 		l.Differs, l.Refusal = true, refusal(err, crd.Name(), l.manager)
 		return l, nil
@@ -156,18 +175,73 @@ func changes(before, after *unstructured.Unstructured) bool {
 		!reflect.DeepEqual(before.GetAnnotations(), after.GetAnnotations())
 }
 
-// apply is the server-side apply of crd as manager, never forced; a dry
-// run with dryRun.
-func (c *Client) apply(ctx context.Context, crd CRD, manager string, dryRun bool) (*unstructured.Unstructured, error) {
+// apply is the server-side apply of crd as manager; a dry run with
+// dryRun. Only a dry run forces (the server's verdict on a CRD whose
+// installer's fields the apply hands over first).
+func (c *Client) apply(ctx context.Context, crd CRD, manager string, force, dryRun bool) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(crd.Object.Object)
 	if err != nil {
 		return nil, err
 	}
 	opts := metav1.PatchOptions{FieldManager: manager, FieldValidation: "Strict"}
+	if force {
+		opts.Force = &force
+	}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	return c.Dynamic.Resource(GVR).Patch(ctx, crd.Name(), types.ApplyPatchType, data, opts)
+}
+
+// conflictRE is a manager in the API server's words of a field-manager
+// conflict: `conflict with "helm" using apiextensions.k8s.io/v1`.
+var conflictRE = regexp.MustCompile(`conflicts? with "([^"]+)"`)
+
+// conflictManagers are the managers a conflict error names.
+func conflictManagers(err error) []string {
+	var out []string
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return nil
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if m := conflictRE.FindStringSubmatch(cause.Message); m != nil && !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+func subset(some, of []string) bool {
+	for _, s := range some {
+		if !slices.Contains(of, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// handOver hands the client-side (Update) fields of the installers d
+// names over to d's manager, as Helm 4 hands its own over (csaupgrade):
+// one JSON patch of managedFields, conditional on the resourceVersion
+// read. Nothing when d names none or nothing is left to hand over.
+func (c *Client) handOver(ctx context.Context, crd CRD, d Decision) error {
+	if len(d.Handover) == 0 {
+		return nil
+	}
+	live, err := c.Dynamic.Resource(GVR).Get(ctx, crd.Name(), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading CustomResourceDefinition %s: %w", crd.Name(), err)
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(d.Handover...), d.Manager)
+	if err != nil || patch == nil {
+		return err
+	}
+	if _, err := c.Dynamic.Resource(GVR).Patch(ctx, crd.Name(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: d.Manager}); err != nil {
+		return fmt.Errorf("handing the client-side fields of %s on CustomResourceDefinition %s over to %s: %w", strings.Join(d.Handover, ", "), crd.Name(), d.Manager, err)
+	}
+	c.log().Info("CRD fields handed over", "crd", crd.Name(), "from", strings.Join(d.Handover, ", "), "to", d.Manager)
+	return nil
 }
 
 // refusal is the API server's refusal of the apply of name, in its words,
@@ -245,7 +319,10 @@ func (c *Client) Apply(ctx context.Context, cs []CRD, ds []Decision) ([]Decision
 		if a := ds[i].Action; a != ActionCreate && a != ActionReplace {
 			continue
 		}
-		if _, err := c.apply(ctx, crd, ds[i].Manager, false); err != nil {
+		if err := c.handOver(ctx, crd, ds[i]); err != nil {
+			return done, err
+		}
+		if _, err := c.apply(ctx, crd, ds[i].Manager, false, false); err != nil {
 			return done, fmt.Errorf("applying CustomResourceDefinition %s (%s): %s", crd.Name(), crd.From, refusal(err, crd.Name(), ds[i].Manager))
 		}
 		c.log().Info("CRD applied", "crd", crd.Name(), "action", ds[i].Action)

@@ -50,8 +50,10 @@ type Live struct {
 	// (namespace/name) when the cluster does not have it.
 	MissingService string
 
-	// manager is the field manager to apply as (applyManager).
-	manager string
+	// manager is the field manager to apply as (applyManager); handover
+	// the installers whose client-side fields it takes first.
+	manager  string
+	handover []string
 }
 
 // Objects counts a CRD's objects and names the first few.
@@ -82,8 +84,10 @@ type Decision struct {
 	Refused []string `json:"refused,omitempty"`
 	// Note says why the action, for the report.
 	Note string `json:"note,omitempty"`
-	// Manager is the field manager the apply writes as.
-	Manager string `json:"manager,omitempty"`
+	// Manager is the field manager the apply writes as; Handover the
+	// installers whose client-side fields it takes over first.
+	Manager  string   `json:"manager,omitempty"`
+	Handover []string `json:"handover,omitempty"`
 }
 
 // Unserving are the versions of live's status.storedVersions that live
@@ -133,6 +137,9 @@ func Judge(p Policy, c CRD, l Live) Decision {
 		return d
 	default:
 		d.Action, d.Note = ActionReplace, "the chart's differs"
+		if len(l.handover) > 0 {
+			d.Note += fmt.Sprintf("; the fields %s wrote client-side when it installed the chart are handed over to %s first", strings.Join(l.handover, ", "), l.manager)
+		}
 		live, next := l.CRD, c.Typed
 		if live.Spec.Scope != next.Spec.Scope {
 			refuse("its scope would change from %s to %s, which the API server does not allow: delete the CRD and its objects first, or keep the scope", live.Spec.Scope, next.Spec.Scope)

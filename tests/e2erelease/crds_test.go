@@ -21,28 +21,8 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
-
-// gadgetCRD is the Gadget CRD of group with versions, each "name" or
-// "name*" (the storage version), each declaring spec.a, and spec.b when
-// withB. (Every version declares the same fields: without a conversion
-// webhook an object is stored as written, and the API server's field
-// manager types an object Helm last applied at v1 with v1's schema.)
-func gadgetCRD(group string, withB bool, versions ...string) string {
-	var b strings.Builder
-	b.WriteString("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets." + group + "}\nspec:\n  group: " + group +
-		"\n  scope: Namespaced\n  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}\n  versions:\n")
-	for _, v := range versions {
-		name, storage := strings.CutSuffix(v, "*")
-		props := "a: {type: string}"
-		if withB {
-			props += ", b: {type: string}"
-		}
-		b.WriteString("  - name: " + name + "\n    served: true\n    storage: " + map[bool]string{true: "true", false: "false"}[storage] +
-			"\n    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {" + props + "}}}}}\n")
-	}
-	return b.String()
-}
 
 // gadgetCharts gives demo-app 1.0.0 the Gadget CRD at v1 in crds/ and a
 // Gadget; 2.0.0 the CRD with v2 added as the storage version (and its
@@ -54,18 +34,16 @@ func (f *fixture) gadgetCharts(group string) {
 		dir := filepath.Join(f.charts, "demo-app-"+version)
 		require.NoError(f.t, os.MkdirAll(filepath.Join(dir, "crds"), 0o755))
 		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "crds", "gadgets.yaml"), []byte(crd), 0o644))
-		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "templates", "gadget.yaml"), []byte(
-			"apiVersion: "+group+"/"+gadget+"\nkind: Gadget\nmetadata:\n  name: {{ .Release.Name }}-g\nspec: {a: x"+
-				map[bool]string{true: ", b: bee", false: ""}[gadget == "v2"]+"}\n"), 0o644))
+		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "templates", "gadget.yaml"), []byte(testchart.GadgetTemplate(group, gadget, gadget == "v2")), 0o644))
 	}
-	write("1.0.0", gadgetCRD(group, false, "v1*"), "v1")
-	write("2.0.0", gadgetCRD(group, true, "v1", "v2*"), "v2")
+	write("1.0.0", testchart.GadgetCRD(group, false, "v1*"), "v1")
+	write("2.0.0", testchart.GadgetCRD(group, true, "v1", "v2*"), "v2")
 	three := filepath.Join(f.charts, "demo-app-3.0.0")
 	require.NoError(f.t, example.CopyDir(filepath.Join(f.charts, "demo-app-2.0.0"), three))
 	meta, err := os.ReadFile(filepath.Join(three, "Chart.yaml"))
 	require.NoError(f.t, err)
 	require.NoError(f.t, os.WriteFile(filepath.Join(three, "Chart.yaml"), []byte(strings.ReplaceAll(string(meta), "version: 2.0.0", "version: 3.0.0")), 0o644))
-	write("3.0.0", gadgetCRD(group, true, "v2*"), "v2")
+	write("3.0.0", testchart.GadgetCRD(group, true, "v2*"), "v2")
 }
 
 // A chart whose 2.0.0 crds/ adds a version (the new storage version) and
@@ -177,4 +155,52 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	last, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, crdAfter.GetResourceVersion(), last.GetResourceVersion(), "the CRD is untouched")
+}
+
+// A release Helm installed client-side (as Helm 3 did): its crds/ were
+// created with Update entries of Helm's manager. Another manager's value
+// on a field the new CRD sets (a label kubectl set) is a conflict the
+// upgrade refuses, naming it, and never forces; once that label is gone,
+// Helm's own client-side fields are handed over to chart-upgrader
+// (nothing forced) and the CRD is replaced.
+func TestCRDsOfAClientSideInstall(t *testing.T) {
+	f := newFixture(t, "")
+	group := "csa-" + strings.ToLower(rand.Text()[:8]) + ".example.com"
+	crdName := "gadgets." + group
+	t.Cleanup(func() { _, _ = f.env.Kubectl(context.Background(), "delete", "crd", crdName, "--ignore-not-found") })
+	f.gadgetCharts(group)
+	path := filepath.Join(f.charts, "demo-app-2.0.0", "crds", "gadgets.yaml")
+	crd, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(crd), "metadata: {name: "+crdName+"}", "metadata: {name: "+crdName+", labels: {team: chart}}", 1)), 0o644))
+	name := releaseName()
+	f.installClientSide(name)
+	_, err = f.env.Kubectl(t.Context(), "label", "crd", crdName, "team=ops")
+	require.NoError(t, err)
+	n := newNode(t, "node-1")
+	spec := f.applySpec(name, "{crds: createReplace}")
+
+	r := f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0")
+	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "CustomResourceDefinition "+crdName+" (demo-app/crds/gadgets.yaml): the API server refuses it (dry run)")
+	assert.Contains(t, r.stderr, `conflicts with "kubectl-label"`)
+	assert.Contains(t, r.stderr, "chart-upgrader never forces a CRD")
+	live, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "ops", live.GetLabels()["team"], "nothing forced")
+
+	_, err = f.env.Kubectl(t.Context(), "label", "crd", crdName, "team-")
+	require.NoError(t, err)
+	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "the fields helm wrote client-side when it installed the chart are handed over to chart-upgrader first")
+	after, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "chart", after.GetLabels()["team"])
+	var managers []string
+	for _, e := range after.GetManagedFields() {
+		managers = append(managers, e.Manager+"/"+string(e.Operation))
+	}
+	assert.Contains(t, managers, crds.Manager+"/Apply")
+	assert.NotContains(t, managers, "helm/Update", "Helm's client-side fields were handed over")
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -217,4 +219,36 @@ spec:
   - metadata: {name: data}
     spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: %s}}}
 `, replicas, storage)
+}
+
+// GadgetCRD is a CustomResourceDefinition of the namespaced kind Gadget
+// in group, with versions, each "name" or "name*" (the storage version),
+// each declaring spec.a, and spec.b when withB. Every version declares
+// the same fields: without a conversion webhook an object is stored as
+// written, and the API server's field manager types an object last
+// applied at v1 by v1's schema.
+func GadgetCRD(group string, withB bool, versions ...string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets." + group + "}\nspec:\n  group: " + group +
+		"\n  scope: Namespaced\n  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}\n  versions:\n")
+	props := "a: {type: string}"
+	if withB {
+		props += ", b: {type: string}"
+	}
+	for _, v := range versions {
+		name, storage := strings.CutSuffix(v, "*")
+		b.WriteString("  - name: " + name + "\n    served: true\n    storage: " + strconv.FormatBool(storage) +
+			"\n    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {" + props + "}}}}}\n")
+	}
+	return b.String()
+}
+
+// GadgetTemplate is a Gadget <release>-g at group/version with spec.a x
+// and, when withB, spec.b bee.
+func GadgetTemplate(group, version string, withB bool) string {
+	spec := "{a: x}"
+	if withB {
+		spec = "{a: x, b: bee}"
+	}
+	return "apiVersion: " + group + "/" + version + "\nkind: Gadget\nmetadata:\n  name: {{ .Release.Name }}-g\nspec: " + spec + "\n"
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"log/slog"
 	"strings"
 	"sync"
@@ -33,6 +34,10 @@ type Client struct {
 	Kube    kubernetes.Interface
 	// Log receives what the watches have to say; nil discards it.
 	Log *slog.Logger
+	// RESTMapper maps the kinds of a release's objects: the cluster's,
+	// which learns the kinds of CRDs applied during the run; nil: a
+	// discovery of the client's own.
+	RESTMapper meta.RESTMapper
 
 	releasesOnce sync.Once
 	releases     *helmrelease.Client
@@ -40,7 +45,9 @@ type Client struct {
 
 // Releases reads the Helm releases HelmCharts deploy, and their objects.
 func (c *Client) Releases() *helmrelease.Client {
-	c.releasesOnce.Do(func() { c.releases = &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log} })
+	c.releasesOnce.Do(func() {
+		c.releases = &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log, RESTMapper: c.RESTMapper}
+	})
 	return c.releases
 }
 

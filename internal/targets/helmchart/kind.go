@@ -26,7 +26,7 @@ var Descriptor = kind.Descriptor{
 // Options (nil: DefaultOptions); apply its apply settings (spec.serverSide
 // and spec.forceConflicts, where the cluster's CRD has them).
 func Open(c *cluster.Clients, namespace, name string, opts any, apply kind.Apply) upgrade.Target {
-	t := New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name, kind.OptionsOr(opts, DefaultOptions))
+	t := New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log, RESTMapper: c.Mapper}, namespace, name, kind.OptionsOr(opts, DefaultOptions))
 	t.apply = apply.OrDefault()
 	return t
 }

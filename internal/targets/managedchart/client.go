@@ -3,6 +3,7 @@ package managedchart
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"log/slog"
 	"sync"
 
@@ -26,6 +27,10 @@ type Client struct {
 	// Log receives what the watches have to say (a broken watch being
 	// re-listed); nil discards it.
 	Log *slog.Logger
+	// RESTMapper maps the kinds of a release's objects: the cluster's,
+	// which learns the kinds of CRDs applied during the run; nil: a
+	// discovery of the client's own.
+	RESTMapper meta.RESTMapper
 
 	releasesOnce sync.Once
 	releases     *helmrelease.Client
@@ -178,6 +183,8 @@ func (m *ManagedChart) Observed() *upgrade.Observed {
 // Releases reads the Helm releases Fleet's agent deploys (on the local
 // cluster, where this process runs).
 func (c *Client) Releases() *helmrelease.Client {
-	c.releasesOnce.Do(func() { c.releases = &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log} })
+	c.releasesOnce.Do(func() {
+		c.releases = &helmrelease.Client{Kube: c.Kube, Dynamic: c.Dynamic, Log: c.Log, RESTMapper: c.RESTMapper}
+	})
 	return c.releases
 }

@@ -26,10 +26,10 @@ var Descriptor = kind.Descriptor{
 }
 
 // Open is the target port of ManagedChart namespace/name; it takes no
-// options, and of the apply settings unchecked and recreate
+// options, and of the apply settings unchecked, recreate and crds
 // (Descriptor.Apply refuses the others).
 func Open(c *cluster.Clients, namespace, name string, _ any, apply kind.Apply) upgrade.Target {
-	t := New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log}, namespace, name)
+	t := New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log, RESTMapper: c.Mapper}, namespace, name)
 	t.apply = apply
 	return t
 }
