@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,18 +95,30 @@ type Client struct {
 // nothing. An answer the process may not read is a refusal naming the
 // rule.
 func (c *Client) Check(ctx context.Context, p Policy, cs []CRD) ([]Decision, error) {
-	out := make([]Decision, 0, len(cs))
-	for _, crd := range cs {
-		l, err := c.live(ctx, p, crd)
-		if err != nil {
-			return nil, err
-		}
-		d := Judge(p, crd, l)
-		d.Manager, d.Handover = l.manager, l.handover
-		out = append(out, d)
+	out := make([]Decision, len(cs))
+	var g errgroup.Group
+	g.SetLimit(parallel)
+	for i, crd := range cs {
+		g.Go(func() error {
+			l, err := c.live(ctx, p, crd)
+			if err != nil {
+				return err
+			}
+			d := Judge(p, crd, l)
+			d.Manager, d.Handover = l.manager, l.handover
+			out[i] = d
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
+
+// parallel is how many CRDs are read, checked or applied at once: each
+// is a few round trips, mostly waiting for the API server.
+const parallel = 8
 
 // live reads what Judge needs of crd.
 func (c *Client) live(ctx context.Context, p Policy, crd CRD) (Live, error) {
@@ -313,31 +326,35 @@ func (c *Client) Apply(ctx context.Context, cs []CRD, ds []Decision) ([]Decision
 			return nil, fmt.Errorf("applying CRDs: %s", d.Refused[0])
 		}
 	}
-	var done []Decision
-	var names []string
+	applied := make([]bool, len(cs))
+	var g errgroup.Group
+	g.SetLimit(parallel)
 	for i, crd := range cs {
 		if a := ds[i].Action; a != ActionCreate && a != ActionReplace {
 			continue
 		}
-		if err := c.handOver(ctx, crd, ds[i]); err != nil {
-			return done, err
-		}
-		if _, err := c.apply(ctx, crd, ds[i].Manager, false, false); err != nil {
-			return done, fmt.Errorf("applying CustomResourceDefinition %s (%s): %s", crd.Name(), crd.From, refusal(err, crd.Name(), ds[i].Manager))
-		}
-		c.log().Info("CRD applied", "crd", crd.Name(), "action", ds[i].Action)
-		done = append(done, ds[i])
-		names = append(names, crd.Name())
+		g.Go(func() error {
+			if err := c.handOver(ctx, crd, ds[i]); err != nil {
+				return err
+			}
+			if _, err := c.apply(ctx, crd, ds[i].Manager, false, false); err != nil {
+				return fmt.Errorf("applying CustomResourceDefinition %s (%s): %s", crd.Name(), crd.From, refusal(err, crd.Name(), ds[i].Manager))
+			}
+			applied[i] = true
+			return c.established(ctx, crd.Name())
+		})
 	}
-	for _, name := range names {
-		if err := c.established(ctx, name); err != nil {
-			return done, err
+	err := g.Wait()
+	var done []Decision
+	for i, d := range ds {
+		if applied[i] {
+			done = append(done, d)
 		}
 	}
-	if len(names) > 0 && c.Applied != nil {
+	if len(done) > 0 && c.Applied != nil {
 		c.Applied()
 	}
-	return done, nil
+	return done, err
 }
 
 // established waits until the CRD name is Established (its names

@@ -1,0 +1,144 @@
+//go:build testseams
+
+// The client against a real kube-apiserver + etcd (tests/testenv), which
+// enforces the stored-version rule itself: scripts/test runs them (-tags
+// testseams).
+
+package crds_test
+
+import (
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/crds"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{})
+}
+
+// group is a group of this process's own: CRDs are cluster-wide.
+func group(prefix string) string { return prefix + "-" + strings.ToLower(rand.Text()[:8]) + ".example.com" }
+
+func parsed(t testing.TB, docs ...string) []crds.CRD {
+	t.Helper()
+	var files []upgrade.CRDFile
+	for i, d := range docs {
+		files = append(files, upgrade.CRDFile{Path: fmt.Sprintf("demo/crds/%d.yaml", i), Data: []byte(d)})
+	}
+	cs, err := crds.Parse(files)
+	require.NoError(t, err)
+	return cs
+}
+
+func client(env *testenv.Env) *crds.Client {
+	return &crds.Client{Dynamic: env.Dynamic(), Kube: env.Kube(), Installers: []string{"helm"}}
+}
+
+// Created, then replaced with a new storage version; a version that
+// stops being served while objects may be stored at it is refused with
+// the objects counted; dropping a stored version is refused by our words
+// before the API server's; nothing refused is written.
+func TestCheckAndApply(t *testing.T) {
+	env := testenv.ForTest(t)
+	ns := env.Namespace(t)
+	g := group("client")
+	c := client(env)
+	t.Cleanup(func() { _, _ = env.Kubectl(t.Context(), "delete", "crd", "gadgets."+g, "--ignore-not-found") })
+
+	v1 := parsed(t, testchart.GadgetCRD(g, false, "v1*"))
+	ds, err := c.Check(t.Context(), crds.CreateReplace, v1)
+	require.NoError(t, err)
+	require.Equal(t, crds.ActionCreate, ds[0].Action, "%+v", ds[0])
+	done, err := c.Apply(t.Context(), v1, ds)
+	require.NoError(t, err)
+	require.Len(t, done, 1)
+	gvr := schema.GroupVersionResource{Group: g, Version: "v1", Resource: "gadgets"}
+	for i := range 4 {
+		_, err := env.Dynamic().Resource(gvr).Namespace(ns).Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": g + "/v1", "kind": "Gadget", "metadata": map[string]any{"name": fmt.Sprintf("g%d", i)}, "spec": map[string]any{"a": "x"}}},
+			metav1.CreateOptions{})
+		require.NoError(t, err, "the CRD is Established when Apply returns")
+	}
+	ds, err = c.Check(t.Context(), crds.CreateReplace, v1)
+	require.NoError(t, err)
+	assert.Equal(t, crds.ActionUnchanged, ds[0].Action)
+
+	// v1 kept but no longer served, v2 the storage version: 4 objects may be stored at v1
+	unserved := parsed(t, strings.Replace(testchart.GadgetCRD(g, true, "v1", "v2*"), "served: true", "served: false", 1))
+	ds, err = c.Check(t.Context(), crds.CreateReplace, unserved)
+	require.NoError(t, err)
+	require.Equal(t, crds.ActionRefused, ds[0].Action)
+	assert.Contains(t, ds[0].Refused[0], "version v1 would no longer be served while 4 ("+ns+"/g0, "+ns+"/g1, "+ns+"/g2, …) objects exist")
+	_, err = c.Apply(t.Context(), unserved, ds)
+	require.Error(t, err, "a refused verdict applies nothing")
+
+	// v2 only: the API server would refuse it, and we say why first
+	dropped := parsed(t, testchart.GadgetCRD(g, true, "v2*"))
+	ds, err = c.Check(t.Context(), crds.CreateReplace, dropped)
+	require.NoError(t, err)
+	require.Equal(t, crds.ActionRefused, ds[0].Action)
+	require.Len(t, ds[0].Refused, 1)
+	assert.Contains(t, ds[0].Refused[0], "status.storedVersions holds v1, which the new CRD drops")
+
+	both := parsed(t, testchart.GadgetCRD(g, true, "v1", "v2*"))
+	ds, err = c.Check(t.Context(), crds.CreateReplace, both)
+	require.NoError(t, err)
+	require.Equal(t, crds.ActionReplace, ds[0].Action, "%+v", ds[0])
+	_, err = c.Apply(t.Context(), both, ds)
+	require.NoError(t, err)
+	ds, err = c.Check(t.Context(), crds.Create, both)
+	require.NoError(t, err)
+	assert.Equal(t, crds.ActionKept, ds[0].Action, "create leaves an existing CRD")
+}
+
+// BenchmarkCRDs50 checks and applies 50 CRDs (about KubeVirt's, Longhorn's
+// and Harvester's own together), each with two versions: created, then
+// replaced with a third version added. Not a test: figures for
+// docs/performance.md.
+func BenchmarkCRDs50(b *testing.B) {
+	env := testenv.ForTest(b)
+	c := client(env)
+	set := func(g string, versions ...string) []crds.CRD {
+		var docs []string
+		for i := range 50 {
+			docs = append(docs, strings.NewReplacer("gadget", fmt.Sprintf("gadget%d", i), "Gadget", fmt.Sprintf("Gadget%d", i)).Replace(testchart.GadgetCRD(g, true, versions...)))
+		}
+		return parsed(b, docs...)
+	}
+	run := func(b *testing.B, p crds.Policy, cs []crds.CRD, want crds.Action) {
+		ds, err := c.Check(b.Context(), p, cs)
+		require.NoError(b, err)
+		for _, d := range ds {
+			require.Equal(b, want, d.Action, "%+v", d)
+		}
+		_, err = c.Apply(b.Context(), cs, ds)
+		require.NoError(b, err)
+	}
+	b.Run("create", func(b *testing.B) {
+		for b.Loop() {
+			run(b, crds.CreateReplace, set(group("bench"), "v1", "v2*"), crds.ActionCreate)
+		}
+	})
+	b.Run("replace", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			g := group("bench")
+			run(b, crds.CreateReplace, set(g, "v1", "v2*"), crds.ActionCreate)
+			next := set(g, "v1", "v2", "v3*")
+			b.StartTimer()
+			run(b, crds.CreateReplace, next, crds.ActionReplace)
+		}
+	})
+}
