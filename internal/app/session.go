@@ -130,7 +130,7 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 	}
 	if c.Apply.CRDs != "" {
 		j.CRDs = crds.Port{Policy: crds.Policy(c.Apply.CRDs), Client: &crds.Client{Dynamic: s.clients.Dynamic, Kube: s.clients.Kube,
-			Log: s.log, Applied: s.clients.Mapper.Reset, Installers: []string{cluster.HelmFieldManager}}}
+			Log: s.log, Applied: s.clients.Mapper.Reset, Installers: []string{cluster.HelmFieldManager}, Migrate: c.Apply.MigrateCRDs}}
 	}
 	var src upgrade.ChartSource
 	if c.Chart.Source != "" {

@@ -50,6 +50,7 @@ func planCommand() *ucli.Command {
 			newOutputFlag("yaml", "json"),
 			&ucli.StringFlag{Name: "check-kubeconfig", Usage: "with --check-chart: read the scope and resource of each kind the chart does not define (a CRD another chart installed) from the discovery of the cluster this kubeconfig `FILE` reaches; without it such a kind is taken as namespaced"},
 			&ucli.StringFlag{Name: "check-release", Usage: "the release --check-chart is rendered as, `NAMESPACE/NAME` (the release namespace and name the target deploys)"},
+			&ucli.BoolFlag{Name: "check-crds-migrate", Usage: "with --check-crds createReplace: the spec's apply.crds migrate: true; adds update on each of the chart's CRDs' objects and on the CRDs' status (status.storedVersions), by name"},
 			&ucli.StringFlag{Name: "check-crds", Value: "skip", Usage: "with --check-chart: the spec's apply.crds, `POLICY` skip, create or createReplace; create and createReplace add what applying the chart's CRDs needs: create on customresourcedefinitions, get, list, watch and patch on exactly the chart's (and, for createReplace, list on their objects)"},
 		},
 		Action: func(c *ucli.Context) error {
@@ -78,7 +79,7 @@ func planCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			if c.IsSet("check-chart") || c.IsSet("check-release") || c.IsSet("check-values") || c.IsSet("check-kubeconfig") || c.IsSet("check-crds") {
+			if c.IsSet("check-chart") || c.IsSet("check-release") || c.IsSet("check-values") || c.IsSet("check-kubeconfig") || c.IsSet("check-crds") || c.IsSet("check-crds-migrate") {
 				if !c.IsSet("check-release") {
 					return outcome.BadInput(fmt.Errorf("--check-chart, --check-values, --check-kubeconfig and --check-crds need --check-release NAMESPACE/NAME"))
 				}
@@ -86,10 +87,13 @@ func planCommand() *ucli.Command {
 				if !slices.Contains(kind.CRDPolicies, policy) {
 					return outcome.BadInput(fmt.Errorf("--check-crds %q: want skip, create or createReplace (the spec's apply.crds)", policy))
 				}
+				if c.Bool("check-crds-migrate") && policy != "createReplace" {
+					return outcome.BadInput(fmt.Errorf("--check-crds-migrate needs --check-crds createReplace (a migration is part of replacing a CRD)"))
+				}
 				name := or("name", d.Name)
 				rbac, err := app.CheckRBAC(c.Context, c.String("check-chart"), c.String("check-values"), c.String("check-release"), c.String("check-kubeconfig"), suc.CheckRBACOptions{
 					Name: name + "-conflict-check", Namespace: c.String("namespace"), ServiceAccount: or("service-account", d.ServiceAccount),
-					CRDPolicy: policy})
+					CRDPolicy: policy, CRDMigrate: c.Bool("check-crds-migrate")})
 				if err != nil {
 					return err
 				}

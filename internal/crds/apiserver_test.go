@@ -7,6 +7,7 @@
 package crds_test
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"strings"
@@ -29,7 +30,9 @@ func TestMain(m *testing.M) {
 }
 
 // group is a group of this process's own: CRDs are cluster-wide.
-func group(prefix string) string { return prefix + "-" + strings.ToLower(rand.Text()[:8]) + ".example.com" }
+func group(prefix string) string {
+	return prefix + "-" + strings.ToLower(rand.Text()[:8]) + ".example.com"
+}
 
 func parsed(t testing.TB, docs ...string) []crds.CRD {
 	t.Helper()
@@ -141,4 +144,115 @@ func BenchmarkCRDs50(b *testing.B) {
 			run(b, crds.CreateReplace, next, crds.ActionReplace)
 		}
 	})
+}
+
+// createGadgets creates n Gadgets g0… at v1 in ns, spec.a "a-<i>".
+func createGadgets(t testing.TB, env *testenv.Env, g, ns string, n int) {
+	t.Helper()
+	ri := env.Dynamic().Resource(schema.GroupVersionResource{Group: g, Version: "v1", Resource: "gadgets"}).Namespace(ns)
+	for i := range n {
+		_, err := ri.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": g + "/v1", "kind": "Gadget",
+			"metadata": map[string]any{"name": fmt.Sprintf("g%d", i)}, "spec": map[string]any{"a": fmt.Sprintf("a-%d", i)}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+}
+
+// gadgets reads every Gadget of ns at version: name → spec.a.
+func gadgets(t testing.TB, env *testenv.Env, g, version, ns string) map[string]string {
+	t.Helper()
+	list, err := env.Dynamic().Resource(schema.GroupVersionResource{Group: g, Version: version, Resource: "gadgets"}).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, item := range list.Items {
+		out[item.GetName()], _, _ = unstructured.NestedString(item.Object, "spec", "a")
+	}
+	return out
+}
+
+// A CRD whose new version drops v1, with objects stored at v1: with
+// migrate, killed after 120 of 300 objects were written back, then run
+// again, it converges: the CRD serves v2 alone, status.storedVersions is
+// [v2], and every object is there with its content.
+func TestMigrationConvergesAfterAKill(t *testing.T) {
+	env := testenv.ForTest(t)
+	ns := env.Namespace(t)
+	g := group("migrate")
+	t.Cleanup(func() { _, _ = env.Kubectl(t.Context(), "delete", "crd", "gadgets."+g, "--ignore-not-found") })
+	c := client(env)
+	v1 := parsed(t, testchart.GadgetCRD(g, true, "v1*"))
+	ds, err := c.Check(t.Context(), crds.CreateReplace, v1)
+	require.NoError(t, err)
+	_, err = c.Apply(t.Context(), v1, ds)
+	require.NoError(t, err)
+	createGadgets(t, env, g, ns, 300)
+	before := gadgets(t, env, g, "v1", ns)
+	require.Len(t, before, 300)
+
+	v2 := parsed(t, testchart.GadgetCRD(g, true, "v2*"))
+	ds, err = c.Check(t.Context(), crds.CreateReplace, v2)
+	require.NoError(t, err)
+	require.Equal(t, crds.ActionRefused, ds[0].Action, "without migrate: refused")
+
+	c.Migrate = true
+	ds, err = c.Check(t.Context(), crds.CreateReplace, v2)
+	require.NoError(t, err)
+	require.Equal(t, crds.ActionMigrate, ds[0].Action, "%+v", ds[0])
+	assert.Equal(t, []string{"v1"}, ds[0].Migrate)
+	killed, kill := context.WithCancel(t.Context())
+	c.Progress = func(_ string, done int) {
+		if done == 120 {
+			kill()
+		}
+	}
+	_, err = c.Apply(killed, v2, ds)
+	require.Error(t, err, "killed in the middle")
+	crd, err := env.Dynamic().Resource(crds.GVR).Get(t.Context(), "gadgets."+g, metav1.GetOptions{})
+	require.NoError(t, err)
+	stored, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
+	assert.ElementsMatch(t, []string{"v1", "v2"}, stored, "the kill left objects at v1")
+
+	c.Progress = nil
+	ds, err = c.Check(t.Context(), crds.CreateReplace, v2)
+	require.NoError(t, err)
+	require.Equal(t, crds.ActionMigrate, ds[0].Action, "%+v", ds[0])
+	_, err = c.Apply(t.Context(), v2, ds)
+	require.NoError(t, err)
+	crd, err = env.Dynamic().Resource(crds.GVR).Get(t.Context(), "gadgets."+g, metav1.GetOptions{})
+	require.NoError(t, err)
+	stored, _, _ = unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
+	assert.Equal(t, []string{"v2"}, stored)
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	assert.Len(t, versions, 1, "v1 is gone from the CRD")
+	assert.Equal(t, before, gadgets(t, env, g, "v2", ns), "no object lost, none changed")
+
+	ds, err = c.Check(t.Context(), crds.CreateReplace, v2)
+	require.NoError(t, err)
+	assert.Equal(t, crds.ActionUnchanged, ds[0].Action, "a third run has nothing to do")
+}
+
+// BenchmarkMigrate1000 migrates 1,000 objects off a dropped version (the
+// intermediate CRD, the writes back, the trim, the final CRD). Not a
+// test: figures for docs/performance.md.
+func BenchmarkMigrate1000(b *testing.B) {
+	env := testenv.ForTest(b)
+	c := client(env)
+	c.Migrate = true
+	for b.Loop() {
+		b.StopTimer()
+		ns := env.Namespace(b)
+		g := group("migbench")
+		v1 := parsed(b, testchart.GadgetCRD(g, true, "v1*"))
+		ds, err := c.Check(b.Context(), crds.CreateReplace, v1)
+		require.NoError(b, err)
+		_, err = c.Apply(b.Context(), v1, ds)
+		require.NoError(b, err)
+		createGadgets(b, env, g, ns, 1000)
+		v2 := parsed(b, testchart.GadgetCRD(g, true, "v2*"))
+		b.StartTimer()
+		ds, err = c.Check(b.Context(), crds.CreateReplace, v2)
+		require.NoError(b, err)
+		require.Equal(b, crds.ActionMigrate, ds[0].Action)
+		_, err = c.Apply(b.Context(), v2, ds)
+		require.NoError(b, err)
+	}
 }

@@ -82,6 +82,13 @@ type Client struct {
 	// own client-side fields over), never a refusal. A conflict with any
 	// other manager is refused.
 	Installers []string
+	// Migrate: a stored version the new CRD drops or stops serving is
+	// migrated (every object written back at the new storage version,
+	// status.storedVersions trimmed) before the update, not refused.
+	Migrate bool
+	// Progress, when set, is told how many objects of a CRD a migration
+	// has written back, after each one.
+	Progress func(crd string, done int)
 	// Applied, when set, is called once CRDs were applied and are
 	// Established: the process's discovery must learn their kinds (a
 	// RESTMapper's Reset).
@@ -104,7 +111,7 @@ func (c *Client) Check(ctx context.Context, p Policy, cs []CRD) ([]Decision, err
 			if err != nil {
 				return err
 			}
-			d := Judge(p, crd, l)
+			d := Judge(p, c.Migrate, crd, l)
 			d.Manager, d.Handover = l.manager, l.handover
 			out[i] = d
 			return nil
@@ -142,11 +149,15 @@ func (c *Client) live(ctx context.Context, p Policy, crd CRD) (Live, error) {
 		l.Differs = true
 		return l, nil
 	}
-	after, err := c.apply(ctx, crd, l.manager, false, true)
+	judged, migrating := crd, false // the server judges what the apply writes first
+	if c.Migrate && l.CRD != nil {
+		judged, migrating = intermediate(crd, l.CRD)
+	}
+	after, err := c.apply(ctx, judged, l.manager, false, true)
 	if apierrors.IsConflict(err) && l.CRD != nil {
 		if owners := conflictManagers(err); len(owners) > 0 && subset(owners, c.Installers) {
 			l.handover = owners
-			after, err = c.apply(ctx, crd, l.manager, true, true) // the server's verdict once they are handed over
+			after, err = c.apply(ctx, judged, l.manager, true, true) // the server's verdict once they are handed over
 		}
 	}
 	if err != nil {
@@ -156,7 +167,9 @@ func (c *Client) live(ctx context.Context, p Policy, crd CRD) (Live, error) {
 	if l.CRD == nil {
 		return l, nil
 	}
-	l.Differs = changes(u, after)
+	// a migration still to finish (a stored version the chart drops)
+	// differs, whatever the dry run of its first step says
+	l.Differs = migrating || changes(u, after)
 	if !l.Differs {
 		return l, nil
 	}
@@ -330,18 +343,23 @@ func (c *Client) Apply(ctx context.Context, cs []CRD, ds []Decision) ([]Decision
 	var g errgroup.Group
 	g.SetLimit(parallel)
 	for i, crd := range cs {
-		if a := ds[i].Action; a != ActionCreate && a != ActionReplace {
+		if a := ds[i].Action; a != ActionCreate && a != ActionReplace && a != ActionMigrate {
 			continue
 		}
 		g.Go(func() error {
 			if err := c.handOver(ctx, crd, ds[i]); err != nil {
 				return err
 			}
+			if ds[i].Action == ActionMigrate {
+				if err := c.migrate(ctx, crd, ds[i]); err != nil {
+					return fmt.Errorf("migrating CustomResourceDefinition %s (%s): %w", crd.Name(), crd.From, err)
+				}
+			}
 			if _, err := c.apply(ctx, crd, ds[i].Manager, false, false); err != nil {
 				return fmt.Errorf("applying CustomResourceDefinition %s (%s): %s", crd.Name(), crd.From, refusal(err, crd.Name(), ds[i].Manager))
 			}
 			applied[i] = true
-			return c.established(ctx, crd.Name())
+			return c.ready(ctx, crd)
 		})
 	}
 	err := g.Wait()
@@ -355,6 +373,36 @@ func (c *Client) Apply(ctx context.Context, cs []CRD, ds []Decision) ([]Decision
 		c.Applied()
 	}
 	return done, err
+}
+
+// ready waits until crd is Established and the API server answers at
+// each version crd serves: an update that adds a version finds the CRD
+// Established already, while the API server's handler of the new version
+// may not answer yet (404 for a moment).
+func (c *Client) ready(ctx context.Context, crd CRD) error {
+	if err := c.established(ctx, crd.Name()); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, EstablishTimeout)
+	defer cancel()
+	for _, v := range crd.Typed.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gvr := schema.GroupVersionResource{Group: crd.Typed.Spec.Group, Version: v.Name, Resource: crd.Typed.Spec.Names.Plural}
+		for delay := 10 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+			_, err := c.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+			if err == nil || !apierrors.IsNotFound(err) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("CustomResourceDefinition %s is Established, but the API server does not serve %s after %s", crd.Name(), gvr.GroupVersion(), EstablishTimeout)
+			case <-time.After(delay):
+			}
+		}
+	}
+	return nil
 }
 
 // established waits until the CRD name is Established (its names
@@ -427,4 +475,137 @@ func (c *Client) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.Log
+}
+
+// intermediate is crd with the versions live stores objects at that crd
+// drops or stops serving put back, served and not the storage version:
+// what a migration applies first, so that every object stays readable
+// while it is written back at crd's storage version. ok is false when
+// nothing is to be put back.
+func intermediate(crd CRD, live *apiextv1.CustomResourceDefinition) (CRD, bool) {
+	typed := crd.Typed.DeepCopy()
+	changed := false
+	for _, v := range live.Status.StoredVersions {
+		switch now := version(typed, v); {
+		case now == nil:
+			was := version(live, v)
+			if was == nil {
+				continue
+			}
+			back := *was.DeepCopy()
+			back.Served, back.Storage = true, false
+			typed.Spec.Versions = append(typed.Spec.Versions, back)
+			changed = true
+		case !now.Served:
+			now.Served = true
+			changed = true
+		}
+	}
+	if !changed {
+		return crd, false
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return crd, false
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return CRD{From: crd.From, Object: u, Typed: typed}, true
+}
+
+// migrate moves the objects of crd off the versions d.Migrate names, as
+// kube-storage-version-migrator and clusterctl do: it applies the
+// intermediate CRD (the old versions kept and served, the new storage
+// version), writes every object back unchanged (the API server stores it
+// at the new storage version), then trims status.storedVersions to that
+// version. Each step may be repeated: a run killed in the middle
+// converges when run again.
+func (c *Client) migrate(ctx context.Context, crd CRD, d Decision) error {
+	u, err := c.Dynamic.Resource(GVR).Get(ctx, crd.Name(), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	live := &apiextv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, live); err != nil {
+		return err
+	}
+	if inter, ok := intermediate(crd, live); ok {
+		if _, err := c.apply(ctx, inter, d.Manager, false, false); err != nil {
+			return fmt.Errorf("applying it with %s kept: %s", strings.Join(d.Migrate, ", "), refusal(err, crd.Name(), d.Manager))
+		}
+		if err := c.ready(ctx, inter); err != nil {
+			return err
+		}
+	}
+	to := storage(crd.Typed)
+	gvr := schema.GroupVersionResource{Group: crd.Typed.Spec.Group, Version: to, Resource: crd.Typed.Spec.Names.Plural}
+	start, last := time.Now(), time.Now()
+	done := 0
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := c.Dynamic.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("listing its objects at %s: %w", to, err)
+		}
+		for i := range list.Items {
+			if err := c.writeBack(ctx, gvr, &list.Items[i]); err != nil {
+				return err
+			}
+			done++
+			if c.Progress != nil {
+				c.Progress(crd.Name(), done)
+			}
+			if time.Since(last) >= 2*time.Second {
+				c.log().Info("migrating the CRD's objects", "crd", crd.Name(), "to", to, "written", done, "elapsed", time.Since(start).Round(time.Second).String())
+				last = time.Now()
+			}
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	c.log().Info("the CRD's objects migrated", "crd", crd.Name(), "to", to, "written", done, "elapsed", time.Since(start).Round(time.Millisecond).String())
+	return c.trimStored(ctx, crd.Name(), to)
+}
+
+// writeBack writes obj back as it is, once more after a conflict with
+// the object read again; an object deleted meanwhile needs nothing.
+func (c *Client) writeBack(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) error {
+	ri := c.Dynamic.Resource(gvr).Namespace(obj.GetNamespace())
+	for attempt := 0; ; attempt++ {
+		_, err := ri.Update(ctx, obj, metav1.UpdateOptions{FieldManager: Manager})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsConflict(err) && attempt < 3:
+			if obj, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("writing back %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+}
+
+// trimStored sets the CRD's status.storedVersions to to alone: every
+// object is stored there now.
+func (c *Client) trimStored(ctx context.Context, name, to string) error {
+	u, err := c.Dynamic.Resource(GVR).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if stored, _, _ := unstructured.NestedStringSlice(u.Object, "status", "storedVersions"); slices.Equal(stored, []string{to}) {
+		return nil
+	}
+	if err := unstructured.SetNestedStringSlice(u.Object, []string{to}, "status", "storedVersions"); err != nil {
+		return err
+	}
+	if _, err := c.Dynamic.Resource(GVR).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: Manager}); err != nil {
+		return fmt.Errorf("trimming status.storedVersions to [%s]: %w", to, err)
+	}
+	c.log().Info("CRD status.storedVersions trimmed", "crd", name, "to", to)
+	return nil
 }

@@ -77,7 +77,7 @@ func TestJudge(t *testing.T) {
 			MissingService: "system/widget-webhook"}, ActionRefused, []string{"its conversion webhook calls the Service system/widget-webhook, which does not exist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Judge(tc.policy, chart, tc.live)
+			d := Judge(tc.policy, false, chart, tc.live)
 			assert.Equal(t, tc.action, d.Action, "%+v", d)
 			assert.Equal(t, len(tc.says) > 0, len(d.Refused) > 0, "%+v", d)
 			for _, s := range tc.says {
@@ -98,10 +98,10 @@ func TestUnservedStoredVersion(t *testing.T) {
 	assert.Equal(t, []string{"v1"}, Unserving(chart, was))
 	assert.Empty(t, Unserving(chart, live(t, crdYAML("Namespaced", "Widget", "v1*", "v2"), "v2")), "not stored at v1")
 
-	d := Judge(CreateReplace, chart, Live{CRD: was, Differs: true, Objects: Objects{Count: 5, First: []string{"a/w1", "a/w2", "b/w3"}}})
+	d := Judge(CreateReplace, false, chart, Live{CRD: was, Differs: true, Objects: Objects{Count: 5, First: []string{"a/w1", "a/w2", "b/w3"}}})
 	require.Equal(t, ActionRefused, d.Action)
 	assert.Contains(t, d.Refused[0], "version v1 would no longer be served while 5 (a/w1, a/w2, b/w3, …) objects exist")
-	d = Judge(CreateReplace, chart, Live{CRD: was, Differs: true})
+	d = Judge(CreateReplace, false, chart, Live{CRD: was, Differs: true})
 	assert.Equal(t, ActionReplace, d.Action, "no object: nothing to lose")
 }
 

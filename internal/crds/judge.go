@@ -30,6 +30,7 @@ const (
 	ActionUnchanged Action = "unchanged" // the cluster's is the chart's
 	ActionKept      Action = "kept"      // it differs; the policy leaves the cluster's
 	ActionRefused   Action = "refused"   // the update would lose or hide objects, or the server refuses it
+	ActionMigrate   Action = "migrate"   // updated after its objects are written back at the new storage version
 )
 
 // Live is what the cluster holds of one CRD of the chart, as read for the
@@ -84,6 +85,9 @@ type Decision struct {
 	Refused []string `json:"refused,omitempty"`
 	// Note says why the action, for the report.
 	Note string `json:"note,omitempty"`
+	// Migrate are the stored versions whose objects the apply writes back
+	// at the new storage version first (ActionMigrate).
+	Migrate []string `json:"migrate,omitempty"`
 	// Manager is the field manager the apply writes as; Handover the
 	// installers whose client-side fields it takes over first.
 	Manager  string   `json:"manager,omitempty"`
@@ -121,7 +125,12 @@ func version(c *apiextv1.CustomResourceDefinition, name string) *apiextv1.Custom
 // Judge is the verdict on applying c under p, the cluster holding l. It
 // refuses, naming the CRD and the way out, what would lose or hide
 // objects and what the API server refuses.
-func Judge(p Policy, c CRD, l Live) Decision {
+//
+// With migrate (apply.crds {policy: createReplace, migrate: true}), a
+// stored version the new CRD drops or no longer serves is no refusal: the
+// verdict is migrate, and Client.Apply writes every object back at the
+// new storage version and trims status.storedVersions before the update.
+func Judge(p Policy, migrate bool, c CRD, l Live) Decision {
 	d := Decision{Name: c.Name(), From: c.From}
 	refuse := func(format string, args ...any) {
 		d.Refused = append(d.Refused, fmt.Sprintf("CustomResourceDefinition %s (%s): ", d.Name, c.From)+fmt.Sprintf(format, args...))
@@ -148,14 +157,18 @@ func Judge(p Policy, c CRD, l Live) Decision {
 			refuse("its kind would change from %s to %s: every client and stored object names the kind; keep it", live.Spec.Names.Kind, next.Spec.Names.Kind)
 		}
 		for _, v := range live.Status.StoredVersions {
-			if version(next, v) == nil {
+			if version(next, v) == nil && migrate {
+				d.Migrate = append(d.Migrate, v)
+			} else if version(next, v) == nil {
 				refuse("status.storedVersions holds %s, which the new CRD drops: objects may be stored at %s, and the API server refuses the update "+
 					"(status.storedVersions[…] must appear in spec.versions); migrate the objects to %s and trim status.storedVersions first, or keep %s in spec.versions",
 					v, v, storage(next), v)
 			}
 		}
 		for _, v := range Unserving(c, live) {
-			if l.Objects.Count > 0 {
+			if migrate {
+				d.Migrate = append(d.Migrate, v)
+			} else if l.Objects.Count > 0 {
 				refuse("version %s would no longer be served while %s objects exist and may be stored at it (status.storedVersions): "+
 					"migrate them to %s and trim status.storedVersions first, or keep %s served", v, l.Objects, storage(next), v)
 			}
@@ -167,8 +180,13 @@ func Judge(p Policy, c CRD, l Live) Decision {
 	if l.Refusal != "" && len(d.Refused) == 0 {
 		refuse("the API server refuses it (dry run): %s", l.Refusal)
 	}
-	if len(d.Refused) > 0 {
+	switch {
+	case len(d.Refused) > 0:
 		d.Action = ActionRefused
+	case len(d.Migrate) > 0:
+		d.Action = ActionMigrate
+		d.Note += fmt.Sprintf("; its objects stored at %s are written back at %s and status.storedVersions trimmed first",
+			strings.Join(d.Migrate, ", "), storage(c.Typed))
 	}
 	return d
 }

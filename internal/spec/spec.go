@@ -304,7 +304,7 @@ func (w walker) chartRef(n *yaml.Node, field string, own bool) (ChartRef, error)
 
 // apply reads apply: {serverSide: auto|true|false, forceConflicts: bool,
 // unchecked: refuse|warn, recreate: [Kind/name|Kind/namespace/name…],
-// crds: skip|create|createReplace}; a
+// crds: skip|create|createReplace|{policy, migrate}}; a
 // setting the kind refuses is bad input saying why.
 func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply, error) {
 	out := kind.DefaultApply
@@ -352,16 +352,8 @@ func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply
 		}
 	}
 	if cn := f.Get("crds"); cn != nil {
-		words := kind.CRDPolicies
-		if cn.Kind != yaml.ScalarNode || cn.Tag != "!!str" || !slices.Contains(words, cn.Value) {
-			got := yamlfile.Describe(cn)
-			if cn.Kind == yaml.ScalarNode {
-				got = strconv.Quote(cn.Value)
-			}
-			return out, w.Failf(cn, f.Path("crds"), "want %s, not %s", strings.Join(words, ", "), got)
-		}
-		if cn.Value != words[0] {
-			out.CRDs = cn.Value
+		if out.CRDs, out.MigrateCRDs, err = w.crds(cn, f.Path("crds")); err != nil {
+			return out, err
 		}
 	}
 	if rn := f.Get("recreate"); rn != nil {
@@ -373,6 +365,42 @@ func (w walker) apply(n *yaml.Node, field string, k kind.Descriptor) (kind.Apply
 		return out, w.Failf(n, field, "forceConflicts: true needs server-side apply, and serverSide is false")
 	}
 	return out, nil
+}
+
+// crds reads apply.crds: a policy word, or {policy: WORD, migrate: bool};
+// migrate needs createReplace. skip is "".
+func (w walker) crds(n *yaml.Node, field string) (policy string, migrate bool, err error) {
+	pn, path := n, field
+	if n.Kind == yaml.MappingNode {
+		f, err := w.Fields(n, field, "policy", "migrate")
+		if err != nil {
+			return "", false, err
+		}
+		if pn = f.Get("policy"); pn == nil {
+			return "", false, w.Failf(n, field, "want policy: skip, create or createReplace")
+		}
+		path = f.Path("policy")
+		if mn := f.Get("migrate"); mn != nil {
+			if migrate, err = w.Bool(mn, f.Path("migrate")); err != nil {
+				return "", false, err
+			}
+		}
+	}
+	words := kind.CRDPolicies
+	if pn.Kind != yaml.ScalarNode || pn.Tag != "!!str" || !slices.Contains(words, pn.Value) {
+		got := yamlfile.Describe(pn)
+		if pn.Kind == yaml.ScalarNode {
+			got = strconv.Quote(pn.Value)
+		}
+		return "", false, w.Failf(pn, path, "want %s, not %s", strings.Join(words, ", "), got)
+	}
+	if migrate && pn.Value != "createReplace" {
+		return "", false, w.Failf(n, field, "migrate: true needs policy: createReplace (a migration is part of replacing a CRD), not %s", pn.Value)
+	}
+	if pn.Value == words[0] {
+		return "", false, nil
+	}
+	return pn.Value, migrate, nil
 }
 
 // recreateEntry is one object of apply.recreate: a kind as manifests name

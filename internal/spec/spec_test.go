@@ -333,8 +333,16 @@ func TestBadInput(t *testing.T) {
 			`spec.yaml:6: charts[1].apply.crds: `, `want skip, create, createReplace, not "replace"`},
 		{"apply crds in another case", true, doc(specHead, target1, chart1, `  apply: {crds: CreateReplace}`),
 			`spec.yaml:6: charts[1].apply.crds: `, `want skip, create, createReplace, not "CreateReplace"`},
-		{"apply crds a mapping", true, doc(specHead, target1, chart1, `  apply: {crds: {policy: createReplace, migrate: true}}`),
-			`spec.yaml:6: charts[1].apply.crds: `, `want skip, create, createReplace, not a map`},
+		{"apply crds a list", true, doc(specHead, target1, chart1, `  apply: {crds: [createReplace]}`),
+			`spec.yaml:6: charts[1].apply.crds: `, `want skip, create, createReplace, not a list`},
+		{"apply crds migrate without createReplace", true, doc(specHead, target1, chart1, `  apply: {crds: {policy: create, migrate: true}}`),
+			`spec.yaml:6: charts[1].apply.crds: `, `migrate: true needs policy: createReplace`},
+		{"apply crds without a policy", true, doc(specHead, target1, chart1, `  apply: {crds: {migrate: true}}`),
+			`spec.yaml:6: charts[1].apply.crds: `, `want policy: skip, create or createReplace`},
+		{"apply crds migrate not a bool", true, doc(specHead, target1, chart1, `  apply: {crds: {policy: createReplace, migrate: maybe}}`),
+			`spec.yaml:6: charts[1].apply.crds.migrate: `, `want true or false`},
+		{"apply crds an unknown field", true, doc(specHead, target1, chart1, `  apply: {crds: {policy: createReplace, prune: true}}`),
+			`spec.yaml:6: charts[1].apply.crds.prune: `, `unknown field (want one of policy, migrate)`},
 		{"apply unchecked not refuse or warn", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {unchecked: ignore}`),
 			`spec.yaml:6: charts[1].apply.unchecked: `, `want refuse or warn, not`},
 		{"apply recreate not a list", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  apply: {recreate: StatefulSet/db}`),
@@ -532,6 +540,9 @@ charts:
 - target: {kind: Release, namespace: demo, name: i}
   chart: {name: i, source: /charts}
   apply: {crds: skip}
+- target: {kind: Release, namespace: demo, name: j}
+  chart: {name: j, source: /charts}
+  apply: {crds: {policy: createReplace, migrate: true}}
 `), kinds)
 	require.NoError(t, err)
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideTrue, ForceConflicts: true}, sp.Charts[0].Apply)
@@ -543,4 +554,5 @@ charts:
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, CRDs: "createReplace"}, sp.Charts[6].Apply, "every kind takes crds")
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, CRDs: "create"}, sp.Charts[7].Apply)
 	assert.Equal(t, kind.DefaultApply, sp.Charts[8].Apply, "skip is the default")
+	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, CRDs: "createReplace", MigrateCRDs: true}, sp.Charts[9].Apply)
 }

@@ -36,6 +36,10 @@ type CheckRBACOptions struct {
 	// skip: none): the rules it needs are added, on exactly the chart's
 	// CRDs (crdRules).
 	CRDPolicy string
+	// CRDMigrate (apply.crds migrate: true, with createReplace) adds what
+	// a storage-version migration needs: update on each CRD's objects and
+	// on the CRDs' status (status.storedVersions), by name.
+	CRDMigrate bool
 }
 
 // crdRules are the rules apply.crds needs on the chart's CRDs under
@@ -43,9 +47,10 @@ type CheckRBACOptions struct {
 // name), and get, patch (the server-side apply), list and watch (the wait
 // for Established, by name) on exactly those; with createReplace also
 // list on each CRD's objects (counted when a stored version would no
-// longer be served) and get on a conversion webhook's Service. Nothing
-// for skip.
-func crdRules(crds []*unstructured.Unstructured, policy string) (cluster []rbacv1.PolicyRule, byNamespace map[string][]rbacv1.PolicyRule) {
+// longer be served) and get on a conversion webhook's Service; with
+// migrate, update on the objects and on the CRDs' status. Nothing for
+// skip.
+func crdRules(crds []*unstructured.Unstructured, policy string, migrate bool) (cluster []rbacv1.PolicyRule, byNamespace map[string][]rbacv1.PolicyRule) {
 	if policy == "" || policy == "skip" || len(crds) == 0 {
 		return nil, nil
 	}
@@ -60,7 +65,11 @@ func crdRules(crds []*unstructured.Unstructured, policy string) (cluster []rbacv
 		}
 		group, _, _ := unstructured.NestedString(c.Object, "spec", "group")
 		plural, _, _ := unstructured.NestedString(c.Object, "spec", "names", "plural")
-		cluster = append(cluster, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{plural}, Verbs: []string{"list"}})
+		verbs := []string{"list"}
+		if migrate {
+			verbs = append(verbs, "update")
+		}
+		cluster = append(cluster, rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{plural}, Verbs: verbs})
 		svc, _, _ := unstructured.NestedMap(c.Object, "spec", "conversion", "webhook", "clientConfig", "service")
 		if ns, _ := svc["namespace"].(string); ns != "" {
 			name, _ := svc["name"].(string)
@@ -69,11 +78,16 @@ func crdRules(crds []*unstructured.Unstructured, policy string) (cluster []rbacv
 		}
 	}
 	sort.Strings(names)
-	cluster = append([]rbacv1.PolicyRule{
+	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: names,
 			Verbs: []string{"get", "list", "patch", "watch"}},
-	}, cluster...)
+	}
+	if migrate && policy == "createReplace" {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions/status"},
+			ResourceNames: names, Verbs: []string{"update"}})
+	}
+	cluster = append(rules, cluster...)
 	return cluster, byNamespace
 }
 
@@ -181,7 +195,7 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 		}
 		rules[k.namespace] = append(rules[k.namespace], r)
 	}
-	crdCluster, crdNamespaced := crdRules(opts.CRDs, opts.CRDPolicy)
+	crdCluster, crdNamespaced := crdRules(opts.CRDs, opts.CRDPolicy, opts.CRDMigrate)
 	namespaces := make([]string, 0, len(rules))
 	for ns, rs := range rules {
 		sort.Slice(rs, func(i, j int) bool {

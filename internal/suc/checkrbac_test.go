@@ -99,3 +99,49 @@ func TestCheckRBACGrantsTheNamespacesTheChartNames(t *testing.T) {
 	assert.Contains(t, string(out), "resourceNames:\n  - kube-system\n  - longhorn-system\n  - made\n  resources:\n  - namespaces\n  verbs:\n  - get\n")
 	assert.NotContains(t, string(out), "- apps\n  resources:\n  - namespaces", "the release's namespace holds the release")
 }
+
+// apply.crds adds rules on exactly the chart's CRDs: none for skip;
+// create, and get/list/patch/watch by name for create; list on their
+// objects and get on a conversion webhook's Service for createReplace;
+// update on the objects and the CRDs' status with migrate.
+func TestCheckRBACForTheChartsCRDs(t *testing.T) {
+	crd := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, kind: Widget}
+  conversion: {strategy: Webhook, webhook: {clientConfig: {service: {namespace: hooks, name: widget-conv}}}}
+`), &crd.Object))
+	objs := []*unstructured.Unstructured{object("v1", "ConfigMap", "a")}
+	opts := func(policy string, migrate bool) CheckRBACOptions {
+		return CheckRBACOptions{Name: "p", Namespace: "system-upgrade", ServiceAccount: "sa", ReleaseNamespace: "apps",
+			CRDs: []*unstructured.Unstructured{crd}, CRDPolicy: policy, CRDMigrate: migrate}
+	}
+	for _, tc := range []struct {
+		policy  string
+		migrate bool
+		cluster []string
+		text    []string
+	}{
+		{"skip", false, nil, nil},
+		{"create", false, []string{"apiextensions.k8s.io/customresourcedefinitions", "apiextensions.k8s.io/customresourcedefinitions"}, nil},
+		{"createReplace", false, []string{"apiextensions.k8s.io/customresourcedefinitions", "apiextensions.k8s.io/customresourcedefinitions", "example.com/widgets"},
+			[]string{"resourceNames:\n  - widget-conv\n  resources:\n  - services\n  verbs:\n  - get"}},
+		{"createReplace", true, []string{"apiextensions.k8s.io/customresourcedefinitions", "apiextensions.k8s.io/customresourcedefinitions",
+			"apiextensions.k8s.io/customresourcedefinitions/status", "example.com/widgets"},
+			[]string{"resources:\n  - widgets\n  verbs:\n  - list\n  - update"}},
+	} {
+		out, err := CheckRBAC(objs, opts(tc.policy, tc.migrate))
+		require.NoError(t, err)
+		assert.Equal(t, tc.cluster, rulesByRole(t, out)[""], "%s migrate=%v", tc.policy, tc.migrate)
+		for _, want := range tc.text {
+			assert.Contains(t, string(out), want)
+		}
+		if tc.policy != "skip" {
+			assert.Contains(t, string(out), "resourceNames:\n  - widgets.example.com\n  resources:\n  - customresourcedefinitions\n  verbs:\n  - get\n  - list\n  - patch\n  - watch")
+		}
+	}
+}

@@ -166,6 +166,8 @@ func TestPlanCommandRefusesBadFlags(t *testing.T) {
 		{"check-crds alone", append(base, "--version", "1", "--check-crds", "create"), "--check-crds need --check-release"},
 		{"check-crds an unknown word", append(base, "--version", "1", "--check-chart", filepath.Join(repoRoot(t), "package", "examples", "charts", "demo-app-2.0.0"),
 			"--check-release", "apps/demo", "--check-crds", "replace"), `--check-crds "replace": want skip, create or createReplace`},
+		{"check-crds-migrate without createReplace", append(base, "--version", "1", "--check-chart", filepath.Join(repoRoot(t), "package", "examples", "charts", "demo-app-2.0.0"),
+			"--check-release", "apps/demo", "--check-crds", "create", "--check-crds-migrate"), `--check-crds-migrate needs --check-crds createReplace`},
 		{"check-kubeconfig missing", append(base, "--version", "1", "--check-chart", filepath.Join(repoRoot(t), "package", "examples", "charts", "demo-app-2.0.0"),
 			"--check-release", "apps/demo", "--check-kubeconfig", "/nonexistent/kubeconfig"), "--check-kubeconfig: stat /nonexistent/kubeconfig: no such file or directory"},
 	} {

@@ -217,6 +217,9 @@ type Apply struct {
 	// CRDs is what the upgrade does with the chart's crds/: skip (""),
 	// create or createReplace (CRDPolicies; package crds).
 	CRDs string
+	// MigrateCRDs: with createReplace, a stored version a new CRD drops
+	// or stops serving is migrated first, not refused.
+	MigrateCRDs bool
 }
 
 // CRDPolicies are the words of Apply.CRDs, the spec's apply.crds.
