@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,6 +156,43 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	last, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, crdAfter.GetResourceVersion(), last.GetResourceVersion(), "the CRD is untouched")
+
+	// with migrate, and the rules plan --check-crds-migrate adds: every
+	// Gadget is written back at v2, status.storedVersions trimmed, v1 gone
+	planOut.Reset()
+	code = cli.Run(t.Context(), []string{"chart-upgrader", "plan", "--kind", "release", "--name", "crds-migrate-" + name, "--image", "r/x", "--version", "3.0.0",
+		"--namespace", sucNS, "--service-account", "chart-upgrader-release-" + name, "--check-chart", filepath.Join(f.charts, "demo-app-3.0.0"),
+		"--check-release", f.ns + "/" + name, "--check-crds", "createReplace", "--check-crds-migrate"}, &planOut, &planErr)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", planOut.String(), planErr.String())
+	rbac = nil
+	for _, o := range rbaccheck.Decode(t, planOut.String()) {
+		if strings.HasSuffix(o.GetKind(), "Role") || strings.HasSuffix(o.GetKind(), "RoleBinding") {
+			rbac = append(rbac, o)
+		}
+	}
+	rbaccheck.Create(t, f.env, rbac)
+	migrate := f.applySpec(name, "{crds: {policy: createReplace, migrate: true}}")
+	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
+		r := f.cli(n, "preflight", "--spec", migrate, "--version", "3.0.0", "--kubeconfig", kubeconfig)
+		if r.code != 0 {
+			return fmt.Errorf("preflight: %s", r.stderr)
+		}
+		return nil
+	})
+	r = f.cli(n, "upgrade", "--spec", migrate, "--version", "3.0.0", "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "the CRD's objects migrated")
+	final, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	stored, _, _ := unstructured.NestedStringSlice(final.Object, "status", "storedVersions")
+	assert.Equal(t, []string{"v2"}, stored)
+	versions, _, _ = unstructured.NestedSlice(final.Object, "spec", "versions")
+	assert.Len(t, versions, 1, "v1 is gone")
+	m, err := f.env.Dynamic().Resource(v2).Namespace(f.ns).Get(t.Context(), "mine", metav1.GetOptions{})
+	require.NoError(t, err, "the operator's own Gadget, at v2")
+	a, _, _ := unstructured.NestedString(m.Object, "spec", "a")
+	assert.Equal(t, "operator", a)
+	assert.Equal(t, "deployed", f.history(name)[2].Info.Status.String())
 }
 
 // A release Helm installed client-side (as Helm 3 did): its crds/ were
