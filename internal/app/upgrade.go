@@ -76,6 +76,13 @@ func runCharts(ctx context.Context, opts Options, goal upgrade.Goal, verb string
 		if goal == upgrade.GoalCheck && opts.Output == "diff" {
 			writeChanges(opts.Out, res)
 		}
+		crdActions := res.CRDsApplied // what the apply did; preflight's verdicts when it applied nothing
+		if goal == upgrade.GoalCheck {
+			crdActions = res.CRDs
+		}
+		for _, a := range crdActions {
+			fmt.Fprintf(opts.Out, "CRD %s\n", a)
+		}
 		for _, h := range res.HookFailures {
 			fmt.Fprintf(opts.Out, "warning: %s\n", h)
 		}
@@ -112,14 +119,16 @@ type checked struct {
 	To      string                 `json:"to"`
 	Merge   *values.Result         `json:"merge,omitempty"`
 	Changes []upgrade.ObjectChange `json:"changes"`
+	// CRDs are the verdicts on the chart's CRDs (apply.crds).
+	CRDs []upgrade.CRDAction `json:"crds,omitempty"`
 }
 
 // writeChecked prints what preflight found for target as one JSON object:
 // the decisions (redacted) and the change of each object.
 func writeChecked(w io.Writer, target string, res *upgrade.Result) error {
-	out := checked{Target: target, From: res.From, To: res.To, Changes: []upgrade.ObjectChange{}}
+	out := checked{Target: target, From: res.From, To: res.To, Changes: []upgrade.ObjectChange{}, CRDs: res.CRDs}
 	if res.Merge != nil {
-		out.Merge = res.Merge.Redacted()
+		out.Merge = res.Merge.RedactedValues()
 	}
 	if res.Changes != nil {
 		out.Changes = res.Changes()

@@ -268,6 +268,12 @@ func TestRedactedLeavesOriginalAlone(t *testing.T) {
 	red := res.Redacted()
 	assert.Equal(t, set(values.Redaction), decisionAt(t, red, "auth.password").User)
 	assert.Equal(t, set("hunter2"), decisionAt(t, res, "auth.password").User, "the original keeps the value")
+	vals := res.RedactedValues()
+	assert.Equal(t, values.Redaction, vals.Values["auth"].(map[string]any)["password"], "RedactedValues redacts the values too")
+	assert.Equal(t, set(values.Redaction), decisionAt(t, vals, "auth.password").User)
+	assert.Equal(t, int64(3), vals.Values["replicas"])
+	assert.Equal(t, "hunter2", res.Values["auth"].(map[string]any)["password"], "the original's values are left alone")
+	assert.Equal(t, "hunter2", red.Values["auth"].(map[string]any)["password"], "Redacted leaves the values: merge's product")
 	assert.Equal(t, set(int64(3)), decisionAt(t, red, "replicas").User, "non-secret values are shown")
 	var b bytes.Buffer
 	require.NoError(t, res.WriteTable(&b))

@@ -125,7 +125,8 @@ type Result struct {
 }
 
 // Redacted returns a copy whose decisions show no secret value; Values is
-// shared, not copied. Reports are printed from the redacted copy.
+// shared, not copied: `merge` prints the values it makes, secrets
+// included, as its product. Reports are printed from the redacted copy.
 func (r *Result) Redacted() *Result {
 	out := *r
 	out.Decisions = make([]Decision, len(r.Decisions))
@@ -136,6 +137,31 @@ func (r *Result) Redacted() *Result {
 		out.Decisions[i] = d
 	}
 	return &out
+}
+
+// RedactedValues is Redacted with each value a secret decision decides
+// also Redaction in a copy of Values: for a report whose values are not
+// the product (preflight -o json, which a Plan's Job prints to its log).
+// YAML is left as it is.
+func (r *Result) RedactedValues() *Result {
+	out := r.Redacted()
+	copied := false
+	for _, d := range r.Decisions {
+		if !d.Secret {
+			continue
+		}
+		p, err := ParsePattern(d.Path)
+		if err != nil || p.Keys() == nil {
+			continue
+		}
+		if _, ok := lookup(out.Values, p.Keys()); ok {
+			if !copied {
+				out.Values, copied = deepCopy(r.Values).(map[string]any), true
+			}
+			setPath(out.Values, p.Keys(), Redaction)
+		}
+	}
+	return out
 }
 
 // Redaction is what reports show instead of a secret value.
