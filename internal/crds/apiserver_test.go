@@ -256,3 +256,31 @@ func BenchmarkMigrate1000(b *testing.B) {
 		require.NoError(b, err)
 	}
 }
+
+// A new schema that no longer declares a field objects hold is a
+// warning naming the objects and the field, not a refusal.
+func TestPruneWarning(t *testing.T) {
+	env := testenv.ForTest(t)
+	ns := env.Namespace(t)
+	g := group("prune")
+	t.Cleanup(func() { _, _ = env.Kubectl(t.Context(), "delete", "crd", "gadgets."+g, "--ignore-not-found") })
+	c := client(env)
+	withB := parsed(t, testchart.GadgetCRD(g, true, "v1*"))
+	ds, err := c.Check(t.Context(), crds.CreateReplace, withB)
+	require.NoError(t, err)
+	_, err = c.Apply(t.Context(), withB, ds)
+	require.NoError(t, err)
+	ri := env.Dynamic().Resource(schema.GroupVersionResource{Group: g, Version: "v1", Resource: "gadgets"}).Namespace(ns)
+	for i, spec := range []map[string]any{{"a": "x", "b": "y"}, {"a": "x"}, {"a": "x", "b": "z"}} {
+		_, err := ri.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": g + "/v1", "kind": "Gadget",
+			"metadata": map[string]any{"name": fmt.Sprintf("p%d", i)}, "spec": spec}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	withoutB := parsed(t, testchart.GadgetCRD(g, false, "v1*"))
+	ds, err = c.Check(t.Context(), crds.CreateReplace, withoutB)
+	require.NoError(t, err)
+	require.Equal(t, crds.ActionReplace, ds[0].Action, "%+v", ds[0])
+	require.Len(t, ds[0].Warnings, 1)
+	assert.Contains(t, ds[0].Warnings[0], "its new schema at v1 does not declare fields 2 objects hold")
+	assert.Contains(t, ds[0].Warnings[0], "Gadget "+ns+"/p0: .spec.b; Gadget "+ns+"/p2: .spec.b")
+}

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -171,6 +174,10 @@ func (c *Client) live(ctx context.Context, p Policy, crd CRD) (Live, error) {
 	// differs, whatever the dry run of its first step says
 	l.Differs = migrating || changes(u, after)
 	if !l.Differs {
+		return l, nil
+	}
+	if l.Pruned, l.PrunedAt, err = c.pruned(ctx, crd, l.CRD); err != nil {
+		l.Refusal = fmt.Sprintf("reading its objects for the fields the new schema drops: %v", err)
 		return l, nil
 	}
 	if len(Unserving(crd, l.CRD)) > 0 {
@@ -608,4 +615,62 @@ func (c *Client) trimStored(ctx context.Context, name, to string) error {
 	}
 	c.log().Info("CRD status.storedVersions trimmed", "crd", name, "to", to)
 	return nil
+}
+
+// firstPruned is how many objects a prune warning names.
+const firstPruned = 3
+
+// pruned reads the objects of live at a version both live and crd serve
+// (crd's storage version when it can) and types each by crd's schema of
+// that version as the API server's pruning does: the fields it would drop
+// on the object's next write, counted and the first few named. Nothing
+// when no version is served by both, or crd keeps unknown fields.
+func (c *Client) pruned(ctx context.Context, crd CRD, live *apiextv1.CustomResourceDefinition) (Pruned, string, error) {
+	var at *apiextv1.CustomResourceDefinitionVersion
+	for i := range crd.Typed.Spec.Versions {
+		v := &crd.Typed.Spec.Versions[i]
+		if was := version(live, v.Name); v.Served && was != nil && was.Served && (at == nil || v.Storage) {
+			at = v
+		}
+	}
+	if at == nil || at.Schema == nil || at.Schema.OpenAPIV3Schema == nil || crd.Typed.Spec.PreserveUnknownFields {
+		return Pruned{}, "", nil
+	}
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(at.Schema.OpenAPIV3Schema, internal, nil); err != nil {
+		return Pruned{}, "", err
+	}
+	s, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return Pruned{}, "", fmt.Errorf("the new schema at %s: %w", at.Name, err)
+	}
+	gvr := schema.GroupVersionResource{Group: crd.Typed.Spec.Group, Version: at.Name, Resource: crd.Typed.Spec.Names.Plural}
+	var out Pruned
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := c.Dynamic.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return Pruned{}, "", err
+		}
+		for _, item := range list.Items {
+			paths := pruning.PruneWithOptions(item.DeepCopy().Object, s, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+			if len(paths) == 0 {
+				continue
+			}
+			out.Count++
+			if len(out.First) < firstPruned {
+				name := item.GetName()
+				if ns := item.GetNamespace(); ns != "" {
+					name = ns + "/" + name
+				}
+				for i := range paths {
+					paths[i] = "." + paths[i]
+				}
+				out.First = append(out.First, fmt.Sprintf("%s %s: %s", item.GetKind(), name, strings.Join(paths, ", ")))
+			}
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return out, at.Name, nil
+		}
+	}
 }

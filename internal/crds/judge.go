@@ -50,6 +50,10 @@ type Live struct {
 	// MissingService names the conversion webhook's Service
 	// (namespace/name) when the cluster does not have it.
 	MissingService string
+	// Pruned are the fields objects hold that the new schema does not
+	// declare (Client.pruned), at version PrunedAt.
+	Pruned   Pruned
+	PrunedAt string
 
 	// manager is the field manager to apply as (applyManager); handover
 	// the installers whose client-side fields it takes first.
@@ -75,6 +79,13 @@ func (o Objects) String() string {
 	return fmt.Sprintf("%d (%s%s)", o.Count, strings.Join(o.First, ", "), more)
 }
 
+// Pruned counts the objects holding fields a new schema does not declare,
+// and names the first few with their fields.
+type Pruned struct {
+	Count int
+	First []string // "Gadget ns/name: .spec.old, .spec.older"
+}
+
 // Decision is the verdict on one CRD.
 type Decision struct {
 	Name   string `json:"name"`
@@ -85,6 +96,9 @@ type Decision struct {
 	Refused []string `json:"refused,omitempty"`
 	// Note says why the action, for the report.
 	Note string `json:"note,omitempty"`
+	// Warnings are risks the apply goes ahead with: fields the new schema
+	// no longer declares, which the API server drops.
+	Warnings []string `json:"warnings,omitempty"`
 	// Migrate are the stored versions whose objects the apply writes back
 	// at the new storage version first (ActionMigrate).
 	Migrate []string `json:"migrate,omitempty"`
@@ -176,6 +190,15 @@ func Judge(p Policy, migrate bool, c CRD, l Live) Decision {
 		if l.MissingService != "" {
 			refuse("its conversion webhook calls the Service %s, which does not exist: every read of its objects at another version would fail; install the webhook first", l.MissingService)
 		}
+	}
+	if l.Pruned.Count > 0 && (d.Action == ActionReplace) {
+		more := ""
+		if l.Pruned.Count > len(l.Pruned.First) {
+			more = "; …"
+		}
+		d.Warnings = append(d.Warnings, fmt.Sprintf("CustomResourceDefinition %s (%s): its new schema at %s does not declare fields %d objects hold; "+
+			"the API server drops them from each object when it is next written (a migration writes every one): %s%s",
+			d.Name, c.From, l.PrunedAt, l.Pruned.Count, strings.Join(l.Pruned.First, "; "), more))
 	}
 	if l.Refusal != "" && len(d.Refused) == 0 {
 		refuse("the API server refuses it (dry run): %s", l.Refusal)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // Port is a job's upgrade.CRDs: the chart's CRDs under Policy, through
@@ -43,6 +44,9 @@ func (p Port) Check(ctx context.Context, c *upgrade.Chart, userValues map[string
 	for i, d := range ds {
 		out.Actions = append(out.Actions, action(d))
 		out.Refused = append(out.Refused, d.Refused...)
+		for _, w := range d.Warnings {
+			out.Warnings = append(out.Warnings, values.Warning{Kind: values.WarnCRDPrune, Path: d.Name, Message: w})
+		}
 		if d.Action == ActionCreate || d.Action == ActionReplace {
 			out.Objects = append(out.Objects, cs[i].Object.Object)
 		}

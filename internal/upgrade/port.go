@@ -287,6 +287,9 @@ type CRDCheck struct {
 	// Refused are the reasons to refuse, one line a person can act on
 	// each: preflight refuses them.
 	Refused []string
+	// Warnings are risks the upgrade goes ahead with (fields a new
+	// schema no longer declares).
+	Warnings []values.Warning
 	// Objects are the CRDs the apply creates or replaces (Change.CRDs).
 	Objects []map[string]any
 	// Plan is the adapter's own copy of what it decided.

@@ -90,12 +90,14 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 	// the chart's CRDs, under the spec's apply.crds, before the objects
 	// that may need them
 	var crdNotes []string
+	var crdWarnings []values.Warning
 	if j.job.CRDs != nil && err == nil && !intent.NoChange {
 		check, cerr := j.job.CRDs.Check(ctx, r.New, intent.Change.Values)
 		if cerr != nil {
 			return nil, cerr
 		}
 		problems = append(problems, check.Refused...)
+		crdWarnings = check.Warnings
 		intent.CRDs, intent.Change.CRDs = check, check.Objects
 		for _, a := range check.Actions {
 			crdNotes = append(crdNotes, "CRD "+a.String())
@@ -127,6 +129,7 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		}
 		intent.Merge.Warnings = append(intent.Merge.Warnings, health.Warnings...)
 		intent.Merge.Warnings = append(intent.Merge.Warnings, conflicts.Warnings...)
+		intent.Merge.Warnings = append(intent.Merge.Warnings, crdWarnings...)
 		notes := append(health.Notes, crdNotes...)
 		if conflicts.Note != "" {
 			notes = append(notes, conflicts.Note)

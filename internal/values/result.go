@@ -57,6 +57,10 @@ const (
 	// deletes it, leaving its dependents, and creates it again; the path
 	// names the object.
 	WarnRecreate WarningKind = "recreate"
+	// WarnCRDPrune: a CRD of the chart that the upgrade replaces no longer
+	// declares fields objects of it hold; the API server drops them on the
+	// next write of each. The path names the CRD.
+	WarnCRDPrune WarningKind = "crd-prunes-fields"
 	// WarnAdopt: an adopt rule could not adopt (it matches no value of
 	// the new chart; live fields disagree on its value); the path names
 	// the rule's pattern or the value.
