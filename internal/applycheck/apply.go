@@ -18,7 +18,7 @@ import (
 // This file is the apply itself: the API server's field manager run in
 // this process over a live object and the object the chart renders.
 
-// ApplyConflicts runs, in this process, the server-side apply (without
+// applyConflicts runs, in this process, the server-side apply (without
 // force) of want over live as manager, as the API server runs it: the
 // same field manager of k8s.io/apimachinery over tc, the type converter of
 // the cluster's schema for the kind, and reset, the fields its
@@ -27,7 +27,7 @@ import (
 // 409), and the object the apply stores (with force when there are
 // conflicts: what a forced or client-side apply stores); an error when
 // the apply fails for another reason (the schema refuses want, say).
-func ApplyConflicts(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]fieldpath.Filter, live, want *unstructured.Unstructured, manager string) ([]metav1.StatusCause, *unstructured.Unstructured, error) {
+func applyConflicts(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]fieldpath.Filter, live, want *unstructured.Unstructured, manager string) ([]metav1.StatusCause, *unstructured.Unstructured, error) {
 	gvk := want.GroupVersionKind()
 	fm, err := managedfields.NewDefaultFieldManager(tc, sameVersion{gvk.GroupVersion()}, noDefaults{}, creater{}, gvk, gvk.GroupVersion(), "", reset)
 	if err != nil {

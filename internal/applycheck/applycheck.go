@@ -309,7 +309,7 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 	if err != nil {
 		return nil, nil, nil, err.Error()
 	}
-	causes, stored, err := ApplyConflicts(tc, c.Schemas.ResetFields(ctx, gvk), o.Live, want, manager)
+	causes, stored, err := applyConflicts(tc, c.Schemas.ResetFields(ctx, gvk), o.Live, want, manager)
 	if err != nil {
 		r := schemaRejected(o, err)
 		return nil, &r, nil, ""

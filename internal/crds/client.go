@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/csaupgrade"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
 )
 
 // GVR is the resource of CustomResourceDefinitions.
@@ -44,23 +46,10 @@ const Manager = "chart-upgrader"
 // server-side), so that the upgrade carries that ownership on as the
 // chart's own and a field the chart drops is dropped; else Manager.
 func applyManager(live *unstructured.Unstructured) string {
-	best, size := Manager, -1
-	if live == nil {
-		return best
+	if m := applycheck.ApplyManager(live); m != "" {
+		return m
 	}
-	for _, e := range live.GetManagedFields() {
-		if e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" {
-			continue
-		}
-		n := 0
-		if e.FieldsV1 != nil {
-			n = len(e.FieldsV1.Raw)
-		}
-		if n > size {
-			best, size = e.Manager, n
-		}
-	}
-	return best
+	return Manager
 }
 
 // EstablishTimeout bounds the wait for an applied CRD to be Established
