@@ -49,6 +49,18 @@ func client(env *testenv.Env) *crds.Client {
 	return &crds.Client{Dynamic: env.Dynamic(), Kube: env.Kube(), Installers: []string{"helm"}}
 }
 
+// install checks and applies cs, which must all be created.
+func install(t testing.TB, c *crds.Client, cs []crds.CRD) {
+	t.Helper()
+	ds, err := c.Check(t.Context(), crds.CreateReplace, cs)
+	require.NoError(t, err)
+	for _, d := range ds {
+		require.Equal(t, crds.ActionCreate, d.Action, "%+v", d)
+	}
+	_, err = c.Apply(t.Context(), cs, ds)
+	require.NoError(t, err)
+}
+
 // Created, then replaced with a new storage version; a version that
 // stops being served while objects may be stored at it is refused with
 // the objects counted; dropping a stored version is refused by our words
@@ -179,17 +191,13 @@ func TestMigrationConvergesAfterAKill(t *testing.T) {
 	g := group("migrate")
 	t.Cleanup(func() { _, _ = env.Kubectl(t.Context(), "delete", "crd", "gadgets."+g, "--ignore-not-found") })
 	c := client(env)
-	v1 := parsed(t, testchart.GadgetCRD(g, true, "v1*"))
-	ds, err := c.Check(t.Context(), crds.CreateReplace, v1)
-	require.NoError(t, err)
-	_, err = c.Apply(t.Context(), v1, ds)
-	require.NoError(t, err)
+	install(t, c, parsed(t, testchart.GadgetCRD(g, true, "v1*")))
 	createGadgets(t, env, g, ns, 300)
 	before := gadgets(t, env, g, "v1", ns)
 	require.Len(t, before, 300)
 
 	v2 := parsed(t, testchart.GadgetCRD(g, true, "v2*"))
-	ds, err = c.Check(t.Context(), crds.CreateReplace, v2)
+	ds, err := c.Check(t.Context(), crds.CreateReplace, v2)
 	require.NoError(t, err)
 	require.Equal(t, crds.ActionRefused, ds[0].Action, "without migrate: refused")
 
@@ -241,15 +249,11 @@ func BenchmarkMigrate1000(b *testing.B) {
 		b.StopTimer()
 		ns := env.Namespace(b)
 		g := group("migbench")
-		v1 := parsed(b, testchart.GadgetCRD(g, true, "v1*"))
-		ds, err := c.Check(b.Context(), crds.CreateReplace, v1)
-		require.NoError(b, err)
-		_, err = c.Apply(b.Context(), v1, ds)
-		require.NoError(b, err)
+		install(b, c, parsed(b, testchart.GadgetCRD(g, true, "v1*")))
 		createGadgets(b, env, g, ns, 1000)
 		v2 := parsed(b, testchart.GadgetCRD(g, true, "v2*"))
 		b.StartTimer()
-		ds, err = c.Check(b.Context(), crds.CreateReplace, v2)
+		ds, err := c.Check(b.Context(), crds.CreateReplace, v2)
 		require.NoError(b, err)
 		require.Equal(b, crds.ActionMigrate, ds[0].Action)
 		_, err = c.Apply(b.Context(), v2, ds)
@@ -265,11 +269,7 @@ func TestPruneWarning(t *testing.T) {
 	g := group("prune")
 	t.Cleanup(func() { _, _ = env.Kubectl(t.Context(), "delete", "crd", "gadgets."+g, "--ignore-not-found") })
 	c := client(env)
-	withB := parsed(t, testchart.GadgetCRD(g, true, "v1*"))
-	ds, err := c.Check(t.Context(), crds.CreateReplace, withB)
-	require.NoError(t, err)
-	_, err = c.Apply(t.Context(), withB, ds)
-	require.NoError(t, err)
+	install(t, c, parsed(t, testchart.GadgetCRD(g, true, "v1*")))
 	ri := env.Dynamic().Resource(schema.GroupVersionResource{Group: g, Version: "v1", Resource: "gadgets"}).Namespace(ns)
 	for i, spec := range []map[string]any{{"a": "x", "b": "y"}, {"a": "x"}, {"a": "x", "b": "z"}} {
 		_, err := ri.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": g + "/v1", "kind": "Gadget",
@@ -277,7 +277,7 @@ func TestPruneWarning(t *testing.T) {
 		require.NoError(t, err)
 	}
 	withoutB := parsed(t, testchart.GadgetCRD(g, false, "v1*"))
-	ds, err = c.Check(t.Context(), crds.CreateReplace, withoutB)
+	ds, err := c.Check(t.Context(), crds.CreateReplace, withoutB)
 	require.NoError(t, err)
 	require.Equal(t, crds.ActionReplace, ds[0].Action, "%+v", ds[0])
 	require.Len(t, ds[0].Warnings, 1)

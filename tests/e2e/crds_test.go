@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,15 +29,7 @@ func TestCRDsUpgradedUnderAManagedChart(t *testing.T) {
 	group := "mc-" + strings.ToLower(rand.Text()[:8]) + ".example.com"
 	crdName := "gadgets." + group
 	t.Cleanup(func() { _, _ = f.env.Kubectl(context.Background(), "delete", "crd", crdName, "--ignore-not-found") })
-	for version, v := range map[string]struct {
-		crd, at string
-		withB   bool
-	}{"1.0.0": {testchart.GadgetCRD(group, false, "v1*"), "v1", false}, "2.0.0": {testchart.GadgetCRD(group, true, "v1", "v2*"), "v2", true}} {
-		dir := filepath.Join(f.charts, "demo-app-"+version)
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, "crds"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "crds", "gadgets.yaml"), []byte(v.crd), 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "templates", "gadget.yaml"), []byte(testchart.GadgetTemplate(group, v.at, v.withB)), 0o644))
-	}
+	require.NoError(t, testchart.WriteGadgets(f.charts, group))
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
 	policy, err := os.ReadFile(f.policy(name))

@@ -31,20 +31,13 @@ import (
 // without v1.
 func (f *fixture) gadgetCharts(group string) {
 	f.t.Helper()
-	write := func(version, crd, gadget string) {
-		dir := filepath.Join(f.charts, "demo-app-"+version)
-		require.NoError(f.t, os.MkdirAll(filepath.Join(dir, "crds"), 0o755))
-		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "crds", "gadgets.yaml"), []byte(crd), 0o644))
-		require.NoError(f.t, os.WriteFile(filepath.Join(dir, "templates", "gadget.yaml"), []byte(testchart.GadgetTemplate(group, gadget, gadget == "v2")), 0o644))
-	}
-	write("1.0.0", testchart.GadgetCRD(group, false, "v1*"), "v1")
-	write("2.0.0", testchart.GadgetCRD(group, true, "v1", "v2*"), "v2")
+	require.NoError(f.t, testchart.WriteGadgets(f.charts, group))
 	three := filepath.Join(f.charts, "demo-app-3.0.0")
 	require.NoError(f.t, example.CopyDir(filepath.Join(f.charts, "demo-app-2.0.0"), three))
 	meta, err := os.ReadFile(filepath.Join(three, "Chart.yaml"))
 	require.NoError(f.t, err)
 	require.NoError(f.t, os.WriteFile(filepath.Join(three, "Chart.yaml"), []byte(strings.ReplaceAll(string(meta), "version: 2.0.0", "version: 3.0.0")), 0o644))
-	write("3.0.0", testchart.GadgetCRD(group, true, "v2*"), "v2")
+	require.NoError(f.t, testchart.WriteGadget(three, testchart.GadgetCRD(group, true, "v2*"), group, "v2", true))
 }
 
 // A chart whose 2.0.0 crds/ adds a version (the new storage version) and

@@ -252,3 +252,26 @@ func GadgetTemplate(group, version string, withB bool) string {
 	}
 	return "apiVersion: " + group + "/" + version + "\nkind: Gadget\nmetadata:\n  name: {{ .Release.Name }}-g\nspec: " + spec + "\n"
 }
+
+// WriteGadget gives the chart in dir the CRD crd in crds/gadgets.yaml and
+// GadgetTemplate(group, version, withB) in templates/gadget.yaml.
+func WriteGadget(dir, crd, group, version string, withB bool) error {
+	if err := os.MkdirAll(filepath.Join(dir, "crds"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "crds", "gadgets.yaml"), []byte(crd), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "templates", "gadget.yaml"), []byte(GadgetTemplate(group, version, withB)), 0o644)
+}
+
+// WriteGadgets gives demo-app-1.0.0 and demo-app-2.0.0 under charts the
+// Gadget CRD of group and a Gadget: 1.0.0 at v1 without spec.b; 2.0.0
+// with v2 added as the storage version and spec.b declared, its Gadget
+// at v2 with spec.b.
+func WriteGadgets(charts, group string) error {
+	if err := WriteGadget(filepath.Join(charts, "demo-app-1.0.0"), GadgetCRD(group, false, "v1*"), group, "v1", false); err != nil {
+		return err
+	}
+	return WriteGadget(filepath.Join(charts, "demo-app-2.0.0"), GadgetCRD(group, true, "v1", "v2*"), group, "v2", true)
+}
