@@ -122,6 +122,10 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stderr, "CRD applied")
 	assert.Contains(t, r.stdout, "CRD "+crdName+": replace")
+	events, err := f.env.Kube().CoreV1().Events(f.ns).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=CRDApplied"})
+	require.NoError(t, err)
+	require.Len(t, events.Items, 1, "one Event per CRD applied")
+	assert.Contains(t, events.Items[0].Message, "CustomResourceDefinition "+crdName+": replace from demo-app/crds/gadgets.yaml (chart 2.0.0)")
 	crdAfter, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	versions, _, _ := unstructured.NestedSlice(crdAfter.Object, "spec", "versions")
@@ -192,6 +196,17 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	a, _, _ := unstructured.NestedString(m.Object, "spec", "a")
 	assert.Equal(t, "operator", a)
 	assert.Equal(t, "deployed", f.history(name)[2].Info.Status.String())
+
+	// a rollback to 2.0.0 leaves the CRD as it is: no version comes back,
+	// none is dropped, every object stays
+	rb := f.cli(n, "rollback", "--target", f.target(name), "--timeout", "60s", "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
+	kept, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, final.GetResourceVersion(), kept.GetResourceVersion(), "a rollback writes no CRD")
+	_, err = f.env.Dynamic().Resource(v2).Namespace(f.ns).Get(t.Context(), "mine", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "2.0.0", f.history(name)[3].Chart.Metadata.Version)
 }
 
 // A release Helm installed client-side (as Helm 3 did): its crds/ were
@@ -240,4 +255,34 @@ func TestCRDsOfAClientSideInstall(t *testing.T) {
 	}
 	assert.Contains(t, managers, crds.Manager+"/Apply")
 	assert.NotContains(t, managers, "helm/Update", "Helm's client-side fields were handed over")
+}
+
+// A chart whose crds/ holds what is not a CRD, or one CRD two ways, is
+// bad input under apply.crds: exit 2 naming the file, nothing written.
+func TestBadCRDsAreBadInput(t *testing.T) {
+	f := newFixture(t, "")
+	name := releaseName()
+	f.install(name)
+	n := newNode(t, "node-1")
+	writes := len(f.writesBy())
+	dir := filepath.Join(f.charts, "demo-app-2.0.0", "crds")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	spec := f.applySpec(name, "{crds: create}")
+	for _, tc := range []struct{ name, file, body, says string }{
+		{"not a CRD", "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", `demo-app/crds/cm.yaml: a ConfigMap "x" is not a CustomResourceDefinition`},
+		{"one CRD two ways", "twice.yaml", testchart.GadgetCRD("twice.example.com", false, "v1*") + "---\n" + testchart.GadgetCRD("twice.example.com", true, "v1*"),
+			"demo-app/crds/twice.yaml (document 2): the CustomResourceDefinition gadgets.twice.example.com differs from the one demo-app/crds/twice.yaml (document 1) defines"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.file)
+			require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o644))
+			t.Cleanup(func() { _ = os.Remove(path) })
+			for _, cmd := range []string{"preflight", "upgrade"} {
+				r := f.cli(n, cmd, "--spec", spec, "--version", "2.0.0")
+				require.Equal(t, outcome.ExitBadInput, r.code, "%s: stdout: %s\nstderr: %s", cmd, r.stdout, r.stderr)
+				assert.Contains(t, r.stderr, tc.says, cmd)
+			}
+			assert.Equal(t, writes, len(f.writesBy()), "bad input writes nothing")
+		})
+	}
 }
