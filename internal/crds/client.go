@@ -104,7 +104,7 @@ func (c *Client) Check(ctx context.Context, p Policy, cs []CRD) ([]Decision, err
 				return err
 			}
 			d := Judge(p, c.Migrate, crd, l)
-			d.Manager, d.Handover = l.manager, l.handover
+			d.Manager, d.Handover, d.was = l.manager, l.handover, l.was
 			out[i] = d
 			return nil
 		})
@@ -131,7 +131,7 @@ func (c *Client) live(ctx context.Context, p Policy, crd CRD) (Live, error) {
 	case err != nil:
 		return l, fmt.Errorf("reading CustomResourceDefinition %s: %w", crd.Name(), err)
 	default:
-		l.manager = applyManager(u)
+		l.manager, l.was = applyManager(u), u
 		l.CRD = &apiextv1.CustomResourceDefinition{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, l.CRD); err != nil {
 			return l, fmt.Errorf("decoding CustomResourceDefinition %s: %w", crd.Name(), err)

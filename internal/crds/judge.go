@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Policy is the spec's apply.crds (kind.CRDPolicies): what an upgrade
@@ -55,6 +56,8 @@ type Live struct {
 	Pruned   Pruned
 	PrunedAt string
 
+	// was is the cluster's CRD as read (for the backup).
+	was *unstructured.Unstructured
 	// manager is the field manager to apply as (applyManager); handover
 	// the installers whose client-side fields it takes first.
 	manager  string
@@ -106,6 +109,9 @@ type Decision struct {
 	// installers whose client-side fields it takes over first.
 	Manager  string   `json:"manager,omitempty"`
 	Handover []string `json:"handover,omitempty"`
+
+	// was is the cluster's CRD as read, for the backup.
+	was *unstructured.Unstructured
 }
 
 // Unserving are the versions of live's status.storedVersions that live

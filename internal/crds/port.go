@@ -68,6 +68,22 @@ func (p Port) Apply(ctx context.Context, check *upgrade.CRDCheck) ([]upgrade.CRD
 	return out, err
 }
 
+// Backup keeps the CRDs check replaces, as they were, in the Secret
+// BackupName(target, fromVersion) in the target's namespace, once.
+func (p Port) Backup(ctx context.Context, check *upgrade.CRDCheck, target upgrade.Ref, fromVersion string) (string, bool, error) {
+	pl, ok := check.Plan.(plan)
+	if !ok {
+		return "", false, fmt.Errorf("backing up CRDs: a verdict of another kind (%T)", check.Plan)
+	}
+	name := BackupName(target, fromVersion)
+	created, err := p.Client.backup(ctx, pl.decisions, target.Namespace, name, map[string]string{
+		"app.kubernetes.io/managed-by": "chart-upgrader", "chart-upgrader.io/target-kind": target.Kind, "chart-upgrader.io/target-name": target.Name})
+	if err != nil {
+		return "", false, err
+	}
+	return name, created, nil
+}
+
 func action(d Decision) upgrade.CRDAction {
 	return upgrade.CRDAction{Name: d.Name, From: d.From, Action: string(d.Action), Note: d.Note}
 }

@@ -236,8 +236,9 @@ func (j *jobRun) releaseLease(ctx context.Context) error {
 // says, before the target is written: with preflight's verdict, or, when
 // the intent was made again since, a new one (refused as preflight
 // refuses). A rollback (no merge) leaves CRDs as they are: it never
-// deletes one nor drops a version objects may be stored at. Each CRD
-// applied is one Event on the target.
+// deletes one nor drops a version objects may be stored at. The CRDs it
+// replaces are kept first, as they are, beside the target's backup. Each
+// CRD applied is one Event on the target.
 func (j *jobRun) applyCRDs(ctx context.Context, r Resolved, in *Intent, o *Observed) error {
 	if j.job.CRDs == nil || in.Merge == nil || r.New == nil {
 		return nil
@@ -250,6 +251,15 @@ func (j *jobRun) applyCRDs(ctx context.Context, r Resolved, in *Intent, o *Obser
 		}
 		if len(check.Refused) > 0 {
 			return outcome.Refused(fmt.Errorf("applying the CRDs of %s %s:\n- %s", j.ref, r.To, strings.Join(check.Refused, "\n- ")))
+		}
+	}
+	if in.BackupFirst {
+		name, created, err := j.job.CRDs.Backup(ctx, check, j.ref, r.From)
+		if err != nil {
+			return fmt.Errorf("backing up the CRDs the upgrade replaces: %w", err)
+		}
+		if created {
+			j.note("CRDs backed up", "secret", name)
 		}
 	}
 	done, err := j.job.CRDs.Apply(ctx, check)

@@ -278,6 +278,11 @@ type CRDs interface {
 	// Apply creates or replaces the CRDs check says to, and waits until
 	// each is Established; it returns what it did.
 	Apply(ctx context.Context, check *CRDCheck) ([]CRDAction, error)
+	// Backup keeps the CRDs check replaces, as they are, beside target's
+	// backup from fromVersion, once: an existing copy is left as it is.
+	// name is where ("" when none is replaced); created whether this call
+	// wrote it.
+	Backup(ctx context.Context, check *CRDCheck, target Ref, fromVersion string) (name string, created bool, err error)
 }
 
 // CRDCheck is the verdict on a chart's CRDs.

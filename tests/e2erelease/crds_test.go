@@ -2,9 +2,11 @@ package e2erelease
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/crds"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
@@ -122,6 +125,15 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stderr, "CRD applied")
 	assert.Contains(t, r.stdout, "CRD "+crdName+": replace")
+	kept, err := f.env.Kube().CoreV1().Secrets(f.ns).Get(t.Context(), crds.BackupName(upgrade.Ref{Kind: "release", Namespace: f.ns, Name: name}, "1.0.0"), metav1.GetOptions{})
+	require.NoError(t, err, "the CRD as it was is kept beside the backup")
+	zr, err := gzip.NewReader(bytes.NewReader(kept.Data[crds.BackupKey]))
+	require.NoError(t, err)
+	was, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	assert.Contains(t, string(was), "name: "+crdName)
+	assert.Contains(t, string(was), "name: v1")
+	assert.NotContains(t, string(was), "name: v2", "as it was before the upgrade")
 	events, err := f.env.Kube().CoreV1().Events(f.ns).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=CRDApplied"})
 	require.NoError(t, err)
 	require.Len(t, events.Items, 1, "one Event per CRD applied")
@@ -201,9 +213,9 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	// none is dropped, every object stays
 	rb := f.cli(n, "rollback", "--target", f.target(name), "--timeout", "60s", "--kubeconfig", kubeconfig)
 	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
-	kept, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	untouched, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, final.GetResourceVersion(), kept.GetResourceVersion(), "a rollback writes no CRD")
+	assert.Equal(t, final.GetResourceVersion(), untouched.GetResourceVersion(), "a rollback writes no CRD")
 	_, err = f.env.Dynamic().Resource(v2).Namespace(f.ns).Get(t.Context(), "mine", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "2.0.0", f.history(name)[3].Chart.Metadata.Version)
