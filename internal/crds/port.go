@@ -47,7 +47,7 @@ func (p Port) Check(ctx context.Context, c *upgrade.Chart, userValues map[string
 		for _, w := range d.Warnings {
 			out.Warnings = append(out.Warnings, values.Warning{Kind: values.WarnCRDPrune, Path: d.Name, Message: w})
 		}
-		if d.Action == ActionCreate || d.Action == ActionReplace {
+		if d.Action == ActionCreate || d.Action == ActionReplace || d.Action == ActionMigrate {
 			out.Objects = append(out.Objects, cs[i].Object.Object)
 		}
 	}

@@ -295,7 +295,8 @@ type CRDCheck struct {
 	// Warnings are risks the upgrade goes ahead with (fields a new
 	// schema no longer declares).
 	Warnings []values.Warning
-	// Objects are the CRDs the apply creates or replaces (Change.CRDs).
+	// Objects are the CRDs the apply creates, replaces or migrates
+	// (Change.CRDs).
 	Objects []map[string]any
 	// Plan is the adapter's own copy of what it decided.
 	Plan any
