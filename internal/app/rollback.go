@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/crds"
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
@@ -63,6 +65,13 @@ func Rollback(ctx context.Context, o RollbackOptions) (err error) {
 	res, err := runner.Run(ctx, upgrade.Job{Target: target, Lease: lease, Timeout: o.Timeout, FailureGrace: spec.DefaultFailureGrace}, upgrade.GoalRollback)
 	if err == nil {
 		fmt.Fprintf(o.Out, "rolled back %s %s → %s\n", t, res.From, res.To)
+		// the CRDs the upgrade replaced stay: say where their copies are
+		ref := target.Ref()
+		name := crds.BackupName(ref, res.To)
+		if _, gerr := sess.clients.Kube.CoreV1().Secrets(ref.Namespace).Get(ctx, name, metav1.GetOptions{}); gerr == nil {
+			fmt.Fprintf(o.Out, "CRDs left as they are (a rollback never deletes a CRD nor drops a version objects may be stored at); "+
+				"the CRDs as they were at %s are in Secret %s/%s\n", res.To, ref.Namespace, name)
+		}
 	}
 	return err
 }

@@ -213,6 +213,8 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	// none is dropped, every object stays
 	rb := f.cli(n, "rollback", "--target", f.target(name), "--timeout", "60s", "--kubeconfig", kubeconfig)
 	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
+	assert.Contains(t, rb.stdout, "CRDs left as they are", "the rollback says what it did with the CRDs")
+	assert.Contains(t, rb.stdout, "Secret "+f.ns+"/"+crds.BackupName(upgrade.Ref{Kind: "release", Namespace: f.ns, Name: name}, "2.0.0"))
 	untouched, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, final.GetResourceVersion(), untouched.GetResourceVersion(), "a rollback writes no CRD")
