@@ -56,8 +56,8 @@ func applyManager(live *unstructured.Unstructured) string {
 // (Helm's install waits as long).
 const EstablishTimeout = 60 * time.Second
 
-// firstObjects is how many objects a refusal names.
-const firstObjects = 3
+// firstNamed is how many objects a refusal or a warning names.
+const firstNamed = 3
 
 // Client reads, judges and applies a chart's CRDs.
 type Client struct {
@@ -300,26 +300,42 @@ func (c *Client) objects(ctx context.Context, live *apiextv1.CustomResourceDefin
 	}
 	gvr := schema.GroupVersionResource{Group: live.Spec.Group, Version: v, Resource: live.Spec.Names.Plural}
 	var o Objects
+	err := c.eachObject(ctx, gvr, func(item *unstructured.Unstructured) error {
+		o.Count++
+		if len(o.First) < firstNamed {
+			o.First = append(o.First, objectName(item))
+		}
+		return nil
+	})
+	return o, err
+}
+
+// eachObject calls fn with each object of gvr, in all namespaces, read
+// in pages of 500; it stops at fn's first error.
+func (c *Client) eachObject(ctx context.Context, gvr schema.GroupVersionResource, fn func(*unstructured.Unstructured) error) error {
 	opts := metav1.ListOptions{Limit: 500}
 	for {
 		list, err := c.Dynamic.Resource(gvr).List(ctx, opts)
 		if err != nil {
-			return o, err
+			return err
 		}
-		for _, item := range list.Items {
-			o.Count++
-			if len(o.First) < firstObjects {
-				name := item.GetName()
-				if ns := item.GetNamespace(); ns != "" {
-					name = ns + "/" + name
-				}
-				o.First = append(o.First, name)
+		for i := range list.Items {
+			if err := fn(&list.Items[i]); err != nil {
+				return err
 			}
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return o, nil
+			return nil
 		}
 	}
+}
+
+// objectName is namespace/name, or name for a cluster-scoped object.
+func objectName(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" {
+		return ns + "/" + u.GetName()
+	}
+	return u.GetName()
 }
 
 // Apply applies the CRDs of cs that ds (Check's verdicts, in the same
@@ -538,28 +554,22 @@ func (c *Client) migrate(ctx context.Context, crd CRD, d Decision) error {
 	gvr := schema.GroupVersionResource{Group: crd.Typed.Spec.Group, Version: to, Resource: crd.Typed.Spec.Names.Plural}
 	start, last := time.Now(), time.Now()
 	done := 0
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := c.Dynamic.Resource(gvr).List(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("listing its objects at %s: %w", to, err)
+	err = c.eachObject(ctx, gvr, func(item *unstructured.Unstructured) error {
+		if err := c.writeBack(ctx, gvr, item); err != nil {
+			return err
 		}
-		for i := range list.Items {
-			if err := c.writeBack(ctx, gvr, &list.Items[i]); err != nil {
-				return err
-			}
-			done++
-			if c.Progress != nil {
-				c.Progress(crd.Name(), done)
-			}
-			if time.Since(last) >= 2*time.Second {
-				c.log().Info("migrating the CRD's objects", "crd", crd.Name(), "to", to, "written", done, "elapsed", time.Since(start).Round(time.Second).String())
-				last = time.Now()
-			}
+		done++
+		if c.Progress != nil {
+			c.Progress(crd.Name(), done)
 		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			break
+		if time.Since(last) >= 2*time.Second {
+			c.log().Info("migrating the CRD's objects", "crd", crd.Name(), "to", to, "written", done, "elapsed", time.Since(start).Round(time.Second).String())
+			last = time.Now()
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("writing its objects back at %s: %w", to, err)
 	}
 	c.log().Info("the CRD's objects migrated", "crd", crd.Name(), "to", to, "written", done, "elapsed", time.Since(start).Round(time.Millisecond).String())
 	return c.trimStored(ctx, crd.Name(), to)
@@ -581,7 +591,7 @@ func (c *Client) writeBack(ctx context.Context, gvr schema.GroupVersionResource,
 				return err
 			}
 		default:
-			return fmt.Errorf("writing back %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+			return fmt.Errorf("writing back %s: %w", objectName(obj), err)
 		}
 	}
 }
@@ -605,9 +615,6 @@ func (c *Client) trimStored(ctx context.Context, name, to string) error {
 	c.log().Info("CRD status.storedVersions trimmed", "crd", name, "to", to)
 	return nil
 }
-
-// firstPruned is how many objects a prune warning names.
-const firstPruned = 3
 
 // pruned reads the objects of live at a version both live and crd serve
 // (crd's storage version when it can) and types each by crd's schema of
@@ -635,31 +642,22 @@ func (c *Client) pruned(ctx context.Context, crd CRD, live *apiextv1.CustomResou
 	}
 	gvr := schema.GroupVersionResource{Group: crd.Typed.Spec.Group, Version: at.Name, Resource: crd.Typed.Spec.Names.Plural}
 	var out Pruned
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := c.Dynamic.Resource(gvr).List(ctx, opts)
-		if err != nil {
-			return Pruned{}, "", err
+	err = c.eachObject(ctx, gvr, func(item *unstructured.Unstructured) error {
+		paths := pruning.PruneWithOptions(item.DeepCopy().Object, s, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+		if len(paths) == 0 {
+			return nil
 		}
-		for _, item := range list.Items {
-			paths := pruning.PruneWithOptions(item.DeepCopy().Object, s, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
-			if len(paths) == 0 {
-				continue
+		out.Count++
+		if len(out.First) < firstNamed {
+			for i := range paths {
+				paths[i] = "." + paths[i]
 			}
-			out.Count++
-			if len(out.First) < firstPruned {
-				name := item.GetName()
-				if ns := item.GetNamespace(); ns != "" {
-					name = ns + "/" + name
-				}
-				for i := range paths {
-					paths[i] = "." + paths[i]
-				}
-				out.First = append(out.First, fmt.Sprintf("%s %s: %s", item.GetKind(), name, strings.Join(paths, ", ")))
-			}
+			out.First = append(out.First, fmt.Sprintf("%s %s: %s", item.GetKind(), objectName(item), strings.Join(paths, ", ")))
 		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return out, at.Name, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return Pruned{}, "", err
 	}
+	return out, at.Name, nil
 }
