@@ -126,8 +126,7 @@ func (c *Client) live(ctx context.Context, p Policy, crd CRD) (Live, error) {
 	switch {
 	case apierrors.IsNotFound(err):
 	case apierrors.IsForbidden(err):
-		return Live{CRD: &apiextv1.CustomResourceDefinition{}, Differs: true,
-			Refusal: forbidden(err, "get", crd.Name())}, nil
+		return Live{Unread: true, Refusal: forbidden(err, "get", crd.Name())}, nil
 	case err != nil:
 		return l, fmt.Errorf("reading CustomResourceDefinition %s: %w", crd.Name(), err)
 	default:

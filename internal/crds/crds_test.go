@@ -61,6 +61,8 @@ func TestJudge(t *testing.T) {
 		{"missing: created", Create, Live{}, ActionCreate, nil},
 		{"missing, createReplace: created", CreateReplace, Live{}, ActionCreate, nil},
 		{"a create the server refuses", Create, Live{Refusal: "forbidden"}, ActionRefused, []string{"the API server refuses it (dry run): forbidden"}},
+		{"a CRD the process may not read", CreateReplace, Live{Unread: true, Refusal: "forbidden: the process may not get it"}, ActionRefused,
+			[]string{"CustomResourceDefinition widgets.example.com (demo/crds/a.yaml): forbidden: the process may not get it"}},
 		{"exists, create: kept as it is", Create, Live{CRD: live(t, crdYAML("Namespaced", "Widget", "v1*"), "v1"), Differs: true}, ActionKept, nil},
 		{"the same", CreateReplace, Live{CRD: live(t, crdYAML("Namespaced", "Widget", "v1", "v2*"), "v2")}, ActionUnchanged, nil},
 		{"a version added", CreateReplace, Live{CRD: live(t, crdYAML("Namespaced", "Widget", "v1*"), "v1"), Differs: true}, ActionReplace, nil},
@@ -83,7 +85,7 @@ func TestJudge(t *testing.T) {
 			for _, s := range tc.says {
 				assert.Contains(t, strings.Join(d.Refused, "\n"), s)
 			}
-			if tc.name == "a stored version dropped" {
+			if tc.name == "a stored version dropped" || tc.name == "a CRD the process may not read" {
 				assert.Len(t, d.Refused, 1, "our words, not the server's again")
 			}
 		})

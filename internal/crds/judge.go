@@ -39,6 +39,9 @@ const (
 type Live struct {
 	// CRD is the cluster's; nil when there is none.
 	CRD *apiextv1.CustomResourceDefinition
+	// Unread: the process may not read the cluster's CRD; Refusal says
+	// which rule to add.
+	Unread bool
 	// Differs: applying the chart's would change it (the dry-run apply's
 	// result is not the cluster's).
 	Differs bool
@@ -156,6 +159,10 @@ func Judge(p Policy, migrate bool, c CRD, l Live) Decision {
 		d.Refused = append(d.Refused, fmt.Sprintf("CustomResourceDefinition %s (%s): ", d.Name, c.From)+fmt.Sprintf(format, args...))
 	}
 	switch {
+	case l.Unread:
+		refuse("%s", l.Refusal)
+		d.Action = ActionRefused
+		return d
 	case l.CRD == nil:
 		d.Action, d.Note = ActionCreate, "the cluster lacks it"
 	case p != CreateReplace:
