@@ -7,16 +7,87 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 )
 
-// conditionValues are the paths of the values c's templates, and its
-// subcharts', test in a condition: the pipelines of if, else if and with
-// (`if eq .Values.controller.kind "Deployment"`), each as a path of the
-// chart's effective values (a subchart's under its name; its globals also
-// under global). Tracing leaves them unmarked, so the condition goes the
-// way it goes for real and what it renders is traced. A value reached
-// through a variable or a changed dot (`with .Values.x` then `.kind`) is
-// not found: it is marked, and what it guards reads "under a condition".
-func conditionValues(c *chart.Chart) [][]string {
-	return chartValuePaths(c, templateConditions)
+// conditionValues are the paths of the values that tracing leaves
+// unmarked (provenance.Mark) so that each condition of c's templates, and
+// its subcharts', goes the way it goes for real, and what it renders is
+// traced. A marker is a non-empty string, so a value a condition asks
+// only whether it is empty (`if .Values.x`, `with`, `not`, `empty`,
+// `kindIs "invalid"`, `hasKey`, and `and`/`or` of such) is kept only when
+// marking would flip that: an empty string or a zero. One it tests
+// otherwise (`if eq .Values.controller.kind "Deployment"`) is always kept.
+// Each is a path of the chart's effective values (a subchart's under its
+// name; its globals also under global). A value a condition reads through
+// a changed dot or a variable (`.imageRoot.digest` in a helper given a
+// dict) has no path here: each value of that last name is kept as above.
+func conditionValues(c *chart.Chart, effective map[string]any) [][]string {
+	keep := chartValuePaths(c, func(name, text string) [][]string { return testedPaths(name, text, false) })
+	for _, p := range chartValuePaths(c, func(name, text string) [][]string { return testedPaths(name, text, true) }) {
+		if v, ok := valueAt(effective, p); ok && flipsWhenMarked(v) {
+			keep = append(keep, p)
+		}
+	}
+	telling := map[string]bool{} // a relative name, and whether a test of it tells more than emptiness
+	chartValuePaths(c, func(name, text string) [][]string {
+		for _, t := range templateTests(name, text) {
+			if t.relative != "" {
+				telling[t.relative] = telling[t.relative] || !t.truthOnly
+			}
+		}
+		return nil
+	})
+	if len(telling) > 0 {
+		eachValue(effective, nil, func(at []string, v any) {
+			if tells, ok := telling[at[len(at)-1]]; ok && (tells || flipsWhenMarked(v)) {
+				keep = append(keep, at)
+			}
+		})
+	}
+	return keep
+}
+
+// flipsWhenMarked says whether v is empty and a marker would not be: an
+// empty string or a zero number.
+func flipsWhenMarked(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return x == ""
+	case int:
+		return x == 0
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	}
+	return false
+}
+
+// valueAt is the value at path p of vals.
+func valueAt(vals map[string]any, p []string) (any, bool) {
+	var v any = vals
+	for _, k := range p {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// eachValue calls f with the path and value of each map entry below v
+// (lists are not entered: a condition names no index).
+func eachValue(v any, at []string, f func([]string, any)) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	for k, e := range m {
+		p := append(at[:len(at):len(at)], k)
+		f(p, e)
+		eachValue(e, p, f)
+	}
 }
 
 // chartValuePaths are the paths of the values that of each template of c
@@ -52,19 +123,104 @@ func chartValuePaths(c *chart.Chart, of func(name, text string) [][]string) [][]
 	return out
 }
 
-// templateConditions are the .Values paths the conditions of one
-// template test; none when it does not parse (the render says why).
-func templateConditions(name, text string) [][]string {
+// test is a value a condition reads: a .Values path, or the last name
+// of a field read from a changed dot or a variable (relative:
+// `.imageRoot.digest` is "digest"), and whether the condition asks of it
+// only whether it is empty.
+type test struct {
+	path      []string
+	relative  string
+	truthOnly bool
+}
+
+// testedPaths are the .Values paths the conditions of one template test,
+// those asked only whether they are empty (truthOnly) or the others.
+func testedPaths(name, text string, truthOnly bool) [][]string {
 	var out [][]string
+	for _, t := range templateTests(name, text) {
+		if t.path != nil && t.truthOnly == truthOnly {
+			out = append(out, t.path)
+		}
+	}
+	return out
+}
+
+// templateTests are the values the conditions (if, else if, with) of one
+// template read; none when it does not parse.
+func templateTests(name, text string) []test {
+	var out []test
 	visitNodes(name, text, func(n parse.Node) {
 		switch x := n.(type) {
 		case *parse.IfNode:
-			out = append(out, valuePaths(x.Pipe)...)
+			out = append(out, pipeTests(x.Pipe, true)...)
 		case *parse.WithNode:
-			out = append(out, valuePaths(x.Pipe)...)
+			out = append(out, pipeTests(x.Pipe, true)...)
 		}
 	})
 	return out
+}
+
+// emptinessFuncs tell of their arguments only whether each is empty (or
+// null, or has a key); andOr give one of their arguments, so they tell
+// only that when their result is asked only that.
+var (
+	emptinessFuncs = map[string]bool{"not": true, "empty": true, "hasKey": true}
+	andOr          = map[string]bool{"and": true, "or": true}
+)
+
+// pipeTests are the values pipeline p reads; truth says whether p's result
+// is asked only whether it is empty.
+func pipeTests(p *parse.PipeNode, truth bool) []test {
+	if p == nil {
+		return nil
+	}
+	truth = truth && len(p.Cmds) == 1
+	var out []test
+	for _, c := range p.Cmds {
+		argTruth := false
+		args := c.Args
+		if id, ok := args[0].(*parse.IdentifierNode); ok {
+			switch {
+			case emptinessFuncs[id.Ident], andOr[id.Ident] && truth:
+				argTruth = true
+			case id.Ident == "kindIs" && len(args) == 3 && isString(args[1], "invalid"):
+				argTruth = true
+			}
+			args = args[1:]
+		} else if len(args) == 1 {
+			argTruth = truth
+		}
+		for _, a := range args {
+			out = append(out, argTests(a, argTruth)...)
+		}
+	}
+	return out
+}
+
+func isString(n parse.Node, s string) bool {
+	str, ok := n.(*parse.StringNode)
+	return ok && str.Text == s
+}
+
+// argTests are the values one argument of a command reads.
+func argTests(n parse.Node, truth bool) []test {
+	switch x := n.(type) {
+	case *parse.PipeNode:
+		return pipeTests(x, truth)
+	case *parse.FieldNode:
+		if len(x.Ident) > 1 && x.Ident[0] == "Values" {
+			return []test{{path: x.Ident[1:], truthOnly: truth}}
+		}
+		return []test{{relative: x.Ident[len(x.Ident)-1], truthOnly: truth}}
+	case *parse.VariableNode:
+		if len(x.Ident) > 2 && x.Ident[0] == "$" && x.Ident[1] == "Values" {
+			return []test{{path: x.Ident[2:], truthOnly: truth}}
+		}
+		if len(x.Ident) > 1 {
+			return []test{{relative: x.Ident[len(x.Ident)-1], truthOnly: truth}}
+		}
+	}
+	return nil
 }
 
 // visitNodes calls visit with each node of a template's trees (its

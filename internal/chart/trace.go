@@ -34,7 +34,7 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 	if err != nil {
 		return nil, fmt.Errorf("coalescing the values of chart %s: %w", nameVersion(c), err)
 	}
-	conditions := conditionValues(c)
+	conditions := conditionValues(c, effective)
 	marked, marks := provenance.Mark(effective, conditions...)
 	traced, err := r.render(c, marked, name, namespace, true)
 	if err != nil {

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,7 +278,7 @@ func TestAWorkloadUnderAKindConditionIsTraced(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ingress")
 	writeFiles(t, dir, map[string]string{
 		"Chart.yaml":  chartfile("ingress", "1.0.0") + "dependencies:\n- name: backend\n  version: 0.1.0\n",
-		"values.yaml": "controller:\n  kind: Deployment\n  image: registry.example/ctl:1\n",
+		"values.yaml": "controller:\n  kind: Deployment\n  image: registry.example/ctl:1\nglobal:\n  region: \"\"\n",
 		"templates/controller.yaml": `{{- if eq .Values.controller.kind "Deployment" }}
 apiVersion: apps/v1
 kind: Deployment
@@ -311,11 +312,18 @@ data:
 	})
 	c, err := Load(dir)
 	require.NoError(t, err)
-	require.ElementsMatch(t, [][]string{{"controller", "kind"}, {"backend", "global", "region"}, {"global", "region"}, {"backend", "mode"}}, conditionValues(c))
+	effective, err := chartvalues.CoalesceValues(c, map[string]any{})
+	require.NoError(t, err)
+	// the kind, which eq tests, and the empty region, which a marker
+	// would make true; not the mode, which with asks only whether it is
+	// empty, and which a marker keeps non-empty
+	require.ElementsMatch(t, [][]string{{"controller", "kind"}, {"backend", "global", "region"}, {"global", "region"}}, conditionValues(c, effective))
 	m := traceOf(t, dir, nil)
 	image := m.Explain(provenance.ObjectID{Kind: "Deployment", Name: "ctl"},
 		[]any{"spec", "template", "spec", "containers", 0, "image"}, "registry.example/ctl:2", true)
 	require.Equal(t, map[string]any{"controller.image": "registry.example/ctl:2"}, assignments(image))
 	port := m.Explain(provenance.ObjectID{Kind: "ConfigMap", Name: "backend"}, []any{"data", "port"}, "9090", true)
 	require.Equal(t, map[string]any{"backend.port": int64(9090)}, assignments(port), "a number keeps its type")
+	mode := m.Explain(provenance.ObjectID{Kind: "ConfigMap", Name: "backend"}, []any{"data", "mode"}, "batch", true)
+	require.Equal(t, map[string]any{"backend.mode": "batch"}, assignments(mode), "a value with binds is traced")
 }

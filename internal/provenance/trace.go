@@ -303,7 +303,7 @@ func (m *Map) fit(parts []part, live any, liveSet bool, note string) Source {
 			if p.mark < 0 {
 				continue
 			}
-			if pieces[i] != text(m.marks.orig[p.mark]) {
+			if text(coerce(pieces[i], m.marks.orig[p.mark])) != text(m.marks.orig[p.mark]) {
 				changed++
 			}
 			i++
@@ -520,10 +520,21 @@ func text(v any) string {
 }
 
 // coerce reads piece as the type of the value it replaces: a number stays
-// a number when it reads as one.
+// a number when it reads as one; a string that toYaml quoted (`"true"`,
+// `'%(protocol)s'`: text YAML would read as another type or that starts
+// with a special character) is read unquoted, as toYaml will quote it
+// again.
 func coerce(piece string, orig any) any {
 	switch orig.(type) {
-	case string, nil, bool:
+	case string:
+		if n := len(piece); n >= 2 && (piece[0] == '"' && piece[n-1] == '"' || piece[0] == '\'' && piece[n-1] == '\'') {
+			var s string
+			if err := yaml.Unmarshal([]byte(piece), &s); err == nil {
+				return s
+			}
+		}
+		return piece
+	case nil, bool:
 		return piece
 	}
 	if i, err := strconv.ParseInt(piece, 10, 64); err == nil {

@@ -1,0 +1,281 @@
+package chart
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/strvals"
+	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
+)
+
+// hotfix is one field an operator changed on a live object: the field a
+// change of one value of the chart renders differently, and the value
+// the field then holds. The value changed is the truth provenance is
+// measured against.
+type hotfix struct {
+	chart string
+	value string // the value path changed
+	id    provenance.ObjectID
+	steps []any
+	live  any
+}
+
+func (h hotfix) String() string {
+	return fmt.Sprintf("%s: %s %s %s (from %s)", h.chart, h.id.Kind, h.id.Name, provenance.PathString(h.steps), h.value)
+}
+
+// TestProvenanceOnTheCorpus measures provenance over a corpus of charts
+// written with the patterns of widely used public charts
+// (testdata/corpus: an ingress controller shaped like traefik's and
+// ingress-nginx's, a web server shaped like bitnami's, a storage system
+// shaped like longhorn's, a dashboard server with a subchart shaped like
+// grafana's). The hotfixes are generated, not chosen: every string and
+// number among the chart's effective values (subcharts' included, nulls
+// set to a string) is changed in turn and the chart rendered; each field
+// that then renders differently is a hotfix whose live value is that
+// render's. Each is read back from the render of the defaults.
+//
+//   - precision: of the answers given, those whose --set flags, parsed
+//     with Helm's strvals, render the live value at the field;
+//   - recall: of the hotfixes, those answered rightly.
+//
+// docs/performance.md holds the figures; the goals are issue 37's.
+func TestProvenanceOnTheCorpus(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join("testdata", "corpus"))
+	require.NoError(t, err)
+	var cases, answered, right int
+	var wrong, missed []string
+	reasons := map[string]int{}
+	for _, e := range entries {
+		c, err := Load(filepath.Join("testdata", "corpus", e.Name()))
+		require.NoError(t, err, e.Name())
+		base, err := Trace(c, nil, "rel", "ns")
+		require.NoError(t, err, e.Name())
+		for _, h := range corpusHotfixes(t, c) {
+			cases++
+			r := base.Read(h.id, h.steps, h.live, true, false)
+			if !r.Mapped() {
+				reasons[r.Reason]++
+				missed = append(missed, h.String()+": "+r.Reason)
+				continue
+			}
+			answered++
+			got, err := renderWithFlags(c, r.Set, h)
+			if err == nil && reflect.DeepEqual(got, h.live) {
+				right++
+				continue
+			}
+			wrong = append(wrong, fmt.Sprintf("%s: %v renders %#v (%v), not %#v", h, r.Set, got, err, h.live))
+		}
+	}
+	require.Positive(t, cases)
+	precision := float64(right) / float64(max(answered, 1))
+	recall := float64(right) / float64(cases)
+	t.Logf("%d hotfixes over %d charts: %d answered, %d rightly: precision %.2f, recall %.2f", cases, len(entries), answered, right, precision, recall)
+	for why, n := range reasons {
+		t.Logf("unanswered, %d: %s", n, why)
+	}
+	sort.Strings(missed)
+	for _, m := range missed {
+		t.Logf("missed: %s", m)
+	}
+	assert.Empty(t, wrong, "answers that render something else")
+	assert.Equal(t, 1.0, precision)
+	assert.GreaterOrEqual(t, recall, 0.9)
+}
+
+// corpusHotfixes are c's hotfixes: for each string, number and null among
+// its effective values, the fields a change of it renders differently.
+func corpusHotfixes(t *testing.T, c *chart.Chart) []hotfix {
+	t.Helper()
+	coalesced, err := chartvalues.CoalesceValues(c, map[string]any{})
+	require.NoError(t, err)
+	effective := map[string]any(coalesced)
+	base := renderObjects(t, c, nil)
+	var out []hotfix
+	eachLeaf(effective, nil, func(at []any, v any) {
+		changed, ok := changedLeaf(v)
+		if !ok {
+			return
+		}
+		user := setAt(copyMap(effective), at, changed).(map[string]any)
+		objs, err := tryRenderObjects(c, user)
+		if err != nil {
+			return // the chart refuses such a value: no hotfix
+		}
+		for id, obj := range objs {
+			old, ok := base[id]
+			if !ok {
+				continue
+			}
+			diffLeaves(old, obj, nil, func(steps []any, live any) {
+				out = append(out, hotfix{chart: c.Name(), value: provenance.PathString(at), id: id, steps: steps, live: live})
+			})
+		}
+	})
+	return out
+}
+
+// changedLeaf is a value other than v that a template renders as it
+// renders v's kind: a string with text added, a number plus seven, a
+// string for a null. Booleans and the rest are not changed.
+func changedLeaf(v any) (any, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "set-by-hand", true
+	case string:
+		if x == "" {
+			return "v9.9.9", true
+		}
+		return x + "-hotfix", true
+	case int64:
+		return x + 7, true
+	case float64:
+		return x + 7, true
+	case int:
+		return x + 7, true
+	}
+	return nil, false
+}
+
+func eachLeaf(v any, at []any, f func([]any, any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			eachLeaf(x[k], append(append([]any{}, at...), k), f)
+		}
+	case []any:
+		for i, e := range x {
+			eachLeaf(e, append(append([]any{}, at...), i), f)
+		}
+	default:
+		f(at, v)
+	}
+}
+
+func setAt(tree any, at []any, v any) any {
+	if len(at) == 0 {
+		return v
+	}
+	switch k := at[0].(type) {
+	case string:
+		m := tree.(map[string]any)
+		m[k] = setAt(m[k], at[1:], v)
+		return m
+	case int:
+		l := append([]any{}, tree.([]any)...)
+		l[k] = setAt(l[k], at[1:], v)
+		return l
+	}
+	return tree
+}
+
+// diffLeaves calls f for each leaf field of a that b holds with another
+// value.
+func diffLeaves(a, b any, at []any, f func([]any, any)) {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok {
+			return
+		}
+		for k, av := range x {
+			if bv, ok := y[k]; ok {
+				diffLeaves(av, bv, append(append([]any{}, at...), k), f)
+			}
+		}
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return
+		}
+		for i := range x {
+			diffLeaves(x[i], y[i], append(append([]any{}, at...), i), f)
+		}
+	default:
+		if _, isMap := b.(map[string]any); isMap {
+			return
+		}
+		if _, isList := b.([]any); isList {
+			return
+		}
+		if !reflect.DeepEqual(a, b) {
+			f(at, b)
+		}
+	}
+}
+
+func renderObjects(t *testing.T, c *chart.Chart, vals map[string]any) map[provenance.ObjectID]map[string]any {
+	t.Helper()
+	objs, err := tryRenderObjects(c, vals)
+	require.NoError(t, err)
+	return objs
+}
+
+func tryRenderObjects(c *chart.Chart, vals map[string]any) (map[provenance.ObjectID]map[string]any, error) {
+	ms, err := Renderer{}.render(c, vals, "rel", "ns", false)
+	if err != nil {
+		return nil, err
+	}
+	out := map[provenance.ObjectID]map[string]any{}
+	for _, m := range ms {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(m.Content), &obj); err != nil {
+			return nil, err
+		}
+		if obj == nil {
+			continue
+		}
+		md, _ := obj["metadata"].(map[string]any)
+		kind, _ := obj["kind"].(string)
+		name, _ := md["name"].(string)
+		out[provenance.ObjectID{Kind: kind, Name: name}] = obj
+	}
+	return out, nil
+}
+
+// renderWithFlags is the field h names as c renders it with the --set
+// flags of an answer, parsed as Helm parses them.
+func renderWithFlags(c *chart.Chart, flags []string, h hotfix) (any, error) {
+	user := map[string]any{}
+	for _, flag := range flags {
+		kind, kv, _ := strings.Cut(flag, " ")
+		var err error
+		switch kind {
+		case "--set-string":
+			err = strvals.ParseIntoString(kv, user)
+		case "--set-json":
+			err = strvals.ParseJSON(kv, user)
+		default:
+			err = strvals.ParseInto(kv, user)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	objs, err := tryRenderObjects(c, user)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := get(objs[h.id], h.steps)
+	if !ok {
+		return nil, fmt.Errorf("not rendered")
+	}
+	return v, nil
+}
