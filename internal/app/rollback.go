@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"strings"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/crds"
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -65,13 +66,36 @@ func Rollback(ctx context.Context, o RollbackOptions) (err error) {
 	res, err := runner.Run(ctx, upgrade.Job{Target: target, Lease: lease, Timeout: o.Timeout, FailureGrace: spec.DefaultFailureGrace}, upgrade.GoalRollback)
 	if err == nil {
 		fmt.Fprintf(o.Out, "rolled back %s %s → %s\n", t, res.From, res.To)
-		// the CRDs the upgrade replaced stay: say where their copies are
-		ref := target.Ref()
-		name := crds.BackupName(ref, res.To)
-		if _, gerr := sess.clients.Kube.CoreV1().Secrets(ref.Namespace).Get(ctx, name, metav1.GetOptions{}); gerr == nil {
-			fmt.Fprintf(o.Out, "CRDs left as they are (a rollback never deletes a CRD nor drops a version objects may be stored at); "+
-				"the CRDs as they were at %s are in Secret %s/%s\n", res.To, ref.Namespace, name)
-		}
+		restoreCRDs(ctx, o.Local, sess, target.Ref(), res.To)
 	}
 	return err
+}
+
+// restoreCRDs puts back the CRDs the upgrade from version replaced, as
+// they were, where that is safe (crds.Client.Restore), and says what it
+// did with each and where the copies are. The chart is rolled back
+// whatever happens here: a CRD left as it is serves the objects it holds,
+// so a failure is said, not an exit code.
+func restoreCRDs(ctx context.Context, o Local, sess *session, ref upgrade.Ref, version string) {
+	c := &crds.Client{Dynamic: sess.clients.Dynamic, Kube: sess.clients.Kube, Log: o.Log, Applied: sess.clients.Mapper.Reset,
+		Installers: []string{cluster.HelmFieldManager}}
+	name := crds.BackupName(ref, version)
+	r, err := c.Restore(ctx, ref.Namespace, name)
+	if err != nil {
+		o.Log.Warn("the CRDs the upgrade replaced were not restored", "error", err.Error())
+		fmt.Fprintf(o.Out, "CRDs: not restored (%v); the CRDs as they were at %s are in Secret %s/%s\n", err, version, ref.Namespace, name)
+	}
+	if r == nil || r.Backup == "" {
+		return
+	}
+	for _, d := range r.Applied {
+		fmt.Fprintf(o.Out, "CRD %s restored as it was at %s\n", d.Name, version)
+	}
+	for _, d := range r.Left {
+		fmt.Fprintf(o.Out, "CRD %s left as it is (restoring it is not safe: a rollback never drops a version objects are stored at, nor fields they hold): %s\n",
+			d.Name, strings.Join(append(append([]string(nil), d.Refused...), d.Warnings...), "; "))
+	}
+	if len(r.Left) > 0 {
+		fmt.Fprintf(o.Out, "the CRDs as they were at %s are in Secret %s\n", version, r.Backup)
+	}
 }

@@ -209,18 +209,44 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	assert.Equal(t, "operator", a)
 	assert.Equal(t, "deployed", f.history(name)[2].Info.Status.String())
 
-	// a rollback to 2.0.0 leaves the CRD as it is: no version comes back,
-	// none is dropped, every object stays
+	// a rollback to 2.0.0 puts the CRD back as it was at 2.0.0: v1 is
+	// served again beside v2, which status.storedVersions holds, and every
+	// object stays
 	rb := f.cli(n, "rollback", "--target", f.target(name), "--timeout", "60s", "--kubeconfig", kubeconfig)
 	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
-	assert.Contains(t, rb.stdout, "CRDs left as they are", "the rollback says what it did with the CRDs")
-	assert.Contains(t, rb.stdout, "Secret "+f.ns+"/"+crds.BackupName(upgrade.Ref{Kind: "release", Namespace: f.ns, Name: name}, "2.0.0"))
+	assert.Contains(t, rb.stdout, "CRD "+crdName+" restored as it was at 2.0.0", "the rollback says what it did with the CRDs")
+	restored, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	versions, _, _ = unstructured.NestedSlice(restored.Object, "spec", "versions")
+	assert.Len(t, versions, 2, "v1 is back")
+	for _, gvr := range []schema.GroupVersionResource{v1, v2} {
+		m, err := f.env.Dynamic().Resource(gvr).Namespace(f.ns).Get(t.Context(), "mine", metav1.GetOptions{})
+		require.NoError(t, err, "the operator's own Gadget at %s", gvr.Version)
+		a, _, _ := unstructured.NestedString(m.Object, "spec", "a")
+		assert.Equal(t, "operator", a)
+	}
+	again = restored
+	rb = f.cli(n, "rollback", "--target", f.target(name), "--timeout", "60s", "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
+	restored, err = f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, again.GetResourceVersion(), restored.GetResourceVersion(), "a second rollback writes no CRD")
+
+	// a rollback to 1.0.0, whose CRD lacks v2 (which status.storedVersions
+	// holds: objects are stored at it) and spec.b (which objects hold),
+	// leaves the CRD as it is and says why
+	rb = f.cli(n, "rollback", "--target", f.target(name), "--version", "1.0.0", "--timeout", "60s", "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
+	assert.Contains(t, rb.stdout, "CRD "+crdName+" left as it is")
+	assert.Contains(t, rb.stdout, "status.storedVersions holds v2")
+	assert.Contains(t, rb.stdout, "Secret "+f.ns+"/"+crds.BackupName(upgrade.Ref{Kind: "release", Namespace: f.ns, Name: name}, "1.0.0"))
 	untouched, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, final.GetResourceVersion(), untouched.GetResourceVersion(), "a rollback writes no CRD")
+	assert.Equal(t, restored.GetResourceVersion(), untouched.GetResourceVersion(), "an unsafe restore writes no CRD")
 	_, err = f.env.Dynamic().Resource(v2).Namespace(f.ns).Get(t.Context(), "mine", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "2.0.0", f.history(name)[3].Chart.Metadata.Version)
+	assert.Equal(t, "1.0.0", f.history(name)[len(f.history(name))-1].Chart.Metadata.Version)
 }
 
 // A release Helm installed client-side (as Helm 3 did): its crds/ were
