@@ -18,7 +18,7 @@ func channelCommand() *ucli.Command {
 				"and an optional baseURL for the Location. Also: GET /v1/channels (JSON), /healthz.\n" +
 				"Stops gracefully on SIGTERM.",
 			Flags: []ucli.Flag{
-				&ucli.StringFlag{Name: "config", Usage: "channel server configuration `FILE`"},
+				&ucli.StringFlag{TakesFile: true, Name: "config", Usage: "channel server configuration `FILE`"},
 				&ucli.StringFlag{Name: "listen", Value: ":8080", Usage: "`ADDRESS` to listen on"},
 				&ucli.StringFlag{Name: "log-format", Value: "auto", Usage: "`FORMAT` of the logs on stderr: text, json, or auto (text on a terminal)"},
 			},

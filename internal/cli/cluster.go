@@ -20,11 +20,11 @@ import (
 // to reach it, where this node keeps its records, how to log.
 func localFlags() []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig `FILE` (default: $KUBECONFIG, else the in-cluster service account)"},
-		&ucli.StringFlag{Name: "host-root", Value: host.DefaultHostRoot, Usage: "`DIR` where the node's / is mounted (system-upgrade-controller: /host); state and lock go under it when it exists"},
-		&ucli.StringFlag{Name: "state-dir", Usage: "journal `DIR` (default: <host-root>/var/lib/chart-upgrader when the host root exists, else $XDG_STATE_HOME/chart-upgrader)"},
-		&ucli.StringFlag{Name: "lock-file", Usage: "host lock `FILE` (default: <host-root>/run/chart-upgrader/upgrade.lock when the host root exists, else in the state dir)"},
-		&ucli.StringFlag{Name: "termination-log", Value: host.DefaultTerminationLog, Usage: "`FILE` for the one-line result (the default is written only when it exists)"},
+		&ucli.StringFlag{TakesFile: true, Name: "kubeconfig", Usage: "kubeconfig `FILE` (default: $KUBECONFIG, else the in-cluster service account)"},
+		&dirFlag{ucli.StringFlag{Name: "host-root", Value: host.DefaultHostRoot, Usage: "`DIR` where the node's / is mounted (system-upgrade-controller: /host); state and lock go under it when it exists"}},
+		&dirFlag{ucli.StringFlag{Name: "state-dir", Usage: "journal `DIR` (default: <host-root>/var/lib/chart-upgrader when the host root exists, else $XDG_STATE_HOME/chart-upgrader)"}},
+		&ucli.StringFlag{TakesFile: true, Name: "lock-file", Usage: "host lock `FILE` (default: <host-root>/run/chart-upgrader/upgrade.lock when the host root exists, else in the state dir)"},
+		&ucli.StringFlag{TakesFile: true, Name: "termination-log", Value: host.DefaultTerminationLog, Usage: "`FILE` for the one-line result (the default is written only when it exists)"},
 		&ucli.StringFlag{Name: "log-format", Value: "auto", Usage: "`FORMAT` of the logs on stderr: text, json, or auto (text on a terminal)"},
 	}
 }
@@ -55,21 +55,21 @@ func flags(lists ...[]ucli.Flag) []ucli.Flag {
 // targetFlags name what to upgrade.
 func targetFlags() []ucli.Flag {
 	return flags([]ucli.Flag{
-		&ucli.StringFlag{Name: "spec", Usage: "upgrade spec `FILE` (charts in order, with their sources, rules and migrations)"},
+		&ucli.StringFlag{TakesFile: true, Name: "spec", Usage: "upgrade spec `FILE` (charts in order, with their sources, rules and migrations)"},
 		&ucli.StringFlag{Name: "target", Usage: "one target, `KIND/NAMESPACE/NAME`, KIND one of " + kind.Or(targets.Kinds().Names()) + " (instead of --spec)"},
-		&ucli.StringFlag{Name: "chart-source", Usage: "with --target: a `DIR` of charts (.tgz or directories), a Helm repository URL or an oci:// registry" + ownSourceNote()},
+		&dirFlag{ucli.StringFlag{Name: "chart-source", Usage: "with --target: a `DIR` of charts (.tgz or directories), a Helm repository URL or an oci:// registry" + ownSourceNote()}},
 		&ucli.StringFlag{Name: "chart-name", Usage: "with --target: the chart `NAME` in the source (default: the chart the target deploys)"},
-		&ucli.StringFlag{Name: "policy", Usage: "with --target: policy `FILE` (rules: and migrations:)"},
+		&ucli.StringFlag{TakesFile: true, Name: "policy", Usage: "with --target: policy `FILE` (rules: and migrations:)"},
 	}, explicitFlags("with --target: "), []ucli.Flag{
 		&ucli.StringFlag{Name: "version", EnvVars: []string{"SYSTEM_UPGRADE_PLAN_LATEST_VERSION"}, Usage: "chart `VERSION` to upgrade to (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 		&ucli.DurationFlag{Name: "timeout", DefaultText: "the spec's wait.timeout, else 20m", Usage: "how long to wait for readiness: `DURATION`, overriding the spec's wait.timeout"},
 		&ucli.BoolFlag{Name: "allow-downgrade", Usage: "allow a target version older than the deployed one"},
 		&ucli.BoolFlag{Name: "unpause", Usage: "upgrade (and unpause) a target that someone else paused"},
 		&ucli.BoolFlag{Name: "require-nodes-ready", Usage: "refuse unless every node is Ready"},
-		&ucli.StringFlag{Name: "ca-file", Usage: "extra CA certificates `FILE` for Helm repository URLs"},
-		&ucli.StringFlag{Name: "hooks-dir", Usage: "`DIR` of pre-<phase> and post-<phase> hooks (default: the directory of a spec found in the Plan's secret)"},
+		&ucli.StringFlag{TakesFile: true, Name: "ca-file", Usage: "extra CA certificates `FILE` for Helm repository URLs"},
+		&dirFlag{ucli.StringFlag{Name: "hooks-dir", Usage: "`DIR` of pre-<phase> and post-<phase> hooks (default: the directory of a spec found in the Plan's secret)"}},
 		&ucli.DurationFlag{Name: "hook-timeout", Value: host.DefaultHookTimeout, Usage: "how long one hook may run (`DURATION`)"},
-		&ucli.StringFlag{Name: "secrets-dir", Value: host.DefaultSecretsDir, Usage: "without --spec and --target, the spec is `DIR`/<secret>/spec.yaml (where SUC mounts Plan secrets)"},
+		&dirFlag{ucli.StringFlag{Name: "secrets-dir", Value: host.DefaultSecretsDir, Usage: "without --spec and --target, the spec is `DIR`/<secret>/spec.yaml (where SUC mounts Plan secrets)"}},
 	})
 }
 

@@ -53,26 +53,6 @@ func completionCommand() *ucli.Command {
 // prepare does not refuse.
 var takesArguments = []string{"completion"}
 
-// valueKind is what a flag's value is, from the placeholder of its usage
-// (`FILE`, `DIR`, `PATH`).
-func valueKind(f ucli.Flag) string {
-	d, ok := f.(ucli.DocGenerationFlag)
-	if !ok || !d.TakesValue() {
-		return ""
-	}
-	// the placeholder is the first `QUOTED` word of the usage, as urfave
-	// prints it in --help
-	_, rest, _ := strings.Cut(d.GetUsage(), "`")
-	name, _, _ := strings.Cut(rest, "`")
-	switch name {
-	case "FILE", "PATH", "CHART":
-		return "file"
-	case "DIR":
-		return "dir"
-	}
-	return "value"
-}
-
 // bashCompletion is a static bash completion script for app: the command
 // is found from the words typed, then its flags are offered, or, after a
 // flag, its value (file names, directories, the -o formats).

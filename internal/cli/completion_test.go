@@ -37,6 +37,7 @@ func TestBashCompletionCompletesCommandsFlagsAndValues(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "values.yaml"), nil, 0o600))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "charts"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), nil, 0o600))
 
 	for _, tc := range []struct {
 		words []string
@@ -51,7 +52,8 @@ func TestBashCompletionCompletesCommandsFlagsAndValues(t *testing.T) {
 		{[]string{"status", "--output", ""}, []string{"text", "json", "yaml"}},
 		{[]string{"plan", "-o", ""}, []string{"yaml", "json"}},
 		{[]string{"merge", "--values", filepath.Join(dir, "va")}, []string{filepath.Join(dir, "values.yaml")}},
-		{[]string{"upgrade", "--chart-source", filepath.Join(dir, "c")}, []string{filepath.Join(dir, "charts")}},
+		{[]string{"upgrade", "--chart-source", filepath.Join(dir, "c")}, []string{filepath.Join(dir, "charts")}}, // a directory
+		{[]string{"upgrade", "--kubeconfig", filepath.Join(dir, "c")}, []string{filepath.Join(dir, "charts"), filepath.Join(dir, "config.yaml")}},
 		{[]string{"upgrade", "--target", "x"}, nil}, // a value with no completion
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish", "--help", "-h"}},
 		{[]string{"merge", "--values", "v.yaml", "--pol"}, []string{"--policy"}},

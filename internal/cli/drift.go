@@ -17,10 +17,10 @@ func driftCommand() *ucli.Command {
 			"the live value across an upgrade. A Secret's values are redacted. Exit 0 with or without drift.",
 		Flags: flags([]ucli.Flag{
 			&ucli.StringFlag{Name: "target", Usage: "`KIND/NAMESPACE/NAME`, KIND one of " + kind.Or(targets.Kinds().Names())},
-			&ucli.StringFlag{Name: "chart-source", Usage: "a `DIR` of charts, a Helm repository URL or an oci:// registry holding the deployed version (default: the chart the target holds)"},
-			&ucli.StringFlag{Name: "spec", Usage: "an upgrade spec `FILE` whose chart for the target gives the chart source and name the flags do not"},
+			&dirFlag{ucli.StringFlag{Name: "chart-source", Usage: "a `DIR` of charts, a Helm repository URL or an oci:// registry holding the deployed version (default: the chart the target holds)"}},
+			&ucli.StringFlag{TakesFile: true, Name: "spec", Usage: "an upgrade spec `FILE` whose chart for the target gives the chart source and name the flags do not"},
 			&ucli.StringFlag{Name: "chart-name", Usage: "the chart `NAME` in the source (default: the chart the target deploys)"},
-			&ucli.StringFlag{Name: "ca-file", Usage: "extra CA certificates `FILE` for Helm repository URLs"},
+			&ucli.StringFlag{TakesFile: true, Name: "ca-file", Usage: "extra CA certificates `FILE` for Helm repository URLs"},
 			newOutputFlag("table", "json", "yaml"),
 		}, localFlags()),
 		Action: func(c *ucli.Context) error {

@@ -16,7 +16,7 @@ import (
 // --target: " where only a target takes them).
 func explicitFlags(when string) []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: when + "override values `FILE` (\"-\": standard input), as helm -f: applied after the rules, before the --set flags; repeatable"},
+		&ucli.StringSliceFlag{TakesFile: true, Name: "file", Aliases: []string{"f"}, Usage: when + "override values `FILE` (\"-\": standard input), as helm -f: applied after the rules, before the --set flags; repeatable"},
 		&ucli.StringSliceFlag{Name: "set-json", Usage: when + "override `KEY=JSON` (or a whole JSON object), as helm --set-json; repeatable"},
 		&ucli.StringSliceFlag{Name: "set", Usage: when + "override `KEY=VALUE` in Helm's --set syntax; repeatable"},
 		&ucli.StringSliceFlag{Name: "set-string", Usage: when + "override `KEY=VALUE`, every value a string, as helm --set-string; repeatable"},

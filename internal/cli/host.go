@@ -27,9 +27,9 @@ func hostCommand() *ucli.Command {
 				"Exit codes: 0 done, 1 failure, 2 bad input.",
 			Flags: []ucli.Flag{
 				&ucli.StringFlag{Name: "owner", Usage: "the `UID:GID` the upgrade container runs as (required)"},
-				&ucli.StringFlag{Name: "host-root", Value: host.DefaultHostRoot, Usage: "`DIR` where the node's / is mounted"},
-				&ucli.StringFlag{Name: "state-dir", Usage: "journal `DIR` (default: as for upgrade)"},
-				&ucli.StringFlag{Name: "lock-file", Usage: "host lock `FILE` (default: as for upgrade)"},
+				&dirFlag{ucli.StringFlag{Name: "host-root", Value: host.DefaultHostRoot, Usage: "`DIR` where the node's / is mounted"}},
+				&dirFlag{ucli.StringFlag{Name: "state-dir", Usage: "journal `DIR` (default: as for upgrade)"}},
+				&ucli.StringFlag{TakesFile: true, Name: "lock-file", Usage: "host lock `FILE` (default: as for upgrade)"},
 			},
 			Action: func(c *ucli.Context) error {
 				if !c.IsSet("owner") {

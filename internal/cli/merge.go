@@ -21,21 +21,21 @@ func mergeCommand() *ucli.Command {
 			"-o yaml prints the new values on stdout and the report on stderr;\n" +
 			"-o json prints one JSON object; -o table prints the report.",
 		Flags: flags([]ucli.Flag{
-			&ucli.StringFlag{Name: "values", Usage: "the current user values `FILE` (\"-\": standard input): what the target holds today, that the rules decide from. Unlike helm --values, not an override: overrides go in -f"},
-			&ucli.StringFlag{Name: "chart", Usage: "new chart: a chart directory or .tgz `PATH`"},
-			&ucli.StringFlag{Name: "old-chart", Usage: "deployed chart `PATH`, for the old defaults (follow, keep, readonly)"},
-			&ucli.StringFlag{Name: "policy", Usage: "policy `FILE` with rules: and migrations:"},
-			&ucli.StringFlag{Name: "live", Usage: "multi-document YAML `FILE` of objects for live and once rules"},
+			&ucli.StringFlag{TakesFile: true, Name: "values", Usage: "the current user values `FILE` (\"-\": standard input): what the target holds today, that the rules decide from. Unlike helm --values, not an override: overrides go in -f"},
+			&ucli.StringFlag{TakesFile: true, Name: "chart", Usage: "new chart: a chart directory or .tgz `PATH`"},
+			&ucli.StringFlag{TakesFile: true, Name: "old-chart", Usage: "deployed chart `PATH`, for the old defaults (follow, keep, readonly)"},
+			&ucli.StringFlag{TakesFile: true, Name: "policy", Usage: "policy `FILE` with rules: and migrations:"},
+			&ucli.StringFlag{TakesFile: true, Name: "live", Usage: "multi-document YAML `FILE` of objects for live and once rules"},
 		}, explicitFlags(""), []ucli.Flag{
 			&ucli.StringFlag{Name: "from-version", Usage: "deployed `VERSION` for migrations (default: the old chart's)"},
 			&ucli.StringFlag{Name: "to-version", Usage: "target `VERSION` for migrations (default: the new chart's)"},
 			newOutputFlag("yaml", "json", "table"),
 			// cluster mode
 			&ucli.StringFlag{Name: "target", Usage: "cluster mode: `KIND/NAMESPACE/NAME` instead of --values and --chart"},
-			&ucli.StringFlag{Name: "chart-source", Usage: "cluster mode: a `DIR` of charts, a Helm repository URL or an oci:// registry"},
+			&dirFlag{ucli.StringFlag{Name: "chart-source", Usage: "cluster mode: a `DIR` of charts, a Helm repository URL or an oci:// registry"}},
 			&ucli.StringFlag{Name: "chart-name", Usage: "cluster mode: the chart `NAME` in the source (default: the chart the target deploys)"},
 			&ucli.StringFlag{Name: "version", Usage: "cluster mode: the `VERSION` to merge for (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
-			&ucli.StringFlag{Name: "ca-file", Usage: "cluster mode: extra CA certificates `FILE` for Helm repository URLs"},
+			&ucli.StringFlag{TakesFile: true, Name: "ca-file", Usage: "cluster mode: extra CA certificates `FILE` for Helm repository URLs"},
 		}, localFlags()),
 		Action: func(c *ucli.Context) error {
 			format := c.String("output")

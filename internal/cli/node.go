@@ -64,7 +64,7 @@ func nodeCommand() *ucli.Command {
 func nodeFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "node", EnvVars: []string{"SYSTEM_UPGRADE_NODE_NAME"}, Usage: "the node's `NAME` (default: $SYSTEM_UPGRADE_NODE_NAME)"},
-		&ucli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig `FILE` (default: $KUBECONFIG, else the in-cluster service account)"},
+		&ucli.StringFlag{TakesFile: true, Name: "kubeconfig", Usage: "kubeconfig `FILE` (default: $KUBECONFIG, else the in-cluster service account)"},
 	}
 }
 

@@ -23,7 +23,7 @@ func resolveCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "constraint", Usage: "semver `CONSTRAINT` for --repo, e.g. \">=1.4.0 <2.0.0\" (default: any)"},
 			&ucli.BoolFlag{Name: "devel", Usage: "with --repo: let prereleases satisfy the constraint"},
 			&ucli.BoolFlag{Name: "require-semver", Usage: "with --channel: refuse a version that is not semver"},
-			&ucli.StringFlag{Name: "ca-file", Usage: "extra CA certificates `FILE` (TLS is always verified)"},
+			&ucli.StringFlag{TakesFile: true, Name: "ca-file", Usage: "extra CA certificates `FILE` (TLS is always verified)"},
 			&ucli.DurationFlag{Name: "timeout", Value: channel.DefaultTimeout, Usage: "give up after `DURATION`, retries included"},
 			&ucli.StringFlag{Name: "cluster-id", Usage: "the cluster `ID` to send as X-SUC-Cluster-ID"},
 			&ucli.StringFlag{Name: "current-version", Usage: "the `VERSION` to send as X-SUC-Latest-Version"},

@@ -59,13 +59,13 @@ func (f *fixture) cliAs(kubeconfig string, n node, command string, args ...strin
 
 // k3sPlanWorld is a HelmChart installed at 1.0.0, releasing into relNS,
 // with plans/k3s/10-rbac.yaml created for it (and, with check, the
-// conflict check's RBAC that `plan --check-chart` prints).
+// conflict check's RBAC that `plan --check-chart` prints, with planArgs).
 type k3sPlanWorld struct {
 	relNS, sucNS, policy, sa, kubeconfig string
 	objs                                 []*unstructured.Unstructured
 }
 
-func (f *fixture) k3sPlan(name string, check bool) k3sPlanWorld {
+func (f *fixture) k3sPlan(name string, check bool, planArgs ...string) k3sPlanWorld {
 	t := f.t
 	t.Helper()
 	hcNS, relNS, sucNS := f.ns, f.env.Namespace(t), f.env.Namespace(t)
@@ -86,9 +86,9 @@ func (f *fixture) k3sPlan(name string, check bool) k3sPlanWorld {
 	w.objs = rbaccheck.Decode(t, text)
 	if check {
 		var out, errb bytes.Buffer
-		code := cli.Run(t.Context(), []string{"chart-upgrader", "plan", "--kind", "helmchart", "--image", "registry.example/chart-upgrader",
+		code := cli.Run(t.Context(), append([]string{"chart-upgrader", "plan", "--kind", "helmchart", "--image", "registry.example/chart-upgrader",
 			"--version", "2.0.0", "--namespace", sucNS, "--service-account", "chart-upgrader-helmchart-" + name, "--name", "check-" + name,
-			"--check-chart", f.exampleChart("2.0.0"), "--check-release", relNS + "/" + name}, &out, &errb)
+			"--check-chart", f.exampleChart("2.0.0"), "--check-release", relNS + "/" + name}, planArgs...), &out, &errb)
 		require.Equal(t, 0, code, errb.String())
 		for _, o := range rbaccheck.Decode(t, out.String()) {
 			if o.GetKind() != "Plan" {

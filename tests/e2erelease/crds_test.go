@@ -23,7 +23,6 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/crds"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
-	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
@@ -34,13 +33,7 @@ import (
 // without v1.
 func (f *fixture) gadgetCharts(group string) {
 	f.t.Helper()
-	require.NoError(f.t, testchart.WriteGadgets(f.charts, group))
-	three := filepath.Join(f.charts, "demo-app-3.0.0")
-	require.NoError(f.t, example.CopyDir(filepath.Join(f.charts, "demo-app-2.0.0"), three))
-	meta, err := os.ReadFile(filepath.Join(three, "Chart.yaml"))
-	require.NoError(f.t, err)
-	require.NoError(f.t, os.WriteFile(filepath.Join(three, "Chart.yaml"), []byte(strings.ReplaceAll(string(meta), "version: 2.0.0", "version: 3.0.0")), 0o644))
-	require.NoError(f.t, testchart.WriteGadget(three, testchart.GadgetCRD(group, true, "v2*"), group, "v2", true))
+	require.NoError(f.t, testchart.WriteGadgetsDroppingV1(f.charts, group))
 }
 
 // A chart whose 2.0.0 crds/ adds a version (the new storage version) and

@@ -4,6 +4,7 @@ package testchart
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -274,4 +275,34 @@ func WriteGadgets(charts, group string) error {
 		return err
 	}
 	return WriteGadget(filepath.Join(charts, "demo-app-2.0.0"), GadgetCRD(group, true, "v1", "v2*"), group, "v2", true)
+}
+
+// WriteGadgetsDroppingV1 is WriteGadgets and a demo-app-3.0.0 under
+// charts: 2.0.0 whose CRD drops v1 (the version 1.0.0 stored objects at).
+func WriteGadgetsDroppingV1(charts, group string) error {
+	if err := WriteGadgets(charts, group); err != nil {
+		return err
+	}
+	two, three := filepath.Join(charts, "demo-app-2.0.0"), filepath.Join(charts, "demo-app-3.0.0")
+	err := filepath.WalkDir(two, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(two, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(three, rel), 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if rel == "Chart.yaml" {
+			data = []byte(strings.ReplaceAll(string(data), "version: 2.0.0", "version: 3.0.0"))
+		}
+		return os.WriteFile(filepath.Join(three, rel), data, 0o644)
+	})
+	if err != nil {
+		return err
+	}
+	return WriteGadget(three, GadgetCRD(group, true, "v2*"), group, "v2", true)
 }
