@@ -29,6 +29,11 @@ type Options struct {
 	ChartSource string // directory or Helm repository URL
 	ChartName   string // default: the chart the target deploys
 	PolicyFile  string
+	// CRDs and MigrateCRDs are the chart's apply.crds with --target
+	// (--crds, --crds-migrate); CRDsSet says --crds was given.
+	CRDs        string
+	CRDsSet     bool
+	MigrateCRDs bool
 	Explicit    Explicit      // -f and the --set family
 	Version     string        // --version, else $SYSTEM_UPGRADE_PLAN_LATEST_VERSION
 	Timeout     time.Duration // overrides the spec's wait timeout when > 0

@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -20,8 +22,8 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 	case opts.SpecFile != "" && opts.Target != "":
 		return nil, "", outcome.BadInput(errors.New("give --spec or --target, not both"))
 	case opts.SpecFile != "":
-		if opts.PolicyFile != "" || !opts.Explicit.Empty() || opts.ChartSource != "" {
-			return nil, "", outcome.BadInput(errors.New("--policy, -f, the --set flags and --chart-source go with --target; with --spec, put rules in the spec"))
+		if opts.PolicyFile != "" || !opts.Explicit.Empty() || opts.ChartSource != "" || opts.targetCRDs() {
+			return nil, "", outcome.BadInput(errors.New("--policy, -f, the --set flags, --chart-source and --crds go with --target; with --spec, put rules in the spec (and apply.crds)"))
 		}
 		sp, err := spec.LoadSpec(opts.SpecFile, targets.Kinds())
 		if err != nil {
@@ -49,6 +51,9 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 		if k.Options != nil {
 			c.Options = k.Options.Default()
 		}
+		if c.Apply.CRDs, c.Apply.MigrateCRDs, err = targetCRDs(opts); err != nil {
+			return nil, "", err
+		}
 		if opts.PolicyFile != "" {
 			p, err := spec.LoadPolicy(opts.PolicyFile)
 			if err != nil {
@@ -59,8 +64,8 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 		return []spec.Chart{c}, "", nil
 	default:
 		// under system-upgrade-controller: the spec in the Plan's secret
-		if !opts.Explicit.Empty() || opts.PolicyFile != "" || opts.ChartSource != "" {
-			return nil, "", outcome.BadInput(errors.New("--policy, -f, the --set flags and --chart-source need --target"))
+		if !opts.Explicit.Empty() || opts.PolicyFile != "" || opts.ChartSource != "" || opts.targetCRDs() {
+			return nil, "", outcome.BadInput(errors.New("--policy, -f, the --set flags, --chart-source and --crds need --target"))
 		}
 		path, err := host.DiscoverSpec(opts.SecretsDir)
 		if err != nil {
@@ -71,4 +76,27 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 		charts, _, err := planCharts(opts)
 		return charts, path, err
 	}
+}
+
+// targetCRDs says whether --crds or --crds-migrate was given.
+func (o *Options) targetCRDs() bool { return o.CRDsSet || o.CRDs != "" || o.MigrateCRDs }
+
+// targetCRDs is --target's apply.crds from --crds and --crds-migrate, as
+// the spec reads apply.crds: a word of kind.CRDPolicies (skip is ""), and
+// migrate only with createReplace; else bad input naming the flag.
+func targetCRDs(o *Options) (string, bool, error) {
+	if !o.targetCRDs() {
+		return "", false, nil
+	}
+	policy := o.CRDs
+	if !slices.Contains(kind.CRDPolicies, policy) {
+		return "", false, outcome.BadInput(fmt.Errorf("--crds: want %s, not %q", strings.Join(kind.CRDPolicies, ", "), policy))
+	}
+	if o.MigrateCRDs && policy != "createReplace" {
+		return "", false, outcome.BadInput(fmt.Errorf("--crds-migrate needs --crds createReplace (a migration is part of replacing a CRD), not %q", policy))
+	}
+	if policy == kind.CRDPolicies[0] {
+		return "", false, nil
+	}
+	return policy, o.MigrateCRDs, nil
 }

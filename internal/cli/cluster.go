@@ -60,6 +60,8 @@ func targetFlags() []ucli.Flag {
 		&dirFlag{ucli.StringFlag{Name: "chart-source", Usage: "with --target: a `DIR` of charts (.tgz or directories), a Helm repository URL or an oci:// registry" + ownSourceNote()}},
 		&ucli.StringFlag{Name: "chart-name", Usage: "with --target: the chart `NAME` in the source (default: the chart the target deploys)"},
 		&ucli.StringFlag{TakesFile: true, Name: "policy", Usage: "with --target: policy `FILE` (rules: and migrations:)"},
+		&ucli.StringFlag{Name: "crds", Usage: "with --target: what the upgrade does with the chart's crds/, as the spec's apply.crds: `POLICY` " + strings.Join(kind.CRDPolicies, ", ") + " (default skip)"},
+		&ucli.BoolFlag{Name: "crds-migrate", Usage: "with --target and --crds createReplace: migrate the objects off a stored version a new CRD drops or stops serving, as apply.crds {migrate: true}"},
 	}, explicitFlags("with --target: "), []ucli.Flag{
 		&ucli.StringFlag{Name: "version", EnvVars: []string{"SYSTEM_UPGRADE_PLAN_LATEST_VERSION"}, Usage: "chart `VERSION` to upgrade to (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 		&ucli.DurationFlag{Name: "timeout", DefaultText: "the spec's wait.timeout, else 20m", Usage: "how long to wait for readiness: `DURATION`, overriding the spec's wait.timeout"},

@@ -25,6 +25,7 @@ func upgradeOptions(c *ucli.Context) app.Options {
 	return app.Options{
 		SpecFile: c.String("spec"), Target: c.String("target"), ChartSource: c.String("chart-source"),
 		ChartName: c.String("chart-name"), PolicyFile: c.String("policy"),
+		CRDs: c.String("crds"), CRDsSet: c.IsSet("crds"), MigrateCRDs: c.Bool("crds-migrate"),
 		Explicit: explicit(c),
 		Version:  c.String("version"), Timeout: c.Duration("timeout"),
 		AllowDowngrade: c.Bool("allow-downgrade"), Unpause: c.Bool("unpause"), RequireNodesReady: c.Bool("require-nodes-ready"),

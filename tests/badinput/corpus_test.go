@@ -227,6 +227,15 @@ func TestBadInputCorpus(t *testing.T) {
 			files: map[string]string{"spec.yaml": validSpec}, code: 2, want: []string{"--spec or --target"}},
 		{name: "CHART_UPGRADER_SPEC names a missing file", args: []string{"upgrade"}, cluster: true,
 			env: map[string]string{"CHART_UPGRADER_SPEC": "$DIR/env-spec.yaml"}, code: 2, want: []string{"$DIR/env-spec.yaml"}},
+		// upgrade: the chart's CRDs with --target
+		{name: "crds unknown policy", args: upgrade("--crds", "replace"), cluster: true, code: 2,
+			want: []string{"--crds", "want skip, create, createReplace", `"replace"`}},
+		{name: "crds empty policy", args: preflight("--crds", ""), cluster: true, code: 2,
+			want: []string{"--crds", `not ""`}},
+		{name: "crds-migrate without createReplace", args: upgrade("--crds", "create", "--crds-migrate"), cluster: true, code: 2,
+			want: []string{"--crds-migrate needs --crds createReplace", `"create"`}},
+		{name: "crds with a spec", args: []string{"upgrade", "--spec", "$DIR/spec.yaml", "--crds", "createReplace"}, cluster: true,
+			files: map[string]string{"spec.yaml": validSpec}, code: 2, want: []string{"--crds go with --target", "(and apply.crds)"}},
 		// upgrade: the target, the version, the chart source
 		{name: "target of an unsupported kind", args: []string{"upgrade", "--target", "deployment/$NS/$MC", "--chart-source", "$CHARTS", "--version", "2.0.0"},
 			cluster: true, code: 2, want: []string{"--target", `"deployment/$NS/$MC"`}},

@@ -104,6 +104,10 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	r = f.cli(n, "preflight", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig)
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "CRD "+crdName+": replace (the chart's differs)", "the report names each CRD's verdict")
+	r = f.cli(n, "preflight", "--target", f.target(name), "--chart-source", f.charts, "--policy", f.policy(name), "--crds", "createReplace",
+		"--version", "2.0.0", "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "CRD "+crdName+": replace (the chart's differs)", "--crds with --target is the spec's apply.crds")
 	j := f.cli(n, "preflight", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig, "-o", "json")
 	require.Equal(t, 0, j.code, "stdout: %s\nstderr: %s", j.stdout, j.stderr)
 	assert.Contains(t, j.stdout, `"name": "`+crdName+`",`)
