@@ -24,15 +24,22 @@ func TestPlanChartsRefusesMixedFlags(t *testing.T) {
 	}{
 		{"--spec and --target", Options{SpecFile: specFile, Target: "x/y/z"}, "give --spec or --target, not both"},
 		{"--spec and --set", Options{SpecFile: specFile, Explicit: Explicit{Set: []string{"a=1"}}},
-			"--policy, -f, the --set flags and --chart-source go with --target; with --spec, put rules in the spec"},
+			"--policy, -f, the --set flags, --chart-source and --crds go with --target; with --spec, put rules in the spec (and apply.crds)"},
 		{"--spec and -f", Options{SpecFile: specFile, Explicit: Explicit{Files: []string{"v.yaml"}}},
-			"--policy, -f, the --set flags and --chart-source go with --target; with --spec, put rules in the spec"},
+			"--policy, -f, the --set flags, --chart-source and --crds go with --target; with --spec, put rules in the spec (and apply.crds)"},
 		{"--spec and --policy", Options{SpecFile: specFile, PolicyFile: "p.yaml"},
-			"--policy, -f, the --set flags and --chart-source go with --target; with --spec, put rules in the spec"},
+			"--policy, -f, the --set flags, --chart-source and --crds go with --target; with --spec, put rules in the spec (and apply.crds)"},
 		{"--spec and --chart-source", Options{SpecFile: specFile, ChartSource: "./charts"},
-			"--policy, -f, the --set flags and --chart-source go with --target; with --spec, put rules in the spec"},
-		{"--set alone", Options{Explicit: Explicit{Set: []string{"a=1"}}}, "--policy, -f, the --set flags and --chart-source need --target"},
-		{"--chart-source alone", Options{ChartSource: "./charts"}, "--policy, -f, the --set flags and --chart-source need --target"},
+			"--policy, -f, the --set flags, --chart-source and --crds go with --target; with --spec, put rules in the spec (and apply.crds)"},
+		{"--set alone", Options{Explicit: Explicit{Set: []string{"a=1"}}}, "--policy, -f, the --set flags, --chart-source and --crds need --target"},
+		{"--chart-source alone", Options{ChartSource: "./charts"}, "--policy, -f, the --set flags, --chart-source and --crds need --target"},
+		{"--spec and --crds", Options{SpecFile: specFile, CRDs: "create", CRDsSet: true},
+			"--policy, -f, the --set flags, --chart-source and --crds go with --target; with --spec, put rules in the spec (and apply.crds)"},
+		{"--crds-migrate alone", Options{MigrateCRDs: true}, "--policy, -f, the --set flags, --chart-source and --crds need --target"},
+		{"--crds of another word", Options{Target: "release/ns/r", ChartSource: "./charts", CRDs: "replace", CRDsSet: true},
+			`--crds: want skip, create, createReplace, not "replace"`},
+		{"--crds-migrate without createReplace", Options{Target: "release/ns/r", ChartSource: "./charts", CRDs: "skip", CRDsSet: true, MigrateCRDs: true},
+			`--crds-migrate needs --crds createReplace (a migration is part of replacing a CRD), not "skip"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.opts
@@ -114,4 +121,21 @@ func TestPlanChartsOfOneTarget(t *testing.T) {
 	_, _, err = planCharts(&o)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "--policy: "), err.Error())
+}
+
+// --crds and --crds-migrate are the --target chart's apply.crds; skip is
+// the default, as the spec reads it.
+func TestPlanChartsTakesCRDsWithTarget(t *testing.T) {
+	for _, tc := range []struct {
+		crds    string
+		migrate bool
+		want    string
+	}{{"createReplace", true, "createReplace"}, {"create", false, "create"}, {"skip", false, ""}} {
+		o := Options{Target: "release/ns/r", ChartSource: "./charts", CRDs: tc.crds, CRDsSet: true, MigrateCRDs: tc.migrate}
+		charts, _, err := planCharts(&o)
+		require.NoError(t, err, tc.crds)
+		require.Len(t, charts, 1)
+		assert.Equal(t, tc.want, charts[0].Apply.CRDs, tc.crds)
+		assert.Equal(t, tc.migrate, charts[0].Apply.MigrateCRDs, tc.crds)
+	}
 }
