@@ -14,10 +14,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/crds"
@@ -152,6 +156,30 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 		assert.Equal(t, "operator", a)
 	}
 	assert.Equal(t, "deployed", f.history(name)[1].Info.Status.String())
+
+	// the ServiceAccount may change the chart's CRD and nothing else: not
+	// another CRD, not the CRD's status (no migration asked), not a delete
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	asSA, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	others, err := f.env.Dynamic().Resource(crds.GVR).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	var other string
+	for _, o := range others.Items {
+		if o.GetName() != crdName {
+			other = o.GetName()
+			break
+		}
+	}
+	require.NotEmpty(t, other, "another CRD to try")
+	patch := []byte(`{"metadata":{"labels":{"chart-upgrader-test":"x"}}}`)
+	_, err = asSA.Resource(crds.GVR).Patch(t.Context(), other, types.MergePatchType, patch, metav1.PatchOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "patching CRD %s as the ServiceAccount: %v", other, err)
+	_, err = asSA.Resource(crds.GVR).Patch(t.Context(), crdName, types.MergePatchType, []byte(`{"status":{"storedVersions":["v2"]}}`), metav1.PatchOptions{}, "status")
+	assert.True(t, apierrors.IsForbidden(err), "patching the CRD's status as the ServiceAccount: %v", err)
+	err = asSA.Resource(crds.GVR).Delete(t.Context(), crdName, metav1.DeleteOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "deleting the CRD as the ServiceAccount: %v", err)
 
 	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig)
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
