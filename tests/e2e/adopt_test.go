@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
@@ -33,8 +32,8 @@ func TestAdoptAnOperatorsHotfixesUnderAManagedChart(t *testing.T) {
 	})
 
 	r := f.cli(f.node, "drift", "--target", "managedchart/"+f.ns+"/"+name, "--chart-source", f.charts, "-o", "json")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	out := hotfix.CheckDrift(t, r.stdout, f.ns, name, true)
+	r.RequireCode(t, 0)
+	out := hotfix.CheckDrift(t, r.Stdout, f.ns, name, true)
 	var reported []string
 	for _, d := range out.Reported {
 		reported = append(reported, d.Object+" "+d.Patch)
@@ -46,30 +45,30 @@ func TestAdoptAnOperatorsHotfixesUnderAManagedChart(t *testing.T) {
 
 	policy := func(rules string) string { return hotfix.WithRules(t, f.policy(name), rules) }
 	r = f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, outcome.ExitRefused)
 	for _, want := range []string{
 		"Deployment " + f.ns + "/" + name + "-web was changed in the cluster",
 		hotfix.ImageField + ` is owned by "kubectl-set"`,
 		"{path: web.image.tag, policy: adopt}",
 		hotfix.RetentionField + ` is owned by "kubectl-patch"`,
 	} {
-		assert.Contains(t, r.stderr, want)
+		assert.Contains(t, r.Stderr, want)
 	}
 
 	r = f.cli(f.node, "preflight", f.upgradeArgs(name, "2.0.0", policy(hotfix.AdoptDeployment))...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "ConfigMap "+f.ns+"/"+name+"-web-config was changed in the cluster")
-	assert.Contains(t, r.stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
-	assert.NotContains(t, r.stderr, "Deployment "+f.ns+"/"+name+"-web was changed")
-	assert.NotContains(t, r.stderr, hotfix.ImageField)
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, "ConfigMap "+f.ns+"/"+name+"-web-config was changed in the cluster")
+	assert.Contains(t, r.Stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
+	assert.NotContains(t, r.Stderr, "Deployment "+f.ns+"/"+name+"-web was changed")
+	assert.NotContains(t, r.Stderr, hotfix.ImageField)
 	// the simulated Fleet writes status meanwhile; the spec is untouched
 	after := f.get(name)
 	assert.Equal(t, before.Version, after.Version)
 	assert.Equal(t, before.Generation, after.Generation, "the ManagedChart's spec is untouched")
 
 	r = f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", policy(hotfix.AdoptDeployment+hotfix.AdoptConfigMap))...)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "adopt rules take its live values")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "adopt rules take its live values")
 	mc := f.waitReady(name, upgrade.Want{Version: "2.0.0"})
 	assert.Equal(t, "2.0.0", mc.Version)
 	hotfix.CheckKept(t, f.env, f.ns, name, managedchart.AgentFieldManager)

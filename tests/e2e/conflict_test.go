@@ -45,7 +45,7 @@ func TestAHotfixUnderAManagedChartIsNamedInPreflight(t *testing.T) {
 	before := f.get(name)
 
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, outcome.ExitRefused)
 	for _, want := range []string{
 		"field-manager conflict: ConfigMap " + f.ns + "/" + name + "-config .data.replicaCount",
 		`owned by "kubectl-patch"`,
@@ -53,7 +53,7 @@ func TestAHotfixUnderAManagedChartIsNamedInPreflight(t *testing.T) {
 		`Fleet's agent applies this chart server-side as "fleetagent" and would fail`,
 		"Fleet cannot force conflicts",
 	} {
-		assert.Contains(t, r.stderr, want)
+		assert.Contains(t, r.Stderr, want)
 	}
 	after := f.get(name)
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "the ManagedChart is untouched")
@@ -120,9 +120,9 @@ func TestAConflictInFleetsAgentEndsTheWait(t *testing.T) {
 	// preflight says why, from the failed revision
 	f.patchManagedChart(t.Context(), name, `{"metadata":{"annotations":null}}`)
 	r := f.cli(f.node, "preflight", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "failed in Fleet's agent")
-	assert.Contains(t, r.stderr, `conflict with "kubectl-patch"`)
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, "failed in Fleet's agent")
+	assert.Contains(t, r.Stderr, `conflict with "kubectl-patch"`)
 }
 
 // A HelmChart CRD from before helm-controller v0.17.9 has neither
@@ -178,9 +178,9 @@ func TestApplySettingsNeedTheHelmChartCRDsFields(t *testing.T) {
 		"  chart: {name: demo-app, source: "+f.charts+"}\n"+
 		"  apply: {forceConflicts: true}\n")
 	r := f.cli(f.node, "preflight", "--spec", spec, "--version", "2.0.0")
-	require.Equal(t, outcome.ExitBadInput, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "helmchart/"+f.ns+"/old-crd")
-	assert.Contains(t, r.stderr, "this cluster's HelmChart CRD does not have them (helm-controller v0.17.9 and later do)")
+	r.RequireCode(t, outcome.ExitBadInput)
+	assert.Contains(t, r.Stderr, "helmchart/"+f.ns+"/old-crd")
+	assert.Contains(t, r.Stderr, "this cluster's HelmChart CRD does not have them (helm-controller v0.17.9 and later do)")
 	after, err := f.env.Dynamic().Resource(helmchart.HelmChartGVR).Namespace(f.ns).Get(ctx, "old-crd", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, created.GetResourceVersion(), after.GetResourceVersion(), "nothing written")

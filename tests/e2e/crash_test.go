@@ -136,7 +136,7 @@ func referenceValues(t *testing.T) map[string]any {
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, 0, r.code, "reference upgrade: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "reference upgrade: %s", r.Stderr)
 	mc := f.get(name)
 	require.Equal(t, "2.0.0", mc.Version)
 	return mc.Values

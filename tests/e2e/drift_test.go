@@ -77,9 +77,9 @@ func TestDriftNoRuleReadsIsRefused(t *testing.T) {
 	f.awaitModified(name)
 	before := f.get(name)
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stderr: %s", r.stderr)
-	assert.Contains(t, r.stderr, "v1 ConfigMap "+f.ns+"/"+name+"-config was changed in the cluster")
-	assert.Contains(t, r.stderr, `{"data":{"replicaCount":"2"}}`, "the change Fleet shows")
-	assert.Contains(t, r.stderr, "diff.comparePatches")
+	require.Equal(t, outcome.ExitRefused, r.Code, "stderr: %s", r.Stderr)
+	assert.Contains(t, r.Stderr, "v1 ConfigMap "+f.ns+"/"+name+"-config was changed in the cluster")
+	assert.Contains(t, r.Stderr, `{"data":{"replicaCount":"2"}}`, "the change Fleet shows")
+	assert.Contains(t, r.Stderr, "diff.comparePatches")
 	assertUnchanged(t, before, f.get(name))
 }

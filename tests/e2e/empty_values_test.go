@@ -17,8 +17,8 @@ func TestMergeThatLeavesNoValuesStillDropsThePins(t *testing.T) {
 	f.install(name, "1.0.0", map[string]any{"webhook": map[string]any{"image": map[string]any{"tag": "v0.4.1"}}})
 	policy := f.writeFile("policy.yaml", "rules:\n- {path: \"**.image.tag\", policy: follow}\n")
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", policy)...)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "writing global: {} instead")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Contains(t, r.Stdout, "writing global: {} instead")
 	mc := f.get(name)
 	assert.Equal(t, map[string]any{"global": map[string]any{}}, mc.Values)
 	assert.Equal(t, "registry.example.com/demo/webhook:v0.5.6", f.configMap(name + "-config")["webhookImage"],

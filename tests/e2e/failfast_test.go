@@ -361,13 +361,13 @@ func TestAnOlderDeploymentsErrAppliedDoesNotFailTheRollback(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the rollback did not end")
 	}
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "counts ErrApplied, but the failure is an older deployment's", "the older failure was seen and not taken for this rollback's")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stderr, "counts ErrApplied, but the failure is an older deployment's", "the older failure was seen and not taken for this rollback's")
 	// while the agent was held, the only failure was the older one; once it
 	// runs, a transient failure of its own try (a conflict under load, say)
 	// is this deployment's, and may be reported
 	held := 0
-	for _, line := range strings.Split(r.stderr, "\n") {
+	for _, line := range strings.Split(r.Stderr, "\n") {
 		var entry struct {
 			Time     time.Time `json:"time"`
 			Progress string    `json:"progress"`
@@ -378,7 +378,7 @@ func TestAnOlderDeploymentsErrAppliedDoesNotFailTheRollback(t *testing.T) {
 		held++
 		assert.NotContains(t, entry.Progress, "failed: ErrApplied", "the rollback never reported the older failure as its own")
 	}
-	assert.Positive(t, held, "progress lines while the agent was held: %s", r.stderr)
+	assert.Positive(t, held, "progress lines while the agent was held: %s", r.Stderr)
 }
 
 // A release Fleet's agent left pending makes its next Helm upgrade answer

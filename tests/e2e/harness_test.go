@@ -135,10 +135,7 @@ func (f *fixture) clusterArgs(n node, command string) []string {
 }
 
 // result is what one run printed and returned.
-type result struct {
-	code           int
-	stdout, stderr string
-}
+type result = noderun.Result
 
 // cli runs chart-upgrader in-process as node n: command, then args.
 func (f *fixture) cli(n node, command string, args ...string) result {
@@ -147,7 +144,7 @@ func (f *fixture) cli(n node, command string, args ...string) result {
 	full := append([]string{"chart-upgrader", command}, args...)
 	full = append(full, f.clusterArgs(n, command)...)
 	code := cli.Run(f.t.Context(), full, &out, &errb)
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
+	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
 }
 
 // upgradeArgs upgrades one target of the fixture to version with a policy.

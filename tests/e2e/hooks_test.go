@@ -30,7 +30,7 @@ func TestHooksRunAroundPhasesWithContext(t *testing.T) {
 	writeHook(t, hooks, "post-verify", `echo "post-verify saw $CHART_UPGRADER_HOOK_RESULT"`+"\n", 0o644)
 
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--hooks-dir", hooks)...)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	env, err := os.ReadFile(out)
 	require.NoError(t, err)
 	for _, want := range []string{
@@ -43,12 +43,12 @@ func TestHooksRunAroundPhasesWithContext(t *testing.T) {
 	} {
 		assert.Contains(t, string(env), want)
 	}
-	assert.Contains(t, r.stderr, "post-verify saw ok")
+	assert.Contains(t, r.Stderr, "post-verify saw ok")
 
 	// a re-run after success runs no hooks after pre-resolve
 	require.NoError(t, os.Remove(out))
 	r = f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--hooks-dir", hooks)...)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	assert.NoFileExists(t, out)
 }
 
@@ -60,9 +60,9 @@ func TestFailingPreHookStopsBeforeItsPhase(t *testing.T) {
 	hooks := t.TempDir()
 	writeHook(t, hooks, "pre-apply", "echo 'maintenance window closed' >&2\nexit 7\n", 0o755)
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--hooks-dir", hooks)...)
-	assert.Equal(t, 3, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "stopped before apply")
-	assert.Contains(t, r.stderr, "pre-apply failed (exit status 7): maintenance window closed")
+	assert.Equal(t, 3, r.Code, r.Stderr)
+	assert.Contains(t, r.Stderr, "stopped before apply")
+	assert.Contains(t, r.Stderr, "pre-apply failed (exit status 7): maintenance window closed")
 	assertUnchanged(t, before, f.get(name))
 	assert.Empty(t, f.backups(name))
 }
@@ -74,9 +74,9 @@ func TestFailingPostHookIsReported(t *testing.T) {
 	hooks := t.TempDir()
 	writeHook(t, hooks, "post-wait", "echo 'could not notify' >&2\nexit 1\n", 0o755)
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--hooks-dir", hooks)...)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "warning: hook ")
-	assert.Contains(t, r.stdout, "post-wait failed (exit status 1): could not notify")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Contains(t, r.Stdout, "warning: hook ")
+	assert.Contains(t, r.Stdout, "post-wait failed (exit status 1): could not notify")
 	assert.Equal(t, "2.0.0", f.get(name).Version)
 }
 
@@ -87,6 +87,6 @@ func TestHookTimeout(t *testing.T) {
 	hooks := t.TempDir()
 	writeHook(t, hooks, "pre-merge", "sleep 30\n", 0o755)
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--hooks-dir", hooks, "--hook-timeout", "1s")...)
-	assert.Equal(t, 3, r.code, r.stderr)
-	assert.True(t, strings.Contains(r.stderr, "pre-merge failed (timed out after 1s)"), r.stderr)
+	assert.Equal(t, 3, r.Code, r.Stderr)
+	assert.True(t, strings.Contains(r.Stderr, "pre-merge failed (timed out after 1s)"), r.Stderr)
 }

@@ -30,7 +30,7 @@ func TestMergeTargetReadsTheClusterAndWritesNothing(t *testing.T) {
 
 	r := f.cli(f.node, "merge", "--target", "managedchart/"+f.ns+"/"+name, "--chart-source", f.charts,
 		"--version", "2.0.0", "--policy", f.policy(name), "-o", "json")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	var res struct {
 		From, To  string
 		Values    map[string]any
@@ -39,7 +39,7 @@ func TestMergeTargetReadsTheClusterAndWritesNothing(t *testing.T) {
 			Old, Result          any
 		}
 	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res))
 	assert.Equal(t, "1.0.0", res.From)
 	assert.Equal(t, "2.0.0", res.To)
 	byPath := map[string]string{}
@@ -65,8 +65,8 @@ func TestMergeTargetReadsTheClusterAndWritesNothing(t *testing.T) {
 
 	// offline-only flags are refused in cluster mode
 	r = f.cli(f.node, "merge", "--target", "managedchart/"+f.ns+"/"+name, "--chart-source", f.charts, "--values", "x.yaml")
-	assert.Equal(t, 2, r.code)
-	assert.Contains(t, r.stderr, "--values is for offline merges")
+	assert.Equal(t, 2, r.Code)
+	assert.Contains(t, r.Stderr, "--values is for offline merges")
 }
 
 // TestUpgradeFromAHelmRepositoryOverHTTP serves the charts as a Helm
@@ -96,8 +96,8 @@ func TestUpgradeFromAHelmRepositoryOverHTTP(t *testing.T) {
 		}
 	}
 	r := f.cli(f.node, "upgrade", args...)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	assert.Equal(t, "2.0.0", f.get(name).Version)
-	assert.Contains(t, r.stdout, "webhook.image.tag")
-	assert.Contains(t, r.stdout, "drop", "the old defaults came from the repository's 1.0.0")
+	assert.Contains(t, r.Stdout, "webhook.image.tag")
+	assert.Contains(t, r.Stdout, "drop", "the old defaults came from the repository's 1.0.0")
 }

@@ -121,7 +121,7 @@ func (f *fixture) mergeEverywhere(c mergeCase) {
 
 	args := []string{"--target", ref, "--chart-source", f.charts, "--version", c.to, "--policy", c.policy, "--timeout", "60s"}
 	r := f.cli(f.node, "preflight", args...)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	store, err := host.Open(f.node.stateDir)
 	require.NoError(t, err)
 	entry, ok, err := store.Load(ref, c.to)
@@ -129,7 +129,7 @@ func (f *fixture) mergeEverywhere(c mergeCase) {
 	require.True(t, ok, "preflight journals the merge it checked")
 
 	r = f.cli(f.node, "upgrade", args...)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	upgraded := f.get(c.name)
 	written, err := values.Hash(upgraded.Values)
 	require.NoError(t, err)

@@ -183,7 +183,7 @@ func TestRefusePausedBySomeoneElseUnlessUnpause(t *testing.T) {
 	assert.Contains(t, l, managedchart.AnnotationPaused)
 
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--unpause")...)
-	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "stderr: %s", r.Stderr)
 	mc := f.get(name)
 	assert.Equal(t, "2.0.0", mc.Version)
 	assert.False(t, mc.Paused, "--unpause leaves the target unpaused")
@@ -259,7 +259,7 @@ func TestRefuseDowngradeUnlessAllowed(t *testing.T) {
 	assert.Contains(t, l, "--allow-downgrade")
 
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "1.0.0", "", "--allow-downgrade")...)
-	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "stderr: %s", r.Stderr)
 	mc := f.get(name)
 	assert.Equal(t, "1.0.0", mc.Version)
 	assert.Equal(t, "1.0.0", mc.Annotations[managedchart.AnnotationVersion])
@@ -299,8 +299,8 @@ func TestRefuseMissingTarget(t *testing.T) {
 	assert.False(t, f.leaseExists(name))
 
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", "")...)
-	assert.Equal(t, outcome.ExitRefused, r.code, r.stderr)
-	assert.Contains(t, lastLineOf(r.stderr), "not found")
+	assert.Equal(t, outcome.ExitRefused, r.Code, r.Stderr)
+	assert.Contains(t, lastLineOf(r.Stderr), "not found")
 }
 
 func TestBadInputExitsTwoAndChangesNothing(t *testing.T) {
@@ -329,8 +329,8 @@ charts:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.cli(f.node, "upgrade", tc.args...)
-			assert.Equal(t, outcome.ExitBadInput, r.code, "stderr: %s", r.stderr)
-			l := lastLineOf(r.stderr)
+			assert.Equal(t, outcome.ExitBadInput, r.Code, "stderr: %s", r.Stderr)
+			l := lastLineOf(r.Stderr)
 			assert.True(t, strings.HasPrefix(l, "chart-upgrader: "), l)
 			for _, w := range tc.want {
 				assert.Contains(t, l, w)

@@ -32,7 +32,7 @@ func TestAPIServerRestartDuringWait(t *testing.T) {
 	applied := time.Now()
 	select {
 	case r := <-done:
-		t.Fatalf("the upgrade finished before the API server restart (exit %d): raise the Delay", r.code)
+		t.Fatalf("the upgrade finished before the API server restart (exit %d): raise the Delay", r.Code)
 	default:
 	}
 
@@ -59,9 +59,9 @@ func TestAPIServerRestartDuringWait(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		t.Fatal("the upgrade did not finish within 90s of the API server restart")
 	}
-	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
-	assert.Contains(t, r.stdout, "upgraded "+f.targetRef(name)+" 1.0.0 → 2.0.0")
-	assert.Contains(t, r.stderr, `"msg":"phase done","target":"`+f.targetRef(name)+`","phase":"wait"`)
+	require.Equal(t, 0, r.Code, "stderr: %s", r.Stderr)
+	assert.Contains(t, r.Stdout, "upgraded "+f.targetRef(name)+" 1.0.0 → 2.0.0")
+	assert.Contains(t, r.Stderr, `"msg":"phase done","target":"`+f.targetRef(name)+`","phase":"wait"`)
 	mc := f.get(name)
 	assertAppliedRecord(t, mc, "2.0.0")
 	assert.Len(t, f.backups(name), 1)

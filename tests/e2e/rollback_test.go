@@ -43,15 +43,15 @@ func TestRollbackRestoresVersionAndValues(t *testing.T) {
 	require.Equal(t, installedHash, installed.ValuesHash())
 
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "stderr: %s", r.Stderr)
 	require.Equal(t, "2.0.0", f.get(name).Version)
 	require.NotEqual(t, installedHash, f.get(name).ValuesHash(), "the upgrade changed the values")
 
 	r = f.cli(f.node, "rollback", "--target", f.targetRef(name), "--timeout", "60s")
-	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
-	assert.Contains(t, r.stdout, "rolled back "+f.targetRef(name)+" 2.0.0 → 1.0.0")
+	require.Equal(t, 0, r.Code, "stderr: %s", r.Stderr)
+	assert.Contains(t, r.Stdout, "rolled back "+f.targetRef(name)+" 2.0.0 → 1.0.0")
 	for _, p := range []string{"restore", "apply", "wait", "verify"} {
-		assert.Contains(t, r.stderr, `"msg":"phase done","target":"`+f.targetRef(name)+`","phase":"`+p+`"`)
+		assert.Contains(t, r.Stderr, `"msg":"phase done","target":"`+f.targetRef(name)+`","phase":"`+p+`"`)
 	}
 
 	mc := f.get(name)
@@ -88,8 +88,8 @@ func TestRollbackWithoutBackupIsRefused(t *testing.T) {
 	f.install(name, "1.0.0", example.UserValues())
 	before := f.get(name)
 	r := f.cli(f.node, "rollback", "--target", f.targetRef(name), "--timeout", "60s")
-	assert.Equal(t, outcome.ExitRefused, r.code, "stderr: %s", r.stderr)
-	l := lastLineOf(r.stderr)
+	assert.Equal(t, outcome.ExitRefused, r.Code, "stderr: %s", r.Stderr)
+	l := lastLineOf(r.Stderr)
 	assert.Contains(t, l, "nothing to roll back to")
 	assert.Contains(t, l, "no backup of managedchart "+f.ns+"/"+name)
 	assertUnchanged(t, before, f.get(name))

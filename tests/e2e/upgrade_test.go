@@ -46,16 +46,16 @@ func TestUpgradeHappyPath(t *testing.T) {
 	f.demoteStorageClass(name + "-longhorn")
 
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "stderr: %s", r.Stderr)
 
 	// the decision report and the phases
 	for _, want := range []string{"webhook.image.tag", "follow #1", "drop", "storageClass.defaultStorageClass", "live #4",
 		"promote.clusterPodCIDR", "readonly #3", "webhook.certs.cert", "once #5",
 		"upgraded managedchart/" + f.ns + "/" + name + " 1.0.0 → 2.0.0"} {
-		assert.Contains(t, r.stdout, want)
+		assert.Contains(t, r.Stdout, want)
 	}
 	for _, p := range []string{"resolve", "preflight", "merge", "apply", "wait", "verify"} {
-		assert.Contains(t, r.stderr, `"msg":"phase done","target":"managedchart/`+f.ns+"/"+name+`","phase":"`+p+`"`)
+		assert.Contains(t, r.Stderr, `"msg":"phase done","target":"managedchart/`+f.ns+"/"+name+`","phase":"`+p+`"`)
 	}
 
 	// the annotations are the cluster-wide record
@@ -144,9 +144,9 @@ func TestOnceWithoutTheRuleTheCertificateChanges(t *testing.T) {
 	certBefore := f.secretData("demo-app-webhook-certs", "tls.crt")
 	policy := f.writeFile("policy.yaml", "rules:\n- {path: \"**.image.tag\", policy: follow}\n")
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", policy)...)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "regenerated-data")
-	assert.Contains(t, r.stdout, "templates/webhook-certs.yaml")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Contains(t, r.Stdout, "regenerated-data")
+	assert.Contains(t, r.Stdout, "templates/webhook-certs.yaml")
 	assert.NotEqual(t, certBefore, f.secretData("demo-app-webhook-certs", "tls.crt"), "without a once rule the chart regenerates the certificate")
 }
 
@@ -157,11 +157,11 @@ func TestFollowRefreshesAPinnedTagButKeepsACustomisation(t *testing.T) {
 	vals["image"] = map[string]any{"tag": "v1.0.0-hotfix"} // a real customisation
 	f.install(name, "1.0.0", vals)
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	cm := f.configMap(name + "-config")
 	assert.Equal(t, "registry.example.com/demo/webhook:v0.5.6", cm["webhookImage"])
 	assert.Equal(t, "registry.example.com/demo/app:v1.0.0-hotfix", cm["image"])
-	assert.Contains(t, r.stdout, "shadowed-default")
+	assert.Contains(t, r.Stdout, "shadowed-default")
 }
 
 func TestReadonlyViolationIsRefusedWithoutWrites(t *testing.T) {
@@ -185,7 +185,7 @@ func TestLiveStorageClassUnchangedKeepsTrue(t *testing.T) {
 	name := release()
 	f.install(name, "1.0.0", example.UserValues())
 	r := f.cli(f.node, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	sc, err := f.env.Kube().StorageV1().StorageClasses().Get(t.Context(), name+"-longhorn", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "true", sc.Annotations["storageclass.kubernetes.io/is-default-class"])

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -55,8 +54,8 @@ subjects:
 	n := newNode(t, "node-1")
 
 	r := f.cliAs(k.kubeconfig, n, "drift", "--target", f.target(name), "-o", "json")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	hotfix.CheckDrift(t, r.stdout, k.relNS, name, true)
+	r.RequireCode(t, 0)
+	hotfix.CheckDrift(t, r.Stdout, k.relNS, name, true)
 	hotfix.UndoHardCoded(t, f.env, k.relNS, name)
 	before := f.get(name)
 
@@ -64,22 +63,22 @@ subjects:
 		return []string{"--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", policy, "--timeout", "90s"}
 	}
 	r = f.cliAs(k.kubeconfig, n, "upgrade", args(k.policy)...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, outcome.ExitRefused)
 	for _, want := range []string{hotfix.ImageField + ` is owned by "kubectl-set"`, "{path: web.image.tag, policy: adopt}",
 		hotfix.ReplicasField + ` is owned by "kubectl"`, hotfix.RetentionField + ` is owned by "kubectl-patch"`} {
-		assert.Contains(t, r.stderr, want)
+		assert.Contains(t, r.Stderr, want)
 	}
 
 	r = f.cliAs(k.kubeconfig, n, "preflight", args(hotfix.WithRules(t, k.policy, hotfix.AdoptDeployment))...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
-	assert.NotContains(t, r.stderr, hotfix.ImageField)
-	assert.NotContains(t, r.stderr, hotfix.ReplicasField)
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
+	assert.NotContains(t, r.Stderr, hotfix.ImageField)
+	assert.NotContains(t, r.Stderr, hotfix.ReplicasField)
 	assert.Equal(t, before.ResourceVersion, f.get(name).ResourceVersion, "the HelmChart is untouched")
 
 	r = f.cliAs(k.kubeconfig, n, "upgrade", args(hotfix.WithRules(t, k.policy, hotfix.AdoptDeployment+hotfix.AdoptConfigMap))...)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "adopted from the live Deployment "+k.relNS+"/"+name+"-web")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "adopted from the live Deployment "+k.relNS+"/"+name+"-web")
 	f.waitDeployed(name, "2.0.0")
 	hotfix.CheckKept(t, f.env, k.relNS, name, cluster.HelmFieldManager)
 	_, denied := rbaccheck.Requests(t, f.env, k.sa)

@@ -56,15 +56,15 @@ func TestHelmChartConfigOverlay(t *testing.T) {
 	f.waitRevision(name, 2) // helm-controller deploys the overlay at once
 
 	r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	var shadowed []string
-	for _, line := range strings.Split(r.stdout, "\n") {
+	for _, line := range strings.Split(r.Stdout, "\n") {
 		if fields := strings.Fields(line); len(fields) > 2 && fields[0] == string(values.WarnOverriddenByConfig) {
 			shadowed = append(shadowed, fields[1])
 			assert.Contains(t, line, "HelmChartConfig "+f.ns+"/"+name)
 		}
 	}
-	assert.Equal(t, []string{"resources.requests.memory"}, shadowed, r.stdout)
+	assert.Equal(t, []string{"resources.requests.memory"}, shadowed, r.Stdout)
 
 	u, err := f.env.Dynamic().Resource(helmchart.HelmChartConfigGVR).Namespace(f.ns).Get(t.Context(), name, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -88,15 +88,15 @@ func TestFailingJobExitsOneWithoutASecondApply(t *testing.T) {
 	f.charts = f.chartSet(map[string]string{"fail.yaml": `{{ if lookup "v1" "Namespace" "" .Release.Namespace }}{{ fail "this chart refuses the namespace" }}{{ end }}`}, nil)
 	n := newNode(t, "node-1")
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--timeout", "60s")...)
-	require.Equal(t, outcome.ExitFailure, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "job "+f.ns+"/helm-install-"+name)
-	assert.Contains(t, r.stderr, "Upgrading helm chart", "klipper-helm's termination message")
-	assert.Contains(t, r.stderr, "logs job/helm-install-"+name)
+	r.RequireCode(t, outcome.ExitFailure)
+	assert.Contains(t, r.Stderr, "job "+f.ns+"/helm-install-"+name)
+	assert.Contains(t, r.Stderr, "Upgrading helm chart", "klipper-helm's termination message")
+	assert.Contains(t, r.Stderr, "logs job/helm-install-"+name)
 	updates := countUpdates(f.writesBy(), "helmcharts/"+name)
 	assert.Equal(t, 1, updates, "one apply: %v", f.writesBy())
 
 	again := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--timeout", "60s")...)
-	assert.Equal(t, outcome.ExitFailure, again.code, again.stderr)
+	assert.Equal(t, outcome.ExitFailure, again.Code, again.Stderr)
 	assert.Equal(t, updates, countUpdates(f.writesBy(), "helmcharts/"+name), "a retried run does not apply again")
 }
 
@@ -121,14 +121,14 @@ func TestTimeoutThenRollback(t *testing.T) {
 	f.charts = f.chartSet(map[string]string{"deployment.yaml": testchart.DeploymentTemplate}, map[string]any{"hold": "not-ready"})
 	n := newNode(t, "node-1")
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--timeout", "15s")...)
-	require.Equal(t, outcome.ExitTimeout, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "Deployment "+f.ns+"/"+name+"-web")
+	r.RequireCode(t, outcome.ExitTimeout)
+	assert.Contains(t, r.Stderr, "Deployment "+f.ns+"/"+name+"-web")
 	rel := f.waitDeployed(name, "2.0.0")
 	assert.Equal(t, 2, rel.Revision)
 
 	before := f.get(name)
 	rb := f.cli(n, "rollback", "--target", f.target(name), "--timeout", "90s")
-	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
+	rb.RequireCode(t, 0)
 	h := f.get(name)
 	assert.Equal(t, "1.0.0", h.Version)
 	assert.Equal(t, installerValues(t), h.ValuesContent, "the values from before, byte for byte")
@@ -148,9 +148,9 @@ func TestMergeTargetOnAHelmChart(t *testing.T) {
 	before := len(f.writesBy())
 	r := f.cli(newNode(t, "node-1"), "merge", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0",
 		"--policy", f.policy(name))
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "clusterPodCIDR: 10.52.0.0/16")
-	assert.NotContains(t, r.stdout, "v0.4.1", "the pinned tag is dropped")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Contains(t, r.Stdout, "clusterPodCIDR: 10.52.0.0/16")
+	assert.NotContains(t, r.Stdout, "v0.4.1", "the pinned tag is dropped")
 	assert.Equal(t, before, len(f.writesBy()), "merge --target writes nothing")
 	assert.Equal(t, "1.0.0", f.get(name).Version)
 }
@@ -169,7 +169,7 @@ func TestRacingNodesApplyOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := f.cli(newNode(t, "node-"+string(rune('a'+i))), "upgrade", f.upgradeArgs(name, "2.0.0", policy)...)
-			codes[i] = r.code
+			codes[i] = r.Code
 		}()
 	}
 	wg.Wait()

@@ -29,7 +29,7 @@ func TestAHotfixUnderAHelmChart(t *testing.T) {
 
 	n := newNode(t, "node-1")
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, outcome.ExitRefused)
 	for _, want := range []string{
 		"field-manager conflict: ConfigMap " + f.ns + "/" + name + "-config .data.replicaCount",
 		`owned by "kubectl-patch"`,
@@ -37,7 +37,7 @@ func TestAHotfixUnderAHelmChart(t *testing.T) {
 		`helm-controller's Job applies this chart server-side as "helm" and would fail`,
 		"apply.forceConflicts: true",
 	} {
-		assert.Contains(t, r.stderr, want)
+		assert.Contains(t, r.Stderr, want)
 	}
 	assert.Equal(t, before.ResourceVersion, f.get(name).ResourceVersion, "the HelmChart is untouched")
 
@@ -49,8 +49,8 @@ charts:
   apply: {forceConflicts: true}
 `+indented(t, f.policy(name)))
 	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "field-owned-by-another-manager")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "field-owned-by-another-manager")
 	h := f.get(name)
 	force, _, _ := unstructured.NestedBool(h.Object.Object, "spec", "forceConflicts")
 	assert.True(t, force, "spec.forceConflicts written")
@@ -91,15 +91,15 @@ func TestAHotfixUnderAHelmChartAsThePlansServiceAccount(t *testing.T) {
 	n := newNode(t, "node-1")
 	for _, cmd := range []string{"preflight", "upgrade"} {
 		r := f.cliAs(k.kubeconfig, n, cmd, "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", k.policy, "--timeout", "90s")
-		require.Equal(t, outcome.ExitRefused, r.code, "%s as %s:\nstdout: %s\nstderr: %s", cmd, k.sa, r.stdout, r.stderr)
+		require.Equal(t, outcome.ExitRefused, r.Code, "%s as %s:\nstdout: %s\nstderr: %s", cmd, k.sa, r.Stdout, r.Stderr)
 		for _, want := range []string{
 			"field-manager conflict: ConfigMap " + k.relNS + "/" + name + "-config .data.replicaCount",
 			`owned by "kubectl-patch"`,
 			`helm-controller's Job applies this chart server-side as "helm" and would fail`,
 		} {
-			assert.Contains(t, r.stderr, want, cmd)
+			assert.Contains(t, r.Stderr, want, cmd)
 		}
-		assert.NotContains(t, r.stderr, "not checked", cmd)
+		assert.NotContains(t, r.Stderr, "not checked", cmd)
 	}
 	assert.Equal(t, before.ResourceVersion, f.get(name).ResourceVersion, "the HelmChart is untouched")
 	_, denied := rbaccheck.Requests(t, f.env, k.sa)

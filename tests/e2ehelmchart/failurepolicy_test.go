@@ -85,10 +85,10 @@ func TestFailedUpgradeUninstallsNothingAndRollsBack(t *testing.T) {
 	n := newNode(t, "node-1")
 
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name), "--timeout", "90s")...)
-	require.Equal(t, outcome.ExitFailure, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "job "+f.ns+"/helm-install-"+name)
-	assert.Contains(t, r.stderr, `"phase":"preflight"`)
-	assert.Contains(t, r.stderr, "failure policy reinstall (helmchart "+f.ns+"/"+name+"); the upgrade writes abort on the HelmChart with the new version")
+	r.RequireCode(t, outcome.ExitFailure)
+	assert.Contains(t, r.Stderr, "job "+f.ns+"/helm-install-"+name)
+	assert.Contains(t, r.Stderr, `"phase":"preflight"`)
+	assert.Contains(t, r.Stderr, "failure policy reinstall (helmchart "+f.ns+"/"+name+"); the upgrade writes abort on the HelmChart with the new version")
 
 	h := f.get(name)
 	assert.Equal(t, helmchart.PolicyAbort, h.FailurePolicy, "written with the new version")
@@ -109,7 +109,7 @@ func TestFailedUpgradeUninstallsNothingAndRollsBack(t *testing.T) {
 	assert.Equal(t, "failed", hist[1].Info.Status.String())
 
 	rb := f.cli(n, "rollback", "--target", f.target(name), "--timeout", "90s")
-	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
+	rb.RequireCode(t, 0)
 	h = f.get(name)
 	assert.Equal(t, "1.0.0", h.Version)
 	assert.Equal(t, helmchart.PolicyRetry, h.FailurePolicy, "a restore over a failed release writes retry")
@@ -134,9 +134,9 @@ charts:
   helmchart: {failurePolicy: keep}
 `)
 	r := f.cli(newNode(t, "node-1"), "preflight", "--spec", spec, "--version", "2.0.0")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, 0)
 	var row string
-	for _, line := range strings.Split(r.stdout, "\n") {
+	for _, line := range strings.Split(r.Stdout, "\n") {
 		if fields := strings.Fields(line); len(fields) > 2 && fields[0] == string(values.WarnTarget) {
 			row = line
 		}
@@ -163,9 +163,9 @@ func TestHelmChartConfigForcingReinstallIsRefused(t *testing.T) {
 	require.Equal(t, helmchart.PolicyReinstall, policy, "the CRD's default")
 
 	r := f.cli(newNode(t, "node-1"), "preflight", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "HelmChartConfig "+f.ns+"/"+name+" sets spec.failurePolicy: reinstall")
-	assert.Contains(t, r.stderr, "helmchart.failurePolicy: keep")
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, "HelmChartConfig "+f.ns+"/"+name+" sets spec.failurePolicy: reinstall")
+	assert.Contains(t, r.Stderr, "helmchart.failurePolicy: keep")
 
 	spec := f.writeFile("spec.yaml", `apiVersion: chart-upgrader.io/v1alpha1
 kind: UpgradeSpec
@@ -175,6 +175,6 @@ charts:
   helmchart: {failurePolicy: keep}
 `)
 	r = f.cli(newNode(t, "node-1"), "preflight", "--spec", spec, "--version", "2.0.0")
-	require.Equal(t, 0, r.code, "keep accepts it: %s", r.stderr)
-	assert.Contains(t, r.stdout, "the failure policy in force is reinstall (HelmChartConfig "+f.ns+"/"+name+")")
+	require.Equal(t, 0, r.Code, "keep accepts it: %s", r.Stderr)
+	assert.Contains(t, r.Stdout, "the failure policy in force is reinstall (HelmChartConfig "+f.ns+"/"+name+")")
 }

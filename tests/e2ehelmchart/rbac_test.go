@@ -33,12 +33,12 @@ func TestK3sPlanRBACIsSufficientAndTight(t *testing.T) {
 	}
 	r := as("upgrade", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", policy,
 		"--timeout", "90s", "--require-nodes-ready")
-	require.Equal(t, 0, r.code, "upgrade as %s: %s", sa, r.stderr)
+	require.Equal(t, 0, r.Code, "upgrade as %s: %s", sa, r.Stderr)
 	st := as("status", "--target", f.target(name))
-	require.Equal(t, 0, st.code, st.stderr)
-	assert.Contains(t, st.stdout, "version 2.0.0, ready")
+	require.Equal(t, 0, st.Code, st.Stderr)
+	assert.Contains(t, st.Stdout, "version 2.0.0, ready")
 	rb := as("rollback", "--target", f.target(name), "--timeout", "90s")
-	require.Equal(t, 0, rb.code, "rollback as %s: %s", sa, rb.stderr)
+	require.Equal(t, 0, rb.Code, "rollback as %s: %s", sa, rb.Stderr)
 
 	used, denied := rbaccheck.Requests(t, f.env, sa)
 	assert.Empty(t, denied, "requests of %s the RBAC refused", sa)

@@ -37,13 +37,13 @@ charts:
 	n := newNode(t, "node-1")
 
 	r := f.cli(n, "preflight", "--spec", spec(""), "--version", "2.0.0")
-	require.Equal(t, 3, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "rejected by the API server: StatefulSet "+f.ns+"/"+name+"-db")
-	assert.Contains(t, r.stderr, "delete the object first")
+	r.RequireCode(t, 3)
+	assert.Contains(t, r.Stderr, "rejected by the API server: StatefulSet "+f.ns+"/"+name+"-db")
+	assert.Contains(t, r.Stderr, "delete the object first")
 
 	r = f.cli(n, "upgrade", "--spec", spec("  apply: {recreate: [StatefulSet/"+name+"-db]}\n"), "--version", "2.0.0", "--timeout", "90s")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "recreate")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "recreate")
 	after, err := sts.Get(t.Context(), name+"-db", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.NotEqual(t, before.UID, after.UID, "created again by the Job")

@@ -46,10 +46,10 @@ func TestSameNameTwoKinds(t *testing.T) {
 	mcTarget := "managedchart/" + f.ns + "/" + name
 
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, 0, r.code, "helmchart upgrade: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "helmchart upgrade: %s", r.Stderr)
 	r = f.cli(n, "upgrade", "--target", mcTarget, "--chart-source", f.charts, "--version", "2.0.0",
 		"--policy", f.policyIn(mcNS, mcRelease), "--timeout", "90s")
-	require.Equal(t, 0, r.code, "managedchart upgrade: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "managedchart upgrade: %s", r.Stderr)
 
 	// two backups of the one name, one per kind
 	list, err := f.env.Kube().CoreV1().Secrets(f.ns).List(t.Context(), metav1.ListOptions{LabelSelector: specobject.LabelBackupOf + "=" + name})
@@ -63,7 +63,7 @@ func TestSameNameTwoKinds(t *testing.T) {
 
 	// the HelmChart first: the newest backup of this name is the ManagedChart's
 	r = f.cli(n, "rollback", "--target", f.target(name), "--timeout", "90s")
-	require.Equal(t, 0, r.code, "helmchart rollback: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "helmchart rollback: %s", r.Stderr)
 	h := f.get(name)
 	assert.Equal(t, "1.0.0", h.Version)
 	got, err := values.Parse([]byte(h.ValuesContent))
@@ -74,7 +74,7 @@ func TestSameNameTwoKinds(t *testing.T) {
 	f.waitDeployed(name, "1.0.0")
 
 	r = f.cli(n, "rollback", "--target", mcTarget, "--timeout", "90s")
-	require.Equal(t, 0, r.code, "managedchart rollback: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "managedchart rollback: %s", r.Stderr)
 	mc, found, err := (&managedchart.Client{Dynamic: f.env.Dynamic(), Kube: f.env.Kube()}).Get(t.Context(), f.ns, name)
 	require.NoError(t, err)
 	require.True(t, found)

@@ -89,11 +89,11 @@ func TestUpgradeAHelmChartWithTheDemoPolicy(t *testing.T) {
 	n := newNode(t, "node-1")
 
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "stderr: %s", r.Stderr)
 	for _, want := range []string{"webhook.image.tag", "follow #1", "storageClass.defaultStorageClass", "live #4",
 		"promote.clusterPodCIDR", "readonly #3", "webhook.certs.cert", "once #5",
 		"upgraded " + f.target(name) + " 1.0.0 → 2.0.0"} {
-		assert.Contains(t, r.stdout, want)
+		assert.Contains(t, r.Stdout, want)
 	}
 
 	h := f.get(name)
@@ -133,12 +133,12 @@ func TestUpgradeAHelmChartWithTheDemoPolicy(t *testing.T) {
 
 	// status and a re-run: nothing to do, no write
 	st := f.cli(n, "status", "--target", f.target(name))
-	require.Equal(t, 0, st.code, st.stderr)
-	assert.Contains(t, st.stdout, f.target(name)+": version 2.0.0, ready (resources ")
+	require.Equal(t, 0, st.Code, st.Stderr)
+	assert.Contains(t, st.Stdout, f.target(name)+": version 2.0.0, ready (resources ")
 	before := len(f.writesBy())
 	again := f.cli(newNode(t, "node-2"), "upgrade", f.upgradeArgs(name, "2.0.0", f.policy(name))...)
-	require.Equal(t, 0, again.code, again.stderr)
-	assert.Contains(t, again.stdout, "nothing to do")
+	require.Equal(t, 0, again.Code, again.Stderr)
+	assert.Contains(t, again.Stdout, "nothing to do")
 	assert.Equal(t, before, len(f.writesBy()), "a re-run writes nothing: %v", f.writesBy()[before:])
 	assert.Equal(t, 2, f.exec.Runs(f.ns, name), "no Helm run for the re-run")
 }

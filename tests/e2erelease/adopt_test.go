@@ -57,14 +57,14 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 	}
 
 	r := cli("drift", "--target", f.target(name), "-o", "json")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	hotfix.CheckDrift(t, r.stdout, f.ns, name, true)
+	r.RequireCode(t, 0)
+	hotfix.CheckDrift(t, r.Stdout, f.ns, name, true)
 	r = cli("drift", "--target", f.target(name))
-	require.Equal(t, 0, r.code, r.stderr)
-	t.Logf("drift:\n%s", r.stdout)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	t.Logf("drift:\n%s", r.Stdout)
 	for _, want := range []string{"MANAGER", "web.image.repository, web.image.tag", "{path: web.image.tag, policy: adopt} (or --set-string web.image.tag=1-hotfix)",
 		"not adoptable: no value renders it"} {
-		assert.Contains(t, r.stdout, want)
+		assert.Contains(t, r.Stdout, want)
 	}
 	before := len(f.writesBy())
 
@@ -73,40 +73,40 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 		return []string{"--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", hotfix.WithRules(t, f.policy(name), rules), "--timeout", "60s"}
 	}
 	r = cli("preflight", args(hotfix.AdoptDeployment+hotfix.AdoptConfigMap)...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, hotfix.HardCodedField+` is owned by "kubectl-patch"`)
-	assert.Contains(t, r.stderr, "not adoptable: no value renders it")
-	assert.NotContains(t, r.stderr, hotfix.ImageField)
-	assert.NotContains(t, r.stderr, hotfix.RetentionField)
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, hotfix.HardCodedField+` is owned by "kubectl-patch"`)
+	assert.Contains(t, r.Stderr, "not adoptable: no value renders it")
+	assert.NotContains(t, r.Stderr, hotfix.ImageField)
+	assert.NotContains(t, r.Stderr, hotfix.RetentionField)
 	hotfix.UndoHardCoded(t, f.env, f.ns, name)
 
 	// without adopt: today's refusal, each line in values terms
 	r = cli("upgrade", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, outcome.ExitRefused)
 	for _, want := range []string{
 		hotfix.ImageField + ` is owned by "kubectl-set"`,
 		"set by the value web.image.repository, web.image.tag; to keep the live value, adopt it with the spec rule {path: web.image.tag, policy: adopt}, or give --set-string web.image.tag=1-hotfix",
 		hotfix.ReplicasField + ` is owned by "kubectl" with subresource "scale"`,
 		hotfix.RetentionField + ` is owned by "kubectl-patch"`,
 	} {
-		assert.Contains(t, r.stderr, want)
+		assert.Contains(t, r.Stderr, want)
 	}
 
 	// adopt the Deployment's hotfixes: the ConfigMap key alone is refused
 	r = cli("preflight", args(hotfix.AdoptDeployment)...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
-	assert.Contains(t, r.stderr, "{path: web.retention, policy: adopt}")
-	assert.NotContains(t, r.stderr, hotfix.ImageField)
-	assert.NotContains(t, r.stderr, hotfix.ReplicasField)
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, hotfix.RetentionField+` is owned by "kubectl-patch"`)
+	assert.Contains(t, r.Stderr, "{path: web.retention, policy: adopt}")
+	assert.NotContains(t, r.Stderr, hotfix.ImageField)
+	assert.NotContains(t, r.Stderr, hotfix.ReplicasField)
 	assert.Equal(t, before, len(f.writesBy()), "nothing written by the refusals")
 	assert.Len(t, f.history(name), 1)
 
 	// adopt all three: no conflict, no force
 	r = cli("upgrade", args(hotfix.AdoptDeployment+hotfix.AdoptConfigMap)...)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "adopted from the live Deployment "+f.ns+"/"+name+"-web "+hotfix.ImageField+" (changed by kubectl-set)")
-	assert.NotContains(t, r.stdout, "field-owned-by-another-manager")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "adopted from the live Deployment "+f.ns+"/"+name+"-web "+hotfix.ImageField+" (changed by kubectl-set)")
+	assert.NotContains(t, r.Stdout, "field-owned-by-another-manager")
 	h := f.history(name)
 	require.Len(t, h, 2)
 	assert.Equal(t, "2.0.0", h[1].Chart.Metadata.Version)
@@ -115,8 +115,8 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 
 	// the fields are the chart's now too: drift shows them shared, not changed
 	r = cli("drift", "--target", f.target(name), "-o", "json")
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.NotContains(t, r.stdout, `"differs": true`)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.NotContains(t, r.Stdout, `"differs": true`)
 	_, denied := rbaccheck.Requests(t, f.env, sa)
 	assert.Empty(t, denied, "requests of %s the RBAC refused", sa)
 }
@@ -125,6 +125,6 @@ func TestAdoptAnOperatorsHotfixesOfARelease(t *testing.T) {
 func TestDriftOfAMissingTarget(t *testing.T) {
 	f := newFixture(t, "")
 	r := f.cli(newNode(t, "node-1"), "drift", "--target", f.target("nothing-here"))
-	assert.Equal(t, outcome.ExitBadInput, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "release/"+f.ns+"/nothing-here: not found")
+	assert.Equal(t, outcome.ExitBadInput, r.Code, r.Stderr)
+	assert.Contains(t, r.Stderr, "release/"+f.ns+"/nothing-here: not found")
 }

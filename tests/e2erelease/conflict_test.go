@@ -75,7 +75,7 @@ func TestAHotfixConflictsWithAServerSideRelease(t *testing.T) {
 	start := time.Now()
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0")...)
 	t.Logf("a conflicting upgrade, start → exit 3: %s", time.Since(start).Round(time.Millisecond))
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, outcome.ExitRefused)
 	for _, want := range []string{
 		"field-manager conflict: Deployment " + f.ns + "/" + name + "-web",
 		`.spec.template.spec.containers[name="web"].image`,
@@ -84,15 +84,15 @@ func TestAHotfixConflictsWithAServerSideRelease(t *testing.T) {
 		"apply.forceConflicts",
 		"revert the other manager's change",
 	} {
-		assert.Contains(t, r.stderr, want)
+		assert.Contains(t, r.Stderr, want)
 	}
 	assert.Len(t, f.history(name), 1, "no revision written")
 	assert.Equal(t, before, len(f.writesBy()), "nothing written by the tool")
 	assert.Equal(t, "registry.example/web:1-hotfix", f.image(name), "the hotfix stays")
 
 	r = f.cli(n, "upgrade", "--spec", f.applySpec(name, "{forceConflicts: true}"), "--version", "2.0.0")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "field-owned-by-another-manager")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "field-owned-by-another-manager")
 	assert.Equal(t, "registry.example/web:2", f.image(name), "the upgrade took the field")
 	h := f.history(name)
 	require.Len(t, h, 2)
@@ -112,10 +112,10 @@ func TestAHotfixOnAClientSideReleaseIsAWarning(t *testing.T) {
 	f.hotfix(name, "registry.example/web:1-hotfix")
 
 	r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "field-owned-by-another-manager")
-	assert.Contains(t, r.stdout, `owned by "kubectl-set"`)
-	assert.Contains(t, r.stdout, "applies this release client-side and overwrites it")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "field-owned-by-another-manager")
+	assert.Contains(t, r.Stdout, `owned by "kubectl-set"`)
+	assert.Contains(t, r.Stdout, "applies this release client-side and overwrites it")
 	assert.Equal(t, "registry.example/web:2", f.image(name))
 	h := f.history(name)
 	require.Len(t, h, 2)
@@ -137,9 +137,9 @@ func TestBadApplySettingsAreRefused(t *testing.T) {
 	} {
 		path := f.applySpec(name, apply)
 		r := f.cli(newNode(t, "node-1"), "upgrade", "--spec", path, "--version", "2.0.0")
-		assert.Equal(t, outcome.ExitBadInput, r.code, apply)
-		assert.Contains(t, r.stderr, path+":6: charts[1].apply", apply)
-		assert.Contains(t, r.stderr, want, apply)
+		assert.Equal(t, outcome.ExitBadInput, r.Code, apply)
+		assert.Contains(t, r.Stderr, path+":6: charts[1].apply", apply)
+		assert.Contains(t, r.Stderr, want, apply)
 	}
 	assert.Equal(t, before, len(f.writesBy()))
 	assert.Len(t, f.history(name), 1)
@@ -170,15 +170,15 @@ func TestAHotfixIsNamedAsTheReleasePlansServiceAccount(t *testing.T) {
 	n := newNode(t, "node-1")
 	for _, cmd := range []string{"preflight", "upgrade"} {
 		r := f.cli(n, cmd, append(f.upgradeArgs(name, "2.0.0"), "--kubeconfig", kubeconfig)...)
-		require.Equal(t, outcome.ExitRefused, r.code, "%s as %s:\nstdout: %s\nstderr: %s", cmd, sa, r.stdout, r.stderr)
+		require.Equal(t, outcome.ExitRefused, r.Code, "%s as %s:\nstdout: %s\nstderr: %s", cmd, sa, r.Stdout, r.Stderr)
 		for _, want := range []string{
 			"field-manager conflict: Deployment " + f.ns + "/" + name + "-web",
 			`.spec.template.spec.containers[name="web"].image`,
 			`owned by "kubectl-set"`,
 		} {
-			assert.Contains(t, r.stderr, want, cmd)
+			assert.Contains(t, r.Stderr, want, cmd)
 		}
-		assert.NotContains(t, r.stderr, "not checked", cmd)
+		assert.NotContains(t, r.Stderr, "not checked", cmd)
 	}
 	assert.Len(t, f.history(name), 1, "no revision written")
 	assert.Equal(t, before, len(f.writesBy()), "nothing written by the tool")

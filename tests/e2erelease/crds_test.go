@@ -71,13 +71,13 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 
 	bad := f.applySpec(name, "{crds: replace}")
 	r := f.cli(n, "preflight", "--spec", bad, "--version", "2.0.0")
-	require.Equal(t, outcome.ExitBadInput, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, `apply.crds: want skip, create, createReplace, not "replace"`)
+	r.RequireCode(t, outcome.ExitBadInput)
+	assert.Contains(t, r.Stderr, `apply.crds: want skip, create, createReplace, not "replace"`)
 
 	r = f.cli(n, "preflight", "--spec", f.applySpec(name, "{}"), "--version", "2.0.0")
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "unserved kind: Gadget "+name+"-g is at "+group+"/v2")
-	assert.Contains(t, r.stderr, "apply.crds")
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, "unserved kind: Gadget "+name+"-g is at "+group+"/v2")
+	assert.Contains(t, r.Stderr, "apply.crds")
 
 	// as the release Plan's ServiceAccount: Helm's rights on the chart's
 	// kinds, and what plan --check-chart --check-crds createReplace derives
@@ -106,26 +106,26 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 
 	spec := f.applySpec(name, "{crds: createReplace}")
 	r = f.cli(n, "preflight", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "CRD "+crdName+": replace (the chart's differs)", "the report names each CRD's verdict")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "CRD "+crdName+": replace (the chart's differs)", "the report names each CRD's verdict")
 	r = f.cli(n, "preflight", "--target", f.target(name), "--chart-source", f.charts, "--policy", f.policy(name), "--crds", "createReplace",
 		"--version", "2.0.0", "--kubeconfig", kubeconfig)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "CRD "+crdName+": replace (the chart's differs)", "--crds with --target is the spec's apply.crds")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "CRD "+crdName+": replace (the chart's differs)", "--crds with --target is the spec's apply.crds")
 	j := f.cli(n, "preflight", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig, "-o", "json")
-	require.Equal(t, 0, j.code, "stdout: %s\nstderr: %s", j.stdout, j.stderr)
-	assert.Contains(t, j.stdout, `"name": "`+crdName+`",`)
-	assert.Contains(t, j.stdout, `"action": "replace",`)
-	assert.NotContains(t, j.stdout, "PRIVATE KEY", "preflight -o json (a Job's log) never prints a secret value")
+	j.RequireCode(t, 0)
+	assert.Contains(t, j.Stdout, `"name": "`+crdName+`",`)
+	assert.Contains(t, j.Stdout, `"action": "replace",`)
+	assert.NotContains(t, j.Stdout, "PRIVATE KEY", "preflight -o json (a Job's log) never prints a secret value")
 	assert.Equal(t, writes, len(f.writesBy()), "bad input and preflight write nothing")
 	crdNow, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, crdBefore.GetResourceVersion(), crdNow.GetResourceVersion(), "preflight leaves the CRD as it is")
 
 	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "CRD applied")
-	assert.Contains(t, r.stdout, "CRD "+crdName+": replace")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stderr, "CRD applied")
+	assert.Contains(t, r.Stdout, "CRD "+crdName+": replace")
 	kept, err := f.env.Kube().CoreV1().Secrets(f.ns).Get(t.Context(), crds.BackupName(upgrade.Ref{Kind: "release", Namespace: f.ns, Name: name}, "1.0.0"), metav1.GetOptions{})
 	require.NoError(t, err, "the CRD as it was is kept beside the backup")
 	zr, err := gzip.NewReader(bytes.NewReader(kept.Data[crds.BackupKey]))
@@ -182,7 +182,7 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	assert.True(t, apierrors.IsForbidden(err), "deleting the CRD as the ServiceAccount: %v", err)
 
 	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, 0)
 	again, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, crdAfter.GetResourceVersion(), again.GetResourceVersion(), "a re-run writes no CRD")
@@ -190,8 +190,8 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	// 3.0.0 drops v1, which status.storedVersions holds: refused before any write
 	writes = len(f.writesBy())
 	r = f.cli(n, "upgrade", "--spec", spec, "--version", "3.0.0", "--kubeconfig", kubeconfig)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "CustomResourceDefinition "+crdName+" (demo-app/crds/gadgets.yaml): status.storedVersions holds v1, which the new CRD drops")
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, "CustomResourceDefinition "+crdName+" (demo-app/crds/gadgets.yaml): status.storedVersions holds v1, which the new CRD drops")
 	assert.Equal(t, writes, len(f.writesBy()), "a refused upgrade writes nothing")
 	last, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -214,14 +214,14 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	migrate := f.applySpec(name, "{crds: {policy: createReplace, migrate: true}}")
 	rbaccheck.WaitAuthorized(t, kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
 		r := f.cli(n, "preflight", "--spec", migrate, "--version", "3.0.0", "--kubeconfig", kubeconfig)
-		if r.code != 0 {
-			return fmt.Errorf("preflight: %s", r.stderr)
+		if r.Code != 0 {
+			return fmt.Errorf("preflight: %s", r.Stderr)
 		}
 		return nil
 	})
 	r = f.cli(n, "upgrade", "--spec", migrate, "--version", "3.0.0", "--kubeconfig", kubeconfig)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "the CRD's objects migrated")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stderr, "the CRD's objects migrated")
 	final, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	stored, _, _ := unstructured.NestedStringSlice(final.Object, "status", "storedVersions")
@@ -238,8 +238,8 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	// served again beside v2, which status.storedVersions holds, and every
 	// object stays
 	rb := f.cli(n, "rollback", "--target", f.target(name), "--timeout", "60s", "--kubeconfig", kubeconfig)
-	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
-	assert.Contains(t, rb.stdout, "CRD "+crdName+" restored as it was at 2.0.0", "the rollback says what it did with the CRDs")
+	rb.RequireCode(t, 0)
+	assert.Contains(t, rb.Stdout, "CRD "+crdName+" restored as it was at 2.0.0", "the rollback says what it did with the CRDs")
 	restored, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	versions, _, _ = unstructured.NestedSlice(restored.Object, "spec", "versions")
@@ -252,7 +252,7 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	}
 	again = restored
 	rb = f.cli(n, "rollback", "--target", f.target(name), "--timeout", "60s", "--kubeconfig", kubeconfig)
-	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
+	rb.RequireCode(t, 0)
 	restored, err = f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, again.GetResourceVersion(), restored.GetResourceVersion(), "a second rollback writes no CRD")
@@ -261,10 +261,10 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	// holds: objects are stored at it) and spec.b (which objects hold),
 	// leaves the CRD as it is and says why
 	rb = f.cli(n, "rollback", "--target", f.target(name), "--version", "1.0.0", "--timeout", "60s", "--kubeconfig", kubeconfig)
-	require.Equal(t, 0, rb.code, "stdout: %s\nstderr: %s", rb.stdout, rb.stderr)
-	assert.Contains(t, rb.stdout, "CRD "+crdName+" left as it is")
-	assert.Contains(t, rb.stdout, "status.storedVersions holds v2")
-	assert.Contains(t, rb.stdout, "Secret "+f.ns+"/"+crds.BackupName(upgrade.Ref{Kind: "release", Namespace: f.ns, Name: name}, "1.0.0"))
+	rb.RequireCode(t, 0)
+	assert.Contains(t, rb.Stdout, "CRD "+crdName+" left as it is")
+	assert.Contains(t, rb.Stdout, "status.storedVersions holds v2")
+	assert.Contains(t, rb.Stdout, "Secret "+f.ns+"/"+crds.BackupName(upgrade.Ref{Kind: "release", Namespace: f.ns, Name: name}, "1.0.0"))
 	untouched, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, restored.GetResourceVersion(), untouched.GetResourceVersion(), "an unsafe restore writes no CRD")
@@ -298,10 +298,10 @@ func TestCRDsOfAClientSideInstall(t *testing.T) {
 	spec := f.applySpec(name, "{crds: createReplace}")
 
 	r := f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0")
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "CustomResourceDefinition "+crdName+" (demo-app/crds/gadgets.yaml): the API server refuses it (dry run)")
-	assert.Contains(t, r.stderr, `conflicts with "kubectl-label"`)
-	assert.Contains(t, r.stderr, "chart-upgrader never forces a CRD")
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, "CustomResourceDefinition "+crdName+" (demo-app/crds/gadgets.yaml): the API server refuses it (dry run)")
+	assert.Contains(t, r.Stderr, `conflicts with "kubectl-label"`)
+	assert.Contains(t, r.Stderr, "chart-upgrader never forces a CRD")
 	live, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "ops", live.GetLabels()["team"], "nothing forced")
@@ -309,8 +309,8 @@ func TestCRDsOfAClientSideInstall(t *testing.T) {
 	_, err = f.env.Kubectl(t.Context(), "label", "crd", crdName, "team-")
 	require.NoError(t, err)
 	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "the fields helm wrote client-side when it installed the chart are handed over to chart-upgrader first")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stderr, "the fields helm wrote client-side when it installed the chart are handed over to chart-upgrader first")
 	after, err := f.env.Dynamic().Resource(crds.GVR).Get(t.Context(), crdName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "chart", after.GetLabels()["team"])
@@ -344,8 +344,8 @@ func TestBadCRDsAreBadInput(t *testing.T) {
 			t.Cleanup(func() { _ = os.Remove(path) })
 			for _, cmd := range []string{"preflight", "upgrade"} {
 				r := f.cli(n, cmd, "--spec", spec, "--version", "2.0.0")
-				require.Equal(t, outcome.ExitBadInput, r.code, "%s: stdout: %s\nstderr: %s", cmd, r.stdout, r.stderr)
-				assert.Contains(t, r.stderr, tc.says, cmd)
+				require.Equal(t, outcome.ExitBadInput, r.Code, "%s: stdout: %s\nstderr: %s", cmd, r.Stdout, r.Stderr)
+				assert.Contains(t, r.Stderr, tc.says, cmd)
 			}
 			assert.Equal(t, writes, len(f.writesBy()), "bad input writes nothing")
 		})

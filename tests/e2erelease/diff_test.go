@@ -41,32 +41,32 @@ func TestPreflightShowsTheChange(t *testing.T) {
 	n := newNode(t, "node-1")
 
 	r := f.cli(n, "preflight", f.upgradeArgs(name, "2.0.0", "-o", "diff")...)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, 0)
 	web := "Deployment " + f.ns + "/" + name + "-web"
-	assert.Contains(t, r.stdout, web+": update\n--- "+web+" (live)\n+++ "+web+" (after the upgrade)\n")
-	assert.Contains(t, r.stdout, "-      - image: registry.example/web:1\n+      - image: registry.example/web:2\n")
-	assert.NotContains(t, r.stdout, "ops.example/owner", "the operator's annotation, a field the chart does not set, stays")
-	assert.Contains(t, r.stdout, "ConfigMap "+f.ns+"/"+name+"-added: create\n")
-	assert.Contains(t, r.stdout, "+  fresh: value\n")
-	assert.Contains(t, r.stdout, "ConfigMap "+f.ns+"/"+name+"-dropped: delete\n")
-	assert.Contains(t, r.stdout, "Secret "+f.ns+"/"+name+"-token: update\n")
-	assert.Contains(t, r.stdout, "-  token: <redacted>\n+  token: <redacted> (changed)\n")
-	assert.NotContains(t, r.stdout, "same: <redacted> (changed)", "a Secret's key the chart keeps is no change")
-	assert.NotContains(t, r.stdout, "stringData", "compared as the server stores it")
-	assert.NotContains(t, r.stdout+r.stderr, "hunter", "a Secret's value is never printed")
-	assert.NotContains(t, r.stdout+r.stderr, "kept-secret")
-	assert.NotContains(t, r.stdout, "StorageClass "+name+"-longhorn:", "an object the upgrade leaves as it is shows no change")
-	assert.NotContains(t, r.stdout, "managedFields")
+	assert.Contains(t, r.Stdout, web+": update\n--- "+web+" (live)\n+++ "+web+" (after the upgrade)\n")
+	assert.Contains(t, r.Stdout, "-      - image: registry.example/web:1\n+      - image: registry.example/web:2\n")
+	assert.NotContains(t, r.Stdout, "ops.example/owner", "the operator's annotation, a field the chart does not set, stays")
+	assert.Contains(t, r.Stdout, "ConfigMap "+f.ns+"/"+name+"-added: create\n")
+	assert.Contains(t, r.Stdout, "+  fresh: value\n")
+	assert.Contains(t, r.Stdout, "ConfigMap "+f.ns+"/"+name+"-dropped: delete\n")
+	assert.Contains(t, r.Stdout, "Secret "+f.ns+"/"+name+"-token: update\n")
+	assert.Contains(t, r.Stdout, "-  token: <redacted>\n+  token: <redacted> (changed)\n")
+	assert.NotContains(t, r.Stdout, "same: <redacted> (changed)", "a Secret's key the chart keeps is no change")
+	assert.NotContains(t, r.Stdout, "stringData", "compared as the server stores it")
+	assert.NotContains(t, r.Stdout+r.Stderr, "hunter", "a Secret's value is never printed")
+	assert.NotContains(t, r.Stdout+r.Stderr, "kept-secret")
+	assert.NotContains(t, r.Stdout, "StorageClass "+name+"-longhorn:", "an object the upgrade leaves as it is shows no change")
+	assert.NotContains(t, r.Stdout, "managedFields")
 
 	r = f.cli(n, "preflight", f.upgradeArgs(name, "2.0.0", "-o", "json")...)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, 0)
 	var out struct {
 		Target  string                 `json:"target"`
 		From    string                 `json:"from"`
 		To      string                 `json:"to"`
 		Changes []upgrade.ObjectChange `json:"changes"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &out), r.Stdout)
 	assert.Equal(t, "1.0.0", out.From)
 	assert.Equal(t, "2.0.0", out.To)
 	actions := map[string]string{}
@@ -79,7 +79,7 @@ func TestPreflightShowsTheChange(t *testing.T) {
 	assert.Equal(t, before, len(f.writesBy()), "preflight writes nothing")
 
 	r = f.cli(n, "preflight", f.upgradeArgs(name, "2.0.0", "-o", "patch")...)
-	assert.Equal(t, 2, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, `-o "patch"`)
-	assert.Contains(t, r.stderr, "table, diff or json")
+	assert.Equal(t, 2, r.Code, "stdout: %s\nstderr: %s", r.Stdout, r.Stderr)
+	assert.Contains(t, r.Stderr, `-o "patch"`)
+	assert.Contains(t, r.Stderr, "table, diff or json")
 }

@@ -41,7 +41,7 @@ func TestFleetSimulatorJudgesRealWorkloads(t *testing.T) {
 			require.NoError(t, err)
 			r := f.cli(newNode(t, "node-1"), "upgrade", "--target", "managedchart/"+f.ns+"/"+name, "--chart-source", f.charts,
 				"--version", "2.0.0", "--policy", f.policy(name), "--timeout", "15s")
-			require.Equal(t, tc.code, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			r.RequireCode(t, tc.code)
 			d, err := f.env.Kube().AppsV1().Deployments(f.ns).Get(t.Context(), name+"-web", metav1.GetOptions{})
 			require.NoError(t, err)
 			if tc.code == 0 {
@@ -49,7 +49,7 @@ func TestFleetSimulatorJudgesRealWorkloads(t *testing.T) {
 				assert.Equal(t, d.Generation, d.Status.ObservedGeneration)
 				return
 			}
-			assert.Contains(t, r.stderr, "Deployment "+f.ns+"/"+name+"-web", "Fleet's nonReadyStatus names the stalled Deployment")
+			assert.Contains(t, r.Stderr, "Deployment "+f.ns+"/"+name+"-web", "Fleet's nonReadyStatus names the stalled Deployment")
 			// the stall Fleet reported is the Deployment's own: 2.0.0's
 			// template (its pods held not ready) was applied and rolled out
 			// to new pods, none of which became available, so the old pods

@@ -164,16 +164,13 @@ type node = noderun.Node
 func newNode(t *testing.T, name string) node { return noderun.New(t, name) }
 
 // result is what one run printed and returned.
-type result struct {
-	code           int
-	stdout, stderr string
-}
+type result = noderun.Result
 
 // cli runs chart-upgrader in-process as node n.
 func (f *fixture) cli(n node, command string, args ...string) result {
 	f.t.Helper()
 	r := n.Run(f.t.Context(), f.env, command, args...)
-	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
+	return r
 }
 
 func (f *fixture) upgradeArgs(name, version string, extra ...string) []string {

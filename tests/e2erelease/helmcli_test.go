@@ -47,7 +47,7 @@ func TestHelmCLICarriesOnAfterTheTool(t *testing.T) {
 			require.Equal(t, method[cli], h[0].ApplyMethod, "the install's apply method")
 
 			r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
-			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			require.Equal(t, 0, r.Code, "stderr: %s", r.Stderr)
 			h = f.history(name)
 			require.Len(t, h, 2)
 			decided := h[1].Config

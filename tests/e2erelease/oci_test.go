@@ -33,9 +33,9 @@ func TestUpgradeFromAnOCIRegistry(t *testing.T) {
 
 	r := f.cli(newNode(t, "node-1"), "upgrade", "--target", f.target(name), "--chart-source", "oci://"+reg.Host+"/charts",
 		"--ca-file", reg.CAFile, "--version", "2.0.0", "--policy", f.policy(name), "--timeout", "60s")
-	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
-	assert.NotContains(t, r.stderr, "no old defaults", "1.0.0 is not in the registry: its defaults come from the release")
-	assert.Contains(t, r.stdout, "follow #1") // the old default of the webhook tag was known
+	require.Equal(t, 0, r.Code, "stderr: %s", r.Stderr)
+	assert.NotContains(t, r.Stderr, "no old defaults", "1.0.0 is not in the registry: its defaults come from the release")
+	assert.Contains(t, r.Stdout, "follow #1") // the old default of the webhook tag was known
 	h := f.history(name)
 	require.Len(t, h, 2)
 	assert.Equal(t, "2.0.0", h[1].Chart.Metadata.Version)

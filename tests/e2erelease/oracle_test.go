@@ -212,17 +212,17 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 
 			r := f.cli(node, "preflight", append(f.upgradeArgs(name, "2.0.0"), "--kubeconfig", kubeconfig)...)
 			assert.Equal(t, before, len(f.writesBy()), "preflight writes nothing")
-			assert.NotContains(t, r.stderr+r.stdout, "hunter", "a Secret's value is never printed")
+			assert.NotContains(t, r.Stderr+r.Stdout, "hunter", "a Secret's value is never printed")
 			oracle := f.helmUpgrade(name, "2.0.0")
 			if tc.says != "" {
 				named := strings.NewReplacer("{ns}", f.ns, "{release}", name)
-				require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-				assert.Contains(t, r.stderr, named.Replace(tc.says))
+				r.RequireCode(t, outcome.ExitRefused)
+				assert.Contains(t, r.Stderr, named.Replace(tc.says))
 				require.Error(t, oracle, "Helm's own upgrade")
 				assert.Contains(t, oracle.Error(), named.Replace(tc.helm))
 				return
 			}
-			require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			r.RequireCode(t, 0)
 			require.NoError(t, oracle, "Helm's own upgrade")
 		})
 	}

@@ -107,7 +107,7 @@ func TestAKilledApplyIsRecoveredOnAnotherNode(t *testing.T) {
 		select {
 		case r := <-done:
 			if t.Failed() {
-				t.Logf("the re-run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+				t.Logf("the re-run: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 			}
 		default:
 		}
@@ -119,9 +119,9 @@ func TestAKilledApplyIsRecoveredOnAnotherNode(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatal("the re-run did not end within 3 minutes")
 	}
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout+r.stderr, "interrupted-apply")
-	assert.Contains(t, r.stderr, "pending revision marked failed")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout+r.Stderr, "interrupted-apply")
+	assert.Contains(t, r.Stderr, "pending revision marked failed")
 
 	h = f.history(name)
 	require.Len(t, h, 3)
@@ -172,21 +172,21 @@ func TestAnotherProcessesPendingRevisionIsRefusedThenRecovered(t *testing.T) {
 
 	before := len(f.writesBy())
 	r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, outcome.ExitRefused)
 	for _, want := range []string{
 		"helm release " + f.ns + "/" + name + " revision 2 (chart 2.0.0) is pending-upgrade since ",
 		" ago)", "written by a Helm client other than chart-upgrader",
 		"the last deployed revision is 1 (chart 1.0.0)",
 		"`helm rollback " + name + " 1 -n " + f.ns + "`", "release.recoverPending.after",
 	} {
-		assert.Contains(t, r.stderr, want)
+		assert.Contains(t, r.Stderr, want)
 	}
 	assert.Equal(t, before, len(f.writesBy()), "a refusal writes nothing")
 
 	spec := f.specWith(name, "  release: {recoverPending: {after: 1s}}\n  wait: {timeout: 60s}\n")
 	r = f.cli(newNode(t, "node-1"), "upgrade", "--spec", spec, "--version", "2.0.0")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout+r.stderr, "recover-pending")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout+r.Stderr, "recover-pending")
 	h := f.history(name)
 	require.Len(t, h, 3)
 	assert.Equal(t, "failed", h[1].Info.Status.String())
@@ -212,10 +212,10 @@ func TestAFailedRevisionIsUpgradedOver(t *testing.T) {
 	require.Equal(t, "failed", h[1].Info.Status.String())
 
 	r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout+r.stderr, "failed-revision")
-	assert.Contains(t, r.stdout+r.stderr, "revision 2 (chart 1.0.0) is failed: the upgrade starts from revision 1 (chart 1.0.0), the last deployed one")
-	assert.Contains(t, r.stdout, "1.0.0 → 2.0.0")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout+r.Stderr, "failed-revision")
+	assert.Contains(t, r.Stdout+r.Stderr, "revision 2 (chart 1.0.0) is failed: the upgrade starts from revision 1 (chart 1.0.0), the last deployed one")
+	assert.Contains(t, r.Stdout, "1.0.0 → 2.0.0")
 	h = f.history(name)
 	require.Len(t, h, 3)
 	assert.Equal(t, "failed", h[1].Info.Status.String(), "the failed revision stays")

@@ -36,10 +36,10 @@ func TestRecreateWhatTheServerWillNotUpdate(t *testing.T) {
 
 	bad := f.specWith(name, "  apply: {recreate: [StatefulSet/"+name+"-absent]}\n")
 	r := f.cli(n, "preflight", "--spec", bad, "--version", "2.0.0")
-	require.Equal(t, outcome.ExitBadInput, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "apply.recreate: StatefulSet/"+name+"-absent: no object of the new chart")
+	r.RequireCode(t, outcome.ExitBadInput)
+	assert.Contains(t, r.Stderr, "apply.recreate: StatefulSet/"+name+"-absent: no object of the new chart")
 	r = f.cli(n, "upgrade", "--spec", bad, "--version", "2.0.0")
-	require.Equal(t, outcome.ExitBadInput, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, outcome.ExitBadInput)
 	assert.Equal(t, writes, len(f.writesBy()), "bad input writes nothing")
 
 	// as the release Plan's ServiceAccount, which may read the StatefulSet but not delete it
@@ -52,19 +52,19 @@ func TestRecreateWhatTheServerWillNotUpdate(t *testing.T) {
 	})
 	spec := f.specWith(name, "  apply: {recreate: [StatefulSet/"+name+"-db]}\n")
 	r = f.cli(n, "preflight", "--spec", spec, "--version", "2.0.0", "--kubeconfig", kubeconfig)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "rejected by the API server: StatefulSet "+f.ns+"/"+name+"-db")
-	assert.Contains(t, r.stderr, "apply.recreate lists it, but this process may not delete it: add to a Role in namespace "+f.ns+
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, "rejected by the API server: StatefulSet "+f.ns+"/"+name+"-db")
+	assert.Contains(t, r.Stderr, "apply.recreate lists it, but this process may not delete it: add to a Role in namespace "+f.ns+
 		` the rule {apiGroups: ["apps"], resources: [statefulsets], resourceNames: [`+name+`-db], verbs: [delete]}`)
 
 	r = f.cli(n, "preflight", "--spec", spec, "--version", "2.0.0")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "recreate")
-	assert.Contains(t, r.stdout, "StatefulSet "+f.ns+"/"+name+"-db")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "recreate")
+	assert.Contains(t, r.Stdout, "StatefulSet "+f.ns+"/"+name+"-db")
 	assert.Equal(t, writes, len(f.writesBy()), "preflight writes nothing")
 
 	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, 0)
 	after, err := sts.Get(t.Context(), name+"-db", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.NotEqual(t, before.UID, after.UID, "created again")
@@ -72,7 +72,7 @@ func TestRecreateWhatTheServerWillNotUpdate(t *testing.T) {
 	assert.Equal(t, "deployed", f.history(name)[1].Info.Status.String())
 
 	r = f.cli(n, "upgrade", "--spec", spec, "--version", "2.0.0")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, 0)
 	again, err := sts.Get(t.Context(), name+"-db", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, after.UID, again.UID, "a re-run recreates nothing")

@@ -46,10 +46,10 @@ func TestUpgradeARelease(t *testing.T) {
 
 	n := newNode(t, "node-1")
 	r := f.cli(n, "upgrade", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, 0, r.Code, "stderr: %s", r.Stderr)
 	for _, want := range []string{"webhook.image.tag", "follow #1", "storageClass.defaultStorageClass", "live #4",
 		"promote.clusterPodCIDR", "readonly #3", "upgraded " + f.target(name) + " 1.0.0 → 2.0.0"} {
-		assert.Contains(t, r.stdout, want)
+		assert.Contains(t, r.Stdout, want)
 	}
 	h := f.history(name)
 	require.Len(t, h, 2)
@@ -73,28 +73,28 @@ func TestUpgradeARelease(t *testing.T) {
 	assert.Equal(t, int32(1), d.Status.AvailableReplicas, "the Deployment rolled out for real")
 
 	st := f.cli(n, "status", "--target", f.target(name))
-	require.Equal(t, 0, st.code, st.stderr)
-	assert.Contains(t, st.stdout, f.target(name)+": version 2.0.0, ready (resources ")
-	assert.Contains(t, st.stdout, "helm revision 1 (chart 1.0.0, superseded)")
+	require.Equal(t, 0, st.Code, st.Stderr)
+	assert.Contains(t, st.Stdout, f.target(name)+": version 2.0.0, ready (resources ")
+	assert.Contains(t, st.Stdout, "helm revision 1 (chart 1.0.0, superseded)")
 	for _, format := range []string{"json", "yaml"} {
 		st := f.cli(n, "status", "--target", f.target(name), "-o", format)
-		require.Equal(t, 0, st.code, st.stderr)
+		require.Equal(t, 0, st.Code, st.Stderr)
 		var obj map[string]any
-		require.NoError(t, yaml.Unmarshal([]byte(st.stdout), &obj), "status -o %s: %s", format, st.stdout)
+		require.NoError(t, yaml.Unmarshal([]byte(st.Stdout), &obj), "status -o %s: %s", format, st.Stdout)
 		assert.Equal(t, "2.0.0", obj["version"], "status -o %s", format)
 		assert.Equal(t, true, obj["ready"], "status -o %s", format)
 	}
 
 	before := len(f.writesBy())
 	again := f.cli(newNode(t, "node-2"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, 0, again.code, again.stderr)
-	assert.Contains(t, again.stdout, "nothing to do")
+	require.Equal(t, 0, again.Code, again.Stderr)
+	assert.Contains(t, again.Stdout, "nothing to do")
 	assert.Equal(t, before, len(f.writesBy()), "a re-run writes nothing")
 	assert.Len(t, f.history(name), 2)
 
 	// rollback --target goes back to the revision recorded before the upgrade
 	rb := f.cli(n, "rollback", "--target", f.target(name), "--timeout", "60s")
-	require.Equal(t, 0, rb.code, "stderr: %s", rb.stderr)
+	require.Equal(t, 0, rb.Code, "stderr: %s", rb.Stderr)
 	h = f.history(name)
 	require.Len(t, h, 3)
 	assert.Equal(t, "1.0.0", h[2].Chart.Metadata.Version)
@@ -117,9 +117,9 @@ func TestTimeoutRollsBack(t *testing.T) {
 	name := releaseName()
 	installed := f.install(name)
 	r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0", "--timeout", "10s")...)
-	require.Equal(t, outcome.ExitTimeout, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "Deployment "+f.ns+"/"+name+"-web")
-	assert.Contains(t, r.stderr, "rolled back helm release "+f.ns+"/"+name+" from revision 2 (chart 2.0.0) to revision 1 (chart 1.0.0) as revision 3")
+	r.RequireCode(t, outcome.ExitTimeout)
+	assert.Contains(t, r.Stderr, "Deployment "+f.ns+"/"+name+"-web")
+	assert.Contains(t, r.Stderr, "rolled back helm release "+f.ns+"/"+name+" from revision 2 (chart 2.0.0) to revision 1 (chart 1.0.0) as revision 3")
 	h := f.history(name)
 	require.Len(t, h, 3)
 	assert.Equal(t, "deployed", h[2].Info.Status.String())
@@ -138,9 +138,9 @@ func TestRenderFailureChangesNothing(t *testing.T) {
 	require.NoError(t, writeTemplate(f.charts, "2.0.0", "fail.yaml", tmpl))
 	before := f.writesBy()
 	r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "this chart refuses the namespace")
-	assert.Contains(t, r.stderr, "preflight")
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, "this chart refuses the namespace")
+	assert.Contains(t, r.Stderr, "preflight")
 	assert.Len(t, f.history(name), 1)
 	assert.Equal(t, before, f.writesBy(), "nothing written")
 }
@@ -156,7 +156,7 @@ func TestRacingNodesUpgradeOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			codes[i] = f.cli(newNode(t, "node-"+string(rune('a'+i))), "upgrade", f.upgradeArgs(name, "2.0.0")...).code
+			codes[i] = f.cli(newNode(t, "node-"+string(rune('a'+i))), "upgrade", f.upgradeArgs(name, "2.0.0")...).Code
 		}()
 	}
 	wg.Wait()
@@ -172,8 +172,8 @@ func TestMergeTargetOnARelease(t *testing.T) {
 	before := len(f.writesBy())
 	r := f.cli(newNode(t, "node-1"), "merge", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0",
 		"--policy", f.policy(name))
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "clusterPodCIDR: 10.52.0.0/16")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Contains(t, r.Stdout, "clusterPodCIDR: 10.52.0.0/16")
 	assert.Equal(t, before, len(f.writesBy()))
 	assert.Len(t, f.history(name), 1)
 }
@@ -187,8 +187,8 @@ func TestPreflightRefusesAReleaseNotReady(t *testing.T) {
 	before := len(f.writesBy())
 	r := f.cli(newNode(t, "node-1"), "preflight", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0",
 		"--policy", f.policy(name))
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "not ready: Deployment "+f.ns+"/"+name+"-web")
+	r.RequireCode(t, outcome.ExitRefused)
+	assert.Contains(t, r.Stderr, "not ready: Deployment "+f.ns+"/"+name+"-web")
 	assert.Equal(t, before, len(f.writesBy()))
 	assert.Len(t, f.history(name), 1)
 }
@@ -205,9 +205,9 @@ func TestAdmissionRefusalRollsBack(t *testing.T) {
 		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-refused\n  labels: {"+testenv.RefusedLabel+": {{ .Release.Namespace }}}\ndata: {a: b}\n"))
 	testenv.RefuseLabelled(t, f.env, f.ns)
 	r := f.cli(newNode(t, "node-1"), "upgrade", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, outcome.ExitFailure, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, testenv.RefusedMessage)
-	assert.Contains(t, r.stderr, "rolled back helm release "+f.ns+"/"+name+" from revision 2 to revision 1 (chart 1.0.0) as revision 3")
+	r.RequireCode(t, outcome.ExitFailure)
+	assert.Contains(t, r.Stderr, testenv.RefusedMessage)
+	assert.Contains(t, r.Stderr, "rolled back helm release "+f.ns+"/"+name+" from revision 2 to revision 1 (chart 1.0.0) as revision 3")
 	h := f.history(name)
 	require.Len(t, h, 3)
 	assert.Equal(t, "failed", h[1].Info.Status.String())
@@ -232,9 +232,9 @@ func TestHistoryMaxFromTheSpec(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(spec), 0o600))
 	n := newNode(t, "node-1")
 	r := f.cli(n, "upgrade", "--spec", path, "--version", "2.0.0")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	r = f.cli(n, "upgrade", "--spec", path, "--version", "1.0.0", "--allow-downgrade")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	var revisions []int
 	for _, rel := range f.history(name) {
 		revisions = append(revisions, rel.Version)

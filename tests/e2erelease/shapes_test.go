@@ -206,22 +206,22 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	// Helm's release record holds the chart without its subchart: drift
 	// needs the chart source, and says so
 	r := cli("drift", "--target", f.target(name), "-o", "json")
-	require.Equal(t, outcome.ExitBadInput, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, "without its subcharts (store)")
-	assert.Contains(t, r.stderr, "--chart-source")
+	r.RequireCode(t, outcome.ExitBadInput)
+	assert.Contains(t, r.Stderr, "without its subcharts (store)")
+	assert.Contains(t, r.Stderr, "--chart-source")
 
 	r = cli("drift", "--target", f.target(name), "--chart-source", f.charts, "-o", "json")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, 0)
 	var drift app.DriftOutput
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &drift), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &drift), r.Stdout)
 	assert.Empty(t, drift.Fields, "the untouched release: no one changed anything (the CRD's status is the API server's, "+
 		"the port's protocol, the fieldRef's apiVersion and the empty tolerations are its defaults)")
 	assert.Empty(t, drift.NotChecked)
 	assert.Empty(t, drift.Missing)
 
 	r = cli("preflight", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, 0, r.code, "the CRD template's status is no conflict\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.NotContains(t, r.stderr, ".status.acceptedNames")
+	require.Equal(t, 0, r.Code, "the CRD template's status is no conflict\nstdout: %s\nstderr: %s", r.Stdout, r.Stderr)
+	assert.NotContains(t, r.Stderr, ".status.acceptedNames")
 
 	_, err := f.env.Kubectl(t.Context(), "-n", f.ns, "patch", "configmap", name+"-shapes", "-p",
 		`{"metadata":{"annotations":{"eks.amazonaws.com/role-arn":"`+hotfixRole+`"}},"data":{"config.yaml":"`+hotfixConfig+`"}}`)
@@ -229,9 +229,9 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	before := len(f.writesBy())
 
 	r = cli("drift", "--target", f.target(name), "--chart-source", f.charts, "-o", "json")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	drift = app.DriftOutput{}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &drift), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &drift), r.Stdout)
 	got := map[string]string{}
 	for _, d := range drift.Fields {
 		if d.Object == "ConfigMap "+f.ns+"/"+name+"-shapes" {
@@ -244,23 +244,23 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	}, got)
 
 	r = cli("preflight", f.upgradeArgs(name, "2.0.0")...)
-	require.Equal(t, outcome.ExitRefused, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	r.RequireCode(t, outcome.ExitRefused)
 	for _, want := range []string{
 		dottedKeyField + ` is owned by "kubectl-patch" using v1 (live: ` + hotfixConfig + `; the upgrade sets: ` + upgradeConfig + `)`,
 		roleAnnotation + ` is owned by "kubectl-patch" using v1 (live: ` + hotfixRole + `; the upgrade sets: ` + installedRole + `)`,
 		"{path: shapes.config, policy: adopt}",
 		"{path: shapes.roleArn, policy: adopt}",
 	} {
-		assert.Contains(t, r.stderr, want)
+		assert.Contains(t, r.Stderr, want)
 	}
-	assert.NotContains(t, r.stderr, "(unread)")
-	assert.NotContains(t, r.stderr, "eks.amazonaws[")
+	assert.NotContains(t, r.Stderr, "(unread)")
+	assert.NotContains(t, r.Stderr, "eks.amazonaws[")
 	assert.Equal(t, before, len(f.writesBy()), "nothing written by the refusal")
 
 	policy := hotfix.WithRules(t, f.policy(name), "- {path: shapes.config, policy: adopt}\n- {path: shapes.roleArn, policy: adopt}\n")
 	r = cli("upgrade", "--target", f.target(name), "--chart-source", f.charts, "--version", "2.0.0", "--policy", policy, "--timeout", "60s")
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	assert.NotContains(t, r.stdout+r.stderr, "orphan", "a null default and a map passed through are keys of the chart")
+	r.RequireCode(t, 0)
+	assert.NotContains(t, r.Stdout+r.Stderr, "orphan", "a null default and a map passed through are keys of the chart")
 	h := f.history(name)
 	require.Len(t, h, 2)
 	assert.Equal(t, "2.0.0", h[1].Chart.Metadata.Version)

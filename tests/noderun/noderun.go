@@ -39,6 +39,13 @@ type Result struct {
 	Stdout, Stderr string
 }
 
+// RequireCode stops the test unless the run exited with code, showing
+// what it printed.
+func (r Result) RequireCode(t testing.TB, code int) {
+	t.Helper()
+	require.Equal(t, code, r.Code, "stdout: %s\nstderr: %s", r.Stdout, r.Stderr)
+}
+
 // Run runs chart-upgrader command with args as node n against env: the
 // node's flags come first, so a flag given again in args (--kubeconfig)
 // wins.
