@@ -5,6 +5,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	common "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -47,4 +50,36 @@ func TestJudgeObjects(t *testing.T) {
 	JudgeObjects(&r, rev, &Resources{Revision: 3, Total: 2, Ready: 2})
 	assert.True(t, r.Ready)
 	assert.Equal(t, int64(2), r.ReadyCount)
+}
+
+// HookPodsRunning, as a table: a hook Job's pods by their job-name label,
+// a hook Pod by its name, only while pending or running; a pod of no hook
+// (the chart's own Deployment, a Job that is not a hook) is not one.
+func TestHookPodsRunning(t *testing.T) {
+	hooks := []*release.Hook{{Kind: "Job", Name: "db-migrate"}, {Kind: "Pod", Name: "smoke"}, {Kind: "ConfigMap", Name: "hook-config"}, nil}
+	pod := func(name, job string, phase corev1.PodPhase) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{Phase: phase}}
+		if job != "" {
+			p.Labels = map[string]string{"job-name": job}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want []string
+	}{
+		{"no pod", nil, nil},
+		{"a hook Job's pod running", []corev1.Pod{pod("db-migrate-x1", "db-migrate", corev1.PodRunning)},
+			[]string{"Job/db-migrate (pod db-migrate-x1, Running)"}},
+		{"a hook Job's pod pending", []corev1.Pod{pod("db-migrate-x2", "db-migrate", corev1.PodPending)},
+			[]string{"Job/db-migrate (pod db-migrate-x2, Pending)"}},
+		{"a hook Job's pod done", []corev1.Pod{pod("db-migrate-x3", "db-migrate", corev1.PodSucceeded), pod("db-migrate-x4", "db-migrate", corev1.PodFailed)}, nil},
+		{"a hook Pod running", []corev1.Pod{pod("smoke", "", corev1.PodRunning)}, []string{"Pod/smoke (pod smoke, Running)"}},
+		{"pods of no hook", []corev1.Pod{pod("web-5f7d", "", corev1.PodRunning), pod("backup-1", "backup", corev1.PodRunning), pod("hook-config", "", corev1.PodRunning)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, HookPodsRunning(hooks, tc.pods))
+		})
+	}
 }

@@ -126,26 +126,38 @@ func (c *Client) MarkFailed(ctx context.Context, p *Pending, description string)
 	return nil
 }
 
-// RunningHooks names the release's hook Pods that are still running: those
-// of its hook Jobs (Helm's hook annotation on the Job) and hook Pods, in
-// the release's namespace. A pending revision whose hook still runs is not
-// abandoned.
+// RunningHooks names the release's hook Pods that are still running
+// (HookPodsRunning), read from the release's namespace. A pending revision
+// whose hook still runs is not abandoned.
 func (c *Client) RunningHooks(ctx context.Context, rel *release.Release) ([]string, error) {
-	hooks := map[string]bool{}
-	for _, h := range rel.Hooks {
-		if h != nil && (h.Kind == "Job" || h.Kind == "Pod") {
-			hooks[h.Kind+"/"+h.Name] = true
-		}
-	}
-	if len(hooks) == 0 {
+	if len(hookOwners(rel.Hooks)) == 0 {
 		return nil, nil
 	}
 	pods, err := c.Kube.CoreV1().Pods(rel.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing the pods of helm release %s/%s for its running hooks: %w", rel.Namespace, rel.Name, err)
 	}
+	return HookPodsRunning(rel.Hooks, pods.Items), nil
+}
+
+// hookOwners are the Jobs and Pods among hooks, as Kind/name.
+func hookOwners(hooks []*release.Hook) map[string]bool {
+	out := map[string]bool{}
+	for _, h := range hooks {
+		if h != nil && (h.Kind == "Job" || h.Kind == "Pod") {
+			out[h.Kind+"/"+h.Name] = true
+		}
+	}
+	return out
+}
+
+// HookPodsRunning names the pods, pending or running, of hooks (a hook
+// Job's pods by their job-name label, a hook Pod by its name): each as
+// its hook, with the pod and its phase.
+func HookPodsRunning(hooks []*release.Hook, pods []corev1.Pod) []string {
+	owners := hookOwners(hooks)
 	var running []string
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if p.Status.Phase != corev1.PodPending && p.Status.Phase != corev1.PodRunning {
 			continue
 		}
@@ -153,9 +165,9 @@ func (c *Client) RunningHooks(ctx context.Context, rel *release.Release) ([]stri
 		if job := p.Labels["job-name"]; job != "" {
 			owner = "Job/" + job
 		}
-		if hooks[owner] {
+		if owners[owner] {
 			running = append(running, owner+" (pod "+p.Name+", "+string(p.Status.Phase)+")")
 		}
 	}
-	return running, nil
+	return running
 }

@@ -69,12 +69,24 @@ func writer(rel *release.Release) string {
 
 // judgePending says whether the upgrade may go over the pending newest
 // revision of rv: a warning (it will be recovered), or the problem that
-// refuses it.
+// refuses it (judgePending, reading the release's hooks only when it
+// needs them).
 func (t *Target) judgePending(ctx context.Context, rv *revisions) (values.Warning, string, error) {
+	return judgePending(t.namespace, t.name, t.opts.RecoverPendingAfter, rv, time.Now(), func() ([]string, error) {
+		return t.c.releases.RunningHooks(ctx, rv.pending.Release)
+	})
+}
+
+// judgePending is the decision on the pending newest revision of release
+// namespace/name at now: chart-upgrader's own interrupted apply is
+// recovered; a HelmChart's release never is; another writer's is
+// refused, saying the ways out, unless it is older than after (>0) and
+// runningHooks, called only then, names no hook of it still running.
+func judgePending(namespace, name string, after time.Duration, rv *revisions, now time.Time, runningHooks func() ([]string, error)) (values.Warning, string, error) {
 	p, base := rv.pending, rv.base
 	rel := p.Release
-	age := time.Since(p.Since).Round(time.Second)
-	what := fmt.Sprintf("helm release %s/%s revision %d (chart %s) is %s since %s (%s ago)", t.namespace, t.name, rel.Version,
+	age := now.Sub(p.Since).Round(time.Second)
+	what := fmt.Sprintf("helm release %s/%s revision %d (chart %s) is %s since %s (%s ago)", namespace, name, rel.Version,
 		helmrelease.ChartVersion(rel), rel.Info.Status, p.Since.UTC().Format(time.RFC3339), age)
 	if interrupted(rel) {
 		return values.Warning{Kind: WarnInterruptedApply, Message: what + ": chart-upgrader's own apply of chart " + versionOfLabel(rel.Labels[LabelVersion]) +
@@ -84,21 +96,20 @@ func (t *Target) judgePending(ctx context.Context, rv *revisions) (values.Warnin
 	refusal := fmt.Sprintf("%s, written by %s; the last deployed revision is %d (chart %s). Helm keeps no owner or heartbeat: another process began this operation and was killed, or is still running it. "+
 		"Ways out: if a process still runs it, wait for it; if none does, `helm rollback %s %d -n %s` (Helm's own way out, a new revision), "+
 		"or set release.recoverPending.after in the spec (it is then marked failed and upgraded over once older than that, with no hook of it running)",
-		what, writer(rel), base.Version, helmrelease.ChartVersion(base), t.name, base.Version, t.namespace)
+		what, writer(rel), base.Version, helmrelease.ChartVersion(base), name, base.Version, namespace)
 	if rel.Info.Description != "" {
 		refusal = strings.Replace(refusal, ", written by", fmt.Sprintf(" (%q), written by", rel.Info.Description), 1)
 	}
 	if rel.Labels[helmChartLabel] != "" {
-		return values.Warning{}, refusal + "; never here: this release is a HelmChart's (upgrade it as helmchart/" + t.namespace + "/" + t.name + ")", nil
+		return values.Warning{}, refusal + "; never here: this release is a HelmChart's (upgrade it as helmchart/" + namespace + "/" + name + ")", nil
 	}
-	after := t.opts.RecoverPendingAfter
 	if after <= 0 {
 		return values.Warning{}, refusal, nil
 	}
 	if age < after {
 		return values.Warning{}, fmt.Sprintf("%s; release.recoverPending.after is %s: it may be recovered in %s", refusal, after, (after - age).Round(time.Second)), nil
 	}
-	running, err := t.c.releases.RunningHooks(ctx, rel)
+	running, err := runningHooks()
 	if err != nil {
 		return values.Warning{}, "", err
 	}

@@ -1,6 +1,7 @@
 package plainrelease
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -14,11 +15,12 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
-// judgePending's decisions that need no read of the cluster, as a table:
-// chart-upgrader's own interrupted apply is recovered; a HelmChart's
-// release never is; without release.recoverPending.after, or before it,
-// another writer's pending revision is refused, saying when it may be
-// recovered. (The branches past the age read the hooks: e2e.)
+// judgePending's decisions, as a table: chart-upgrader's own interrupted
+// apply is recovered; a HelmChart's release never is; without
+// release.recoverPending.after, or before it, another writer's pending
+// revision is refused, saying when it may be recovered; past it, it is
+// refused while a hook of it runs and recovered once none does; the hooks
+// are read only then, and a failed read is the error.
 func TestJudgePending(t *testing.T) {
 	since := time.Now().Add(-10 * time.Minute)
 	rev := func(version int, status common.Status, labels map[string]string) *release.Release {
@@ -31,6 +33,8 @@ func TestJudgePending(t *testing.T) {
 		name    string
 		labels  map[string]string
 		after   time.Duration
+		hooks   []string // the hooks still running; nil: the read must not happen
+		hookErr error
 		warning values.WarningKind
 		says    []string
 	}{
@@ -44,12 +48,26 @@ func TestJudgePending(t *testing.T) {
 			says: []string{"release.recoverPending.after is 1h0m0s: it may be recovered in "}},
 		{name: "a copied record is not ours", labels: map[string]string{LabelRevision: "3", LabelVersion: "1.0.0"},
 			says: []string{"it carries chart-upgrader's record of revision 3, copied by Helm"}},
+		{name: "older than recoverPending.after, a hook still runs", after: time.Minute, hooks: []string{"Job/web-migrate (pod web-migrate-x, Running)"},
+			says: []string{"its hooks still run: Job/web-migrate (pod web-migrate-x, Running)"}},
+		{name: "older than recoverPending.after, no hook runs", after: time.Minute, hooks: []string{},
+			warning: WarnRecoverPending, says: []string{"older than release.recoverPending.after (1m0s) and no hook of it runs", "from revision 3"}},
+		{name: "older than recoverPending.after, the hooks unread", after: time.Minute, hooks: []string{}, hookErr: errors.New("pods is forbidden")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pending := rev(4, common.StatusPendingUpgrade, tc.labels)
-			tg := &Target{namespace: "apps", name: "web", opts: Options{RecoverPendingAfter: tc.after}}
 			rv := &revisions{base: base, newest: pending, pending: &helmrelease.Pending{Release: pending, Since: since}}
-			w, problem, err := tg.judgePending(t.Context(), rv)
+			read := false
+			w, problem, err := judgePending("apps", "web", tc.after, rv, since.Add(10*time.Minute), func() ([]string, error) {
+				require.NotNil(t, tc.hooks, "the hooks are read only past recoverPending.after")
+				read = true
+				return tc.hooks, tc.hookErr
+			})
+			assert.Equal(t, tc.hooks != nil, read, "the hooks are read exactly when needed")
+			if tc.hookErr != nil {
+				require.ErrorIs(t, err, tc.hookErr)
+				return
+			}
 			require.NoError(t, err)
 			text := problem
 			if tc.warning != "" {
