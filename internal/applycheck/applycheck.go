@@ -28,6 +28,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // Conflict is one field of a live object that another manager owns and
@@ -336,7 +337,7 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 			if old != nil {
 				ov, ook := path.Lookup(old)
 				nv, nok := path.Lookup(want.Object)
-				k.Unchanged = ook == nok && sameValue(ov, nv)
+				k.Unchanged = ook == nok && values.Equal(ov, nv)
 			}
 			k.id = provenance.ObjectID{Kind: want.GetKind(), Namespace: want.GetNamespace(), Name: want.GetName()}
 			k.steps, _ = path.Steps(want.Object)

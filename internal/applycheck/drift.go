@@ -273,7 +273,7 @@ func emptyValue(v any) bool {
 // sameField compares a rendered and a live value: as JSON values, or as
 // the same quantity written two ways (1024Mi and 1Gi).
 func sameField(a, b any) bool {
-	if sameValue(a, b) {
+	if values.Equal(a, b) {
 		return true
 	}
 	as, aok := a.(string)

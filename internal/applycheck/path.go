@@ -1,8 +1,6 @@
 package applycheck
 
 import (
-	"reflect"
-
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -101,7 +99,7 @@ func (e element) matches(i int, item any) bool {
 	case e.index >= 0:
 		return i == e.index
 	case e.byVal:
-		return sameValue(item, e.value)
+		return values.Equal(item, e.value)
 	}
 	m, ok := item.(map[string]any)
 	if !ok {
@@ -112,17 +110,11 @@ func (e element) matches(i int, item any) bool {
 		if !has && e.lenient {
 			continue
 		}
-		if !sameValue(mv, v) {
+		if !values.Equal(mv, v) {
 			return false
 		}
 	}
 	return true
-}
-
-// sameValue compares JSON values, numbers by their value (values.Normalize:
-// 80 from YAML and 80 from JSON are the same).
-func sameValue(a, b any) bool {
-	return reflect.DeepEqual(values.Normalize(a), values.Normalize(b))
 }
 
 // Steps resolves p in obj to concrete steps: a field name (string) or a

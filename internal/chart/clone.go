@@ -4,7 +4,6 @@ import (
 	"maps"
 	"slices"
 
-	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
@@ -56,7 +55,7 @@ func cloneMetadata(md *chart.Metadata) *chart.Metadata {
 			}
 			dc := *d
 			dc.Tags = slices.Clone(d.Tags)
-			dc.ImportValues, _ = copyValue(d.ImportValues).([]any)
+			dc.ImportValues, _ = values.DeepCopy(d.ImportValues).([]any)
 			out.Dependencies[i] = &dc
 		}
 	}
@@ -68,37 +67,13 @@ func copyMap(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
-	return copyValue(m).(map[string]any)
-}
-
-func copyValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = copyValue(e)
-		}
-		return out
-	case common.Values:
-		return copyValue(map[string]any(x))
-	case []any:
-		if x == nil {
-			return x
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = copyValue(e)
-		}
-		return out
-	default:
-		return v
-	}
+	return values.DeepCopy(m).(map[string]any)
 }
 
 // normalized turns a values tree from Helm into a fresh normalised tree of
 // package values.
 func normalized(m map[string]any) map[string]any {
-	out, _ := values.Normalize(copyValue(m)).(map[string]any)
+	out, _ := values.Normalize(values.DeepCopy(m)).(map[string]any)
 	if out == nil {
 		out = map[string]any{}
 	}

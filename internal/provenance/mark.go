@@ -191,7 +191,7 @@ func UnitValue(vals map[string]any, at []Step, v any) any {
 		return v
 	}
 	whole, _ := values.Lookup(vals, unit)
-	return setIn(copyTree(whole), at[len(unit):], v)
+	return setIn(values.DeepCopy(whole), at[len(unit):], v)
 }
 
 func setIn(tree any, at []Step, v any) any {
@@ -215,22 +215,4 @@ func setIn(tree any, at []Step, v any) any {
 		return m
 	}
 	return tree
-}
-
-func copyTree(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = copyTree(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = copyTree(e)
-		}
-		return out
-	}
-	return v
 }

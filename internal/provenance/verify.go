@@ -1,7 +1,6 @@
 package provenance
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -33,7 +32,7 @@ const MaxAlso = 10
 // check renders the chart with r's adopted values and says whether the
 // field at steps of id then reads live, and which other fields changed.
 func (m *Map) check(r Reading, id ObjectID, steps []Step, live any) (ok bool, also []string, err error) {
-	vals := copyTree(m.values).(map[string]any)
+	vals := values.DeepCopy(m.values).(map[string]any)
 	for _, a := range r.Adopt {
 		vals, _ = setIn(vals, stepsOf(a.Keys), a.Value).(map[string]any)
 	}
@@ -61,7 +60,7 @@ func (m *Map) check(r Reading, id ObjectID, steps []Step, live any) (ok bool, al
 			break
 		}
 	}
-	if !same(got, live) {
+	if !values.Equal(got, live) {
 		return false, nil, nil
 	}
 	// the other fields the change changes, by object
@@ -84,13 +83,6 @@ func (m *Map) check(r Reading, id ObjectID, steps []Step, live any) (ok bool, al
 		also = append(also[:MaxAlso], fmt.Sprintf("and %d more", len(also)-MaxAlso))
 	}
 	return true, also, nil
-}
-
-// same reports whether a rendered value is the live one, numbers by value.
-func same(rendered, live any) bool {
-	a, _ := json.Marshal(values.Normalize(rendered))
-	b, _ := json.Marshal(values.Normalize(live))
-	return string(a) == string(b)
 }
 
 func startsWith(at, prefix []Step) bool {
@@ -123,7 +115,7 @@ func diffLeaves(a, b any, at []Step, changed func([]Step)) {
 		}
 		return
 	}
-	if !same(a, b) {
+	if !values.Equal(a, b) {
 		changed(append([]Step(nil), at...))
 	}
 }

@@ -82,5 +82,5 @@ func (m *merger) decideAdopt(d *Decision, u node) (node, bool) {
 	if u.set && !equal(u.v, a.Value) {
 		d.Reason += fmt.Sprintf("; the user value was %s", show(u.v, d.Secret))
 	}
-	return node{v: deepCopy(a.Value), set: true}, true
+	return node{v: DeepCopy(a.Value), set: true}, true
 }

@@ -55,7 +55,7 @@ func (m *merger) leaf(vals [nTrees]node, states ruleState, decided int, liveHere
 
 	d.Result = result.value()
 	if result.set {
-		setPath(m.result, m.keys, deepCopy(result.v))
+		setPath(m.result, m.keys, DeepCopy(result.v))
 	}
 
 	if d.Action == ActionKeep && (d.Policy == PolicyUser || d.Policy == PolicyFollow) &&

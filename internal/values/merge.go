@@ -244,7 +244,7 @@ func mergeInto(dst, src map[string]any) {
 			mergeInto(dm, sm)
 			continue
 		}
-		dst[k] = deepCopy(sv)
+		dst[k] = DeepCopy(sv)
 	}
 }
 

@@ -14,7 +14,7 @@ const WarnOverriddenByConfig WarningKind = "overridden-by-config"
 // files: maps are merged key by key, anything else in over replaces what
 // base holds. Neither input is changed.
 func Overlay(base, over map[string]any) map[string]any {
-	out, _ := deepCopy(base).(map[string]any)
+	out, _ := DeepCopy(base).(map[string]any)
 	if out == nil {
 		out = map[string]any{}
 	}
@@ -25,7 +25,7 @@ func Overlay(base, over map[string]any) map[string]any {
 				continue
 			}
 		}
-		out[k] = deepCopy(v)
+		out[k] = DeepCopy(v)
 	}
 	return out
 }

@@ -160,7 +160,7 @@ func (r *Result) RedactedValues() *Result {
 		}
 		if _, ok := lookup(out.Values, p.Keys()); ok {
 			if !copied {
-				out.Values, copied = deepCopy(r.Values).(map[string]any), true
+				out.Values, copied = DeepCopy(r.Values).(map[string]any), true
 			}
 			setPath(out.Values, p.Keys(), Redaction)
 		}

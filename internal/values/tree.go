@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strconv"
 
@@ -191,25 +192,46 @@ func setPath(m map[string]any, keys []string, v any) {
 	m[keys[len(keys)-1]] = v
 }
 
-// deepCopy copies a normalised value tree.
-func deepCopy(v any) any {
+// DeepCopy copies a value tree: its maps (a map type of string keys
+// becomes map[string]any, as Helm's Values do) and lists are new, its
+// leaves shared (they are immutable); a nil map or list stays nil. The one
+// deep copy of values in the repository.
+func DeepCopy(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
+		if x == nil {
+			return x
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = deepCopy(e)
+			out[k] = DeepCopy(e)
 		}
 		return out
 	case []any:
+		if x == nil {
+			return x
+		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = deepCopy(e)
+			out[i] = DeepCopy(e)
 		}
 		return out
-	default:
-		return v
 	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Map && rv.Type().Key().Kind() == reflect.String && !rv.IsNil() &&
+		rv.Type().Elem().Kind() == reflect.Interface {
+		out := make(map[string]any, rv.Len())
+		for it := rv.MapRange(); it.Next(); {
+			out[it.Key().String()] = DeepCopy(it.Value().Interface())
+		}
+		return out
+	}
+	return v
 }
+
+// Equal says whether two value trees are the same, numbers by their
+// value (80 from YAML and 80 from JSON), whatever Go types hold them
+// (Normalize). The one comparison of values in the repository.
+func Equal(a, b any) bool { return equal(normalize(a), normalize(b)) }
 
 // coalesce returns what Helm renders with at one node: the user's value over
 // the default, maps merged key by key, a user null deleting the default.
