@@ -767,26 +767,6 @@ func (s *syncBuffer) lines(words ...string) []string {
 }
 
 func deepCopy(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = deepCopyValue(v)
-	}
+	out, _ := values.DeepCopy(m).(map[string]any)
 	return out
-}
-
-func deepCopyValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return deepCopy(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = deepCopyValue(e)
-		}
-		return out
-	}
-	return v
 }
