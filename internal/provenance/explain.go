@@ -1,0 +1,252 @@
+package provenance
+
+import (
+	"encoding/base64"
+	"reflect"
+	"strings"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
+)
+
+// Assignment is one value a field is made of, and the value it must have
+// for the chart to render the live field.
+type Assignment struct {
+	At   []Step `json:"-"`
+	Path string `json:"path"` // PathString(At)
+	// Value is what the value must be for the chart to render the live
+	// field; Was is what it is; Changed says they differ.
+	Value   any  `json:"value"`
+	Was     any  `json:"was"`
+	Changed bool `json:"changed"`
+}
+
+// Source is where a field comes from: the values it is made of, or why
+// none.
+type Source struct {
+	Assignments []Assignment `json:"assignments,omitempty"`
+	// Reason says why no value maps ("" when some does).
+	Reason string `json:"reason,omitempty"`
+	// Note says how the field was read back, when not directly (base64;
+	// a block the chart renders whole from a value).
+	Note string `json:"note,omitempty"`
+}
+
+// Mapped reports whether values render the field.
+func (s Source) Mapped() bool { return s.Reason == "" && len(s.Assignments) > 0 }
+
+// Paths are the value paths, comma-separated.
+func (s Source) Paths() string {
+	p := make([]string, len(s.Assignments))
+	for i, a := range s.Assignments {
+		p[i] = a.Path
+	}
+	return strings.Join(p, ", ")
+}
+
+// Explain says which values render the field at steps (concrete: map keys
+// and list indices, resolved against the real render) of the object id,
+// and, when live is set, what they must be for the chart to render live.
+func (m *Map) Explain(id ObjectID, steps []Step, live any, liveSet bool) Source {
+	t := m.find(id)
+	switch {
+	case t == nil:
+		return Source{Reason: ReasonNoObject}
+	case m.failed != "":
+		return Source{Reason: m.failed}
+	case t.marked == nil:
+		return Source{Reason: ReasonCondition}
+	}
+	rv, rok := get(t.real, steps)
+	mv, mok := get(t.marked, steps)
+	if !rok {
+		return m.underSubtree(t, steps, live, liveSet)
+	}
+	if !mok {
+		return Source{Reason: ReasonCondition}
+	}
+	switch v := mv.(type) {
+	case string:
+		if parts := split(v); hasMark(parts) {
+			if len(parts) == 1 {
+				return m.whole(parts[0].mark, live, liveSet)
+			}
+			return m.fit(parts, live, liveSet, "")
+		}
+		if decoded, err := base64.StdEncoding.DecodeString(v); err == nil {
+			if parts := split(string(decoded)); hasMark(parts) {
+				lv, ok := live.(string)
+				var dl []byte
+				if ok {
+					dl, ok = decodeB64(lv)
+				}
+				return m.fit(parts, string(dl), liveSet && ok, "base64 (b64enc) of the value")
+			}
+		}
+	case map[string]any:
+		if at, ok := m.subtree(v); ok {
+			src := Source{Note: "a block the chart renders whole from " + PathString(at) + " (toYaml)"}
+			src.Assignments = []Assignment{m.assign(at, live, liveSet)}
+			return src
+		}
+	case []any:
+		if at, ok := m.sublist(v); ok {
+			return Source{Assignments: []Assignment{m.assign(at, live, liveSet)}}
+		}
+	}
+	if reflect.DeepEqual(values.Normalize(mv), values.Normalize(rv)) {
+		if m.marks.stringsOnly != "" {
+			return Source{Reason: ReasonNoValue + "; numbers are not traced in this chart: " + m.marks.stringsOnly}
+		}
+		return Source{Reason: ReasonNoValue}
+	}
+	return Source{Reason: ReasonTransformed}
+}
+
+func decodeB64(s string) ([]byte, bool) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	return b, err == nil
+}
+
+// whole is a field that is one value, nothing around it.
+func (m *Map) whole(n int, live any, liveSet bool) Source {
+	v := live
+	if s, ok := live.(string); ok && liveSet {
+		v = coerce(s, m.marks.orig[n])
+	}
+	return Source{Assignments: []Assignment{m.assign(m.marks.at[n], v, liveSet)}}
+}
+
+func (m *Map) assign(at []Step, v any, set bool) Assignment {
+	was, _ := get(m.values, at)
+	a := Assignment{At: at, Path: PathString(at), Was: was, Value: was}
+	if set {
+		a.Value = v
+		a.Changed = !reflect.DeepEqual(values.Normalize(v), values.Normalize(was))
+	}
+	return a
+}
+
+// underSubtree maps a field the real render lacks (one the live object
+// added) to a value when an ancestor is a block rendered whole from a
+// value map: the field is that map's key of the same name.
+func (m *Map) underSubtree(t *traced, steps []Step, live any, liveSet bool) Source {
+	for k := len(steps) - 1; k >= 1; k-- {
+		node, ok := get(t.marked, steps[:k])
+		mp, isMap := node.(map[string]any)
+		if !ok || !isMap {
+			continue
+		}
+		at, ok := m.subtree(mp)
+		if !ok {
+			continue
+		}
+		full := append(append([]Step(nil), at...), steps[k:]...)
+		for _, s := range steps[k:] {
+			if _, isKey := s.(string); !isKey {
+				return Source{Reason: ReasonNotRendered}
+			}
+		}
+		return Source{Note: "a block the chart renders whole from " + PathString(at) + " (toYaml)", Assignments: []Assignment{m.assign(full, live, liveSet)}}
+	}
+	return Source{Reason: ReasonNotRendered}
+}
+
+// subtree is the value map a rendered map is the whole of (toYaml of it):
+// its keys are the value's keys, and each traced child is the value's
+// child of the same name.
+func (m *Map) subtree(node map[string]any) ([]Step, bool) {
+	var at []Step
+	for k, c := range node {
+		var child []Step
+		switch v := c.(type) {
+		case string:
+			parts := split(v)
+			if len(parts) != 1 || parts[0].mark < 0 {
+				continue
+			}
+			child = m.marks.at[parts[0].mark]
+		case map[string]any:
+			var ok bool
+			if child, ok = m.subtree(v); !ok {
+				continue
+			}
+		default:
+			continue
+		}
+		if len(child) == 0 || child[len(child)-1] != Step(k) {
+			return nil, false
+		}
+		parent := child[:len(child)-1]
+		if at != nil && PathString(at) != PathString(parent) {
+			return nil, false
+		}
+		at = parent
+	}
+	if at == nil {
+		return nil, false
+	}
+	v, ok := get(m.values, at)
+	vm, isMap := v.(map[string]any)
+	if !ok || !isMap || len(vm) != len(node) {
+		return nil, false
+	}
+	for k := range node {
+		if _, ok := vm[k]; !ok {
+			return nil, false
+		}
+	}
+	return at, true
+}
+
+// sublist is the value list a rendered list is the whole of (toJson or
+// toYaml of it): each element the value's element at the same index.
+func (m *Map) sublist(node []any) ([]Step, bool) {
+	var at []Step
+	for i, e := range node {
+		s, ok := e.(string)
+		if !ok {
+			return nil, false
+		}
+		parts := split(s)
+		if len(parts) != 1 || parts[0].mark < 0 {
+			return nil, false
+		}
+		el := m.marks.at[parts[0].mark]
+		if len(el) == 0 || el[len(el)-1] != Step(i) || (at != nil && PathString(at) != PathString(el[:len(el)-1])) {
+			return nil, false
+		}
+		at = el[:len(el)-1]
+	}
+	if at == nil {
+		return nil, false
+	}
+	v, _ := get(m.values, at)
+	if l, ok := v.([]any); !ok || len(l) != len(node) {
+		return nil, false
+	}
+	return at, true
+}
+
+func get(v any, steps []Step) (any, bool) {
+	for _, s := range steps {
+		switch k := s.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if v, ok = m[k]; !ok {
+				return nil, false
+			}
+		case int:
+			l, ok := v.([]any)
+			if !ok || k < 0 || k >= len(l) {
+				return nil, false
+			}
+			v = l[k]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
