@@ -5,6 +5,8 @@ import (
 	"text/template/parse"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // conditionValues are the paths of the values that tracing leaves
@@ -22,7 +24,7 @@ import (
 func conditionValues(c *chart.Chart, effective map[string]any) [][]string {
 	keep := chartValuePaths(c, func(name, text string) [][]string { return testedPaths(name, text, false) })
 	for _, p := range chartValuePaths(c, func(name, text string) [][]string { return testedPaths(name, text, true) }) {
-		if v, ok := valueAt(effective, p); ok && flipsWhenMarked(v) {
+		if v, ok := values.Lookup(effective, p); ok && flipsWhenMarked(v) {
 			keep = append(keep, p)
 		}
 	}
@@ -61,20 +63,6 @@ func flipsWhenMarked(v any) bool {
 	return false
 }
 
-// valueAt is the value at path p of vals.
-func valueAt(vals map[string]any, p []string) (any, bool) {
-	var v any = vals
-	for _, k := range p {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if v, ok = m[k]; !ok {
-			return nil, false
-		}
-	}
-	return v, true
-}
 
 // eachValue calls f with the path and value of each map entry below v
 // (lists are not entered: a condition names no index).
