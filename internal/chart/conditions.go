@@ -63,7 +63,6 @@ func flipsWhenMarked(v any) bool {
 	return false
 }
 
-
 // eachValue calls f with the path and value of each map entry below v
 // (lists are not entered: a condition names no index).
 func eachValue(v any, at []string, f func([]string, any)) {
