@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -16,10 +15,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
+
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
-
-	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata from the current output")
@@ -81,13 +80,12 @@ func (ex example) args(extra ...string) []string {
 	}, extra...)
 }
 
-// runCLI runs chart-upgrader in-process with args (without the program
-// name) and returns the exit code and both outputs.
+// runCLI runs chart-upgrader with args (noderun.CLI) and returns the exit
+// code and both outputs.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code = cli.Run(context.Background(), append([]string{"chart-upgrader"}, args...), &out, &errOut)
-	return code, out.String(), errOut.String()
+	r := noderun.CLI(t, args...)
+	return r.Code, r.Stdout, r.Stderr
 }
 
 // runOK runs args and requires exit 0, returning both outputs.

@@ -10,18 +10,20 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
+// runCLI runs chart-upgrader with args (noderun.CLI) and returns the exit
+// code and both outputs.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code = cli.Run(t.Context(), append([]string{"chart-upgrader"}, args...), &out, &errb)
-	return code, out.String(), errb.String()
+	r := noderun.CLI(t, args...)
+	return r.Code, r.Stdout, r.Stderr
 }
 
 // upgradeArgs are a complete `upgrade` command line but for the paths: it

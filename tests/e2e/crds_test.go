@@ -1,13 +1,14 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/crds"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
@@ -134,12 +134,11 @@ func (f *fixture) planServiceAccount(name string, planArgs ...string) string {
 			objs = append(objs, o)
 		}
 	}
-	var out, errb bytes.Buffer
-	code := cli.Run(t.Context(), append([]string{"chart-upgrader", "plan", "--image", "registry.example/chart-upgrader", "--version", "2.0.0",
+	plan := noderun.CLI(t, append([]string{"plan", "--image", "registry.example/chart-upgrader", "--version", "2.0.0",
 		"--namespace", sucNS, "--service-account", sa, "--name", "check-" + name,
-		"--check-chart", filepath.Join(f.charts, "demo-app-2.0.0"), "--check-release", f.ns + "/" + name}, planArgs...), &out, &errb)
-	require.Equal(t, 0, code, errb.String())
-	for _, o := range rbaccheck.Decode(t, out.String()) {
+		"--check-chart", filepath.Join(f.charts, "demo-app-2.0.0"), "--check-release", f.ns + "/" + name}, planArgs...)...)
+	plan.RequireCode(t, 0)
+	for _, o := range rbaccheck.Decode(t, plan.Stdout) {
 		if o.GetKind() != "Plan" {
 			objs = append(objs, o)
 		}

@@ -1,12 +1,13 @@
 package e2ehelmchart
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -85,12 +85,11 @@ func (f *fixture) k3sPlan(name string, check bool, planArgs ...string) k3sPlanWo
 	w := k3sPlanWorld{relNS: relNS, sucNS: sucNS, sa: "system:serviceaccount:" + sucNS + ":chart-upgrader-helmchart-" + name}
 	w.objs = rbaccheck.Decode(t, text)
 	if check {
-		var out, errb bytes.Buffer
-		code := cli.Run(t.Context(), append([]string{"chart-upgrader", "plan", "--kind", "helmchart", "--image", "registry.example/chart-upgrader",
+		plan := noderun.CLI(t, append([]string{"plan", "--kind", "helmchart", "--image", "registry.example/chart-upgrader",
 			"--version", "2.0.0", "--namespace", sucNS, "--service-account", "chart-upgrader-helmchart-" + name, "--name", "check-" + name,
-			"--check-chart", f.exampleChart("2.0.0"), "--check-release", relNS + "/" + name}, planArgs...), &out, &errb)
-		require.Equal(t, 0, code, errb.String())
-		for _, o := range rbaccheck.Decode(t, out.String()) {
+			"--check-chart", f.exampleChart("2.0.0"), "--check-release", relNS + "/" + name}, planArgs...)...)
+		plan.RequireCode(t, 0)
+		for _, o := range rbaccheck.Decode(t, plan.Stdout) {
 			if o.GetKind() != "Plan" {
 				w.objs = append(w.objs, o)
 			}

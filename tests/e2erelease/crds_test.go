@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +25,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/crds"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
@@ -84,14 +85,13 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 	sucNS, sa, _ := f.releasePlanRBAC(name, "- apiGroups: [coordination.k8s.io]",
 		"- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
 			"- apiGroups: ["+group+"]\n  resources: [gadgets]\n  verbs: [get, list, watch, create, update, patch, delete]\n- apiGroups: [coordination.k8s.io]")
-	var planOut, planErr bytes.Buffer
-	code := cli.Run(t.Context(), []string{"chart-upgrader", "plan", "--kind", "release", "--name", "crds-" + name, "--image", "r/x", "--version", "2.0.0", "--namespace", sucNS,
-		"--service-account", "chart-upgrader-release-" + name, "--check-chart", filepath.Join(f.charts, "demo-app-2.0.0"),
-		"--check-release", f.ns + "/" + name, "--check-crds", "createReplace"}, &planOut, &planErr)
-	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", planOut.String(), planErr.String())
-	assert.Contains(t, planOut.String(), "resourceNames:\n  - "+crdName+"\n  resources:\n  - customresourcedefinitions\n  verbs:\n  - get\n  - list\n  - patch\n  - watch")
+	plan := noderun.CLI(t, "plan", "--kind", "release", "--name", "crds-"+name, "--image", "r/x", "--version", "2.0.0", "--namespace", sucNS,
+		"--service-account", "chart-upgrader-release-"+name, "--check-chart", filepath.Join(f.charts, "demo-app-2.0.0"),
+		"--check-release", f.ns+"/"+name, "--check-crds", "createReplace")
+	plan.RequireCode(t, 0)
+	assert.Contains(t, plan.Stdout, "resourceNames:\n  - "+crdName+"\n  resources:\n  - customresourcedefinitions\n  verbs:\n  - get\n  - list\n  - patch\n  - watch")
 	var rbac []*unstructured.Unstructured
-	for _, o := range rbaccheck.Decode(t, planOut.String()) {
+	for _, o := range rbaccheck.Decode(t, plan.Stdout) {
 		if strings.HasSuffix(o.GetKind(), "Role") || strings.HasSuffix(o.GetKind(), "RoleBinding") {
 			rbac = append(rbac, o)
 		}
@@ -199,13 +199,12 @@ func TestCRDsUpgradedWithTheChart(t *testing.T) {
 
 	// with migrate, and the rules plan --check-crds-migrate adds: every
 	// Gadget is written back at v2, status.storedVersions trimmed, v1 gone
-	planOut.Reset()
-	code = cli.Run(t.Context(), []string{"chart-upgrader", "plan", "--kind", "release", "--name", "crds-migrate-" + name, "--image", "r/x", "--version", "3.0.0",
-		"--namespace", sucNS, "--service-account", "chart-upgrader-release-" + name, "--check-chart", filepath.Join(f.charts, "demo-app-3.0.0"),
-		"--check-release", f.ns + "/" + name, "--check-crds", "createReplace", "--check-crds-migrate"}, &planOut, &planErr)
-	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", planOut.String(), planErr.String())
+	plan = noderun.CLI(t, "plan", "--kind", "release", "--name", "crds-migrate-"+name, "--image", "r/x", "--version", "3.0.0",
+		"--namespace", sucNS, "--service-account", "chart-upgrader-release-"+name, "--check-chart", filepath.Join(f.charts, "demo-app-3.0.0"),
+		"--check-release", f.ns+"/"+name, "--check-crds", "createReplace", "--check-crds-migrate")
+	plan.RequireCode(t, 0)
 	rbac = nil
-	for _, o := range rbaccheck.Decode(t, planOut.String()) {
+	for _, o := range rbaccheck.Decode(t, plan.Stdout) {
 		if strings.HasSuffix(o.GetKind(), "Role") || strings.HasSuffix(o.GetKind(), "RoleBinding") {
 			rbac = append(rbac, o)
 		}

@@ -1,14 +1,14 @@
 package nodes
 
 import (
-	"bytes"
 	"testing"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
@@ -16,9 +16,8 @@ import (
 // stderr.
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	code := cli.Run(t.Context(), append([]string{"chart-upgrader"}, args...), &stdout, &stderr)
-	return code, stdout.String(), stderr.String()
+	r := noderun.CLI(t, args...)
+	return r.Code, r.Stdout, r.Stderr
 }
 
 // TestCLI runs cordon, drain and uncordon as SUC would: the node from

@@ -1,6 +1,7 @@
-// Package noderun runs chart-upgrader in-process as one "node" of the
+// Package noderun runs chart-upgrader's command line in-process for the
+// tests, the one runner they share: as is (CLI), or as one "node" of the
 // end-to-end tests (its own state directory, lock file and termination
-// log), and reads from the API server's audit log what chart-upgrader
+// log); and it reads from the API server's audit log what chart-upgrader
 // wrote.
 package noderun
 
@@ -44,6 +45,15 @@ type Result struct {
 func (r Result) RequireCode(t testing.TB, code int) {
 	t.Helper()
 	require.Equal(t, code, r.Code, "stdout: %s\nstderr: %s", r.Stdout, r.Stderr)
+}
+
+// CLI runs chart-upgrader with args (the program name left out), as a
+// shell would, in this process.
+func CLI(t testing.TB, args ...string) Result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Run(t.Context(), append([]string{"chart-upgrader"}, args...), &out, &errb)
+	return Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
 }
 
 // Run runs chart-upgrader command with args as node n against env: the

@@ -1,7 +1,6 @@
 package plans
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
 	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
@@ -36,11 +36,12 @@ var planFiles = []struct {
 		Concurrency: 1, WaitTimeout: 20 * time.Minute, RunAs: "17017:17017"}},
 }
 
-func runCLI(t *testing.T, args ...string) (int, string, string) {
+// runCLI runs chart-upgrader with args (noderun.CLI) and returns the exit
+// code and both outputs.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := cli.Run(t.Context(), append([]string{"chart-upgrader"}, args...), &out, &errb)
-	return code, out.String(), errb.String()
+	r := noderun.CLI(t, args...)
+	return r.Code, r.Stdout, r.Stderr
 }
 
 // Each Plan file is, byte for byte after its leading comment, what
