@@ -136,12 +136,12 @@ func prepare(c *ucli.Command) {
 		switch x := f.(type) {
 		case *ucli.StringFlag:
 			x.EnvVars = append(env, x.EnvVars...)
-			x.TakesFile = valueKind(x) == "file"
+		case *dirFlag:
+			x.EnvVars = append(env, x.EnvVars...)
 		case *outputFlag:
 			x.EnvVars = append(env, x.EnvVars...)
 		case *ucli.StringSliceFlag:
 			x.EnvVars = append(env, x.EnvVars...)
-			x.TakesFile = valueKind(x) == "file"
 		case *ucli.BoolFlag:
 			x.EnvVars = append(env, x.EnvVars...)
 		case *ucli.DurationFlag:

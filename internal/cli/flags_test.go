@@ -12,6 +12,8 @@ import (
 // Every flag declares what its value is where it is declared (a dirFlag,
 // urfave's TakesFile), and its help agrees: a `DIR` placeholder is a
 // dirFlag, a `FILE`, `PATH` or `CHART` one takes a file, any other a word.
+// And every flag that takes a value is read from CHART_UPGRADER_<FLAG> too,
+// whatever its type.
 func TestFlagsDeclareTheirValueKind(t *testing.T) {
 	want := map[string]string{"DIR": "dir", "FILE": "file", "PATH": "file", "CHART": "file"}
 	var walk func(path string, cmds []*ucli.Command)
@@ -31,6 +33,9 @@ func TestFlagsDeclareTheirValueKind(t *testing.T) {
 					kind = "value"
 				}
 				assert.Equal(t, kind, valueKind(f), "%s --%s (placeholder %q)", path+c.Name, f.Names()[0], placeholder)
+				if env, ok := f.(interface{ GetEnvVars() []string }); ok {
+					assert.Contains(t, env.GetEnvVars(), envName(f.Names()[0]), "%s --%s is read from the environment too", path+c.Name, f.Names()[0])
+				}
 				n++
 			}
 			walk(path+c.Name+" ", c.Subcommands)
