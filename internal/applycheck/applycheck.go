@@ -258,7 +258,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			res.changes = append(res.changes, change{object: liveobjects.Describe(gone), before: gone})
 		}
 	}
-	if err := inValues(res.Conflicts, r.Trace); err != nil {
+	if err := inValues(res.Conflicts, res.Rejected, r.Trace); err != nil {
 		return Result{}, err
 	}
 	sort.Strings(res.Managers)
@@ -353,17 +353,22 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 	return out, rejected, stored, ""
 }
 
-// inValues reads each conflict back in values terms (Conflict.Values)
-// against the provenance traceOf gives, asked once when there is a
-// conflict.
-func inValues(conflicts []Conflict, traceOf func() (*provenance.Map, error)) error {
-	if len(conflicts) == 0 || traceOf == nil {
+// inValues reads each conflict and each refused field back in values
+// terms (Conflict.Values, Rejected.Values) against the provenance traceOf
+// gives, asked once when there is either.
+func inValues(conflicts []Conflict, rejected []Rejected, traceOf func() (*provenance.Map, error)) error {
+	refusedFields := false
+	for _, r := range rejected {
+		refusedFields = refusedFields || len(r.fields) > 0
+	}
+	if (len(conflicts) == 0 && !refusedFields) || traceOf == nil {
 		return nil
 	}
 	trace, err := traceOf()
 	if err != nil || trace == nil {
 		return err
 	}
+	rejectedInValues(rejected, trace)
 	for i := range conflicts {
 		k := &conflicts[i]
 		if k.steps == nil {

@@ -3,6 +3,9 @@ package applycheck
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +17,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/serverrules"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // This file is the check of what the API server would store: the object
@@ -37,6 +41,24 @@ type Rejected struct {
 	// CRD names the resource whose schema refuses a custom resource
 	// (widgets.example.com); "" for a built-in kind.
 	CRD string
+	// Values says which values render the refused fields and, for an
+	// update, how to keep their live values (inValues); "" when none
+	// does.
+	Values string
+
+	// id and fields are the object and the refused fields (the server's
+	// causes, as steps into it), with their live values, for Values.
+	id     provenance.ObjectID
+	fields []refusedField
+	secret bool
+}
+
+// refusedField is a field of a server's refusal: its steps into the
+// object and its live value (liveSet: the live object has it).
+type refusedField struct {
+	steps   []any
+	live    any
+	liveSet bool
 }
 
 // String is the refusal: the object, the server's words, the way out.
@@ -53,6 +75,9 @@ func (r Rejected) String() string {
 	case r.Immutable:
 		s += "; the ways out: keep the live value (adopt the value that renders it), or delete the object first " +
 			"(with --cascade=orphan a workload's pods and claims stay) and let the upgrade create it"
+	}
+	if r.Values != "" {
+		s += "; " + r.Values
 	}
 	return s
 }
@@ -76,8 +101,12 @@ func judgeStored(tc managedfields.TypeConverter, o liveobjects.Object, merged *u
 	var st apierrors.APIStatus
 	if errors.As(err, &st) && st.Status().Details != nil {
 		var causes []string
+		r.id, r.secret = provenance.ObjectID{Kind: merged.GetKind(), Namespace: merged.GetNamespace(), Name: merged.GetName()}, isSecret(merged)
 		for _, c := range st.Status().Details.Causes {
 			r.Immutable = r.Immutable || isImmutable(c.Message)
+			if steps, ok := serverFieldSteps(c.Field); ok {
+				r.fields = append(r.fields, refusedLeaves(o.Live, merged, steps)...)
+			}
 			if isSecret(merged) {
 				causes = append(causes, fmt.Sprintf("%s: %s", c.Field, c.Type))
 			}
@@ -130,4 +159,97 @@ func isImmutable(message string) bool {
 
 func isSecret(u *unstructured.Unstructured) bool {
 	return u.GroupVersionKind().Group == "" && u.GetKind() == "Secret"
+}
+
+// maxRefusedLeaves is how many leaves of one refused field are read back.
+const maxRefusedLeaves = 5
+
+// refusedLeaves are the leaves of the refused field at steps of merged
+// that an update changes (those live holds otherwise), or all of them for
+// a create, each with its live value: a refused map (roleRef, a selector)
+// is read back leaf by leaf.
+func refusedLeaves(live, merged *unstructured.Unstructured, steps []any) []refusedField {
+	v, ok := provenance.At(merged.Object, steps)
+	if !ok {
+		return nil
+	}
+	var out []refusedField
+	var walk func(at []any, v any)
+	walk = func(at []any, v any) {
+		if len(out) == maxRefusedLeaves {
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(append(at[:len(at):len(at)], k), x[k])
+			}
+			return
+		case []any:
+			for i, e := range x {
+				walk(append(at[:len(at):len(at)], i), e)
+			}
+			return
+		}
+		f := refusedField{steps: at}
+		if live != nil {
+			f.live, f.liveSet = provenance.At(live.Object, at)
+			if f.liveSet && values.Equal(f.live, v) {
+				return // unchanged: not what is refused
+			}
+		}
+		out = append(out, f)
+	}
+	walk(steps, v)
+	return out
+}
+
+// serverFieldSteps are the steps of a field as the API server's
+// validation names it (field.Path: spec.ports[1].name, metadata.labels[a.b/c]):
+// names between dots, list indices and map keys in brackets.
+func serverFieldSteps(path string) ([]any, bool) {
+	var steps []any
+	for path != "" {
+		switch {
+		case path[0] == '[':
+			end := strings.IndexByte(path, ']')
+			if end < 0 {
+				return nil, false
+			}
+			key := path[1:end]
+			if n, err := strconv.Atoi(key); err == nil {
+				steps = append(steps, n)
+			} else {
+				steps = append(steps, key)
+			}
+			path = path[end+1:]
+		case path[0] == '.':
+			path = path[1:]
+		default:
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				end = len(path)
+			}
+			steps = append(steps, path[:end])
+			path = path[end:]
+		}
+	}
+	return steps, len(steps) > 0
+}
+
+// rejectedInValues reads the refused fields of each rejection back in
+// values terms (Rejected.Values) against trace: the values that render
+// them, and how to keep the live values.
+func rejectedInValues(rejected []Rejected, trace *provenance.Map) {
+	for i := range rejected {
+		r := &rejected[i]
+		var says []string
+		for _, f := range r.fields {
+			read, _ := readField(trace, r.id, f.steps, f.live, f.liveSet, r.secret)
+			if read.Mapped() {
+				says = append(says, provenance.FieldString(f.steps)+": "+read.Says())
+			}
+		}
+		r.Values = strings.Join(says, "; ")
+	}
 }

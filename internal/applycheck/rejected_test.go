@@ -2,6 +2,8 @@ package applycheck
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 )
 
@@ -66,4 +69,54 @@ func TestASecretTheSchemaRefusesIsNotQuoted(t *testing.T) {
 	assert.False(t, r.Update)
 	w := decoded(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns}\n")
 	assert.Contains(t, schemaRejected(liveobjects.Object{Want: w}, errors.New(".data.a: expected string")).Why, ".data.a: expected string")
+}
+
+// The API server's field paths, as steps: names between dots, indices
+// and keys (dots in them kept) in brackets.
+func TestServerFieldSteps(t *testing.T) {
+	for path, want := range map[string][]any{
+		"spec.selector":                           {"spec", "selector"},
+		"spec.ports[1].name":                      {"spec", "ports", 1, "name"},
+		"metadata.labels[app.kubernetes.io/name]": {"metadata", "labels", "app.kubernetes.io/name"},
+		"spec.template.spec.containers[0].resources.requests[cpu]": {"spec", "template", "spec", "containers", 0, "resources", "requests", "cpu"},
+		"roleRef": {"roleRef"},
+	} {
+		got, ok := serverFieldSteps(path)
+		assert.True(t, ok, path)
+		assert.Equal(t, want, got, path)
+	}
+	for _, bad := range []string{"", "spec.ports[1"} {
+		_, ok := serverFieldSteps(bad)
+		assert.False(t, ok, bad)
+	}
+}
+
+// A refused field is read back to the value that renders it, with the way
+// to keep its live value: a RoleBinding's roleRef.name from .Values.role.
+func TestARefusedFieldNamesItsValue(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "templates"), 0o755))
+	for name, body := range map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: rb\nversion: 1.0.0\n",
+		"values.yaml": "role: edit\n",
+		"templates/rb.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: rb, namespace: ns}\n" +
+			"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {{ .Values.role }}}\nsubjects: [{kind: ServiceAccount, name: app, namespace: ns}]\n",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	c, err := chart.Load(dir)
+	require.NoError(t, err)
+	trace, err := chart.Trace(c, nil, "rel", "ns")
+	require.NoError(t, err)
+	rb := func(role string) string {
+		return "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: rb, namespace: ns, resourceVersion: '3'}\n" +
+			"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: " + role + "}\nsubjects: [{kind: ServiceAccount, name: app, namespace: ns}]\n"
+	}
+	live, stored := decoded(t, rb("view")), decoded(t, rb("edit"))
+	r := judgeStored(nil, liveobjects.Object{Want: stored, Live: live}, stored)
+	require.NotNil(t, r)
+	rejected := []Rejected{*r}
+	rejectedInValues(rejected, trace)
+	assert.Contains(t, rejected[0].Values, ".roleRef.name: set by the value role")
+	assert.Contains(t, rejected[0].String(), "--set-string role=view", "the refusal says how to keep the live value: %s", rejected[0])
 }

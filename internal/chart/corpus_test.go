@@ -273,7 +273,7 @@ func renderWithFlags(c *chart.Chart, flags []string, h hotfix) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, ok := get(objs[h.id], h.steps)
+	v, ok := provenance.At(objs[h.id], h.steps)
 	if !ok {
 		return nil, fmt.Errorf("not rendered")
 	}

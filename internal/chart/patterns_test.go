@@ -115,32 +115,9 @@ func TestProvenanceOfTheRealPatterns(t *testing.T) {
 			}
 			again, err := Trace(c, user, "rel", "ns")
 			require.NoError(t, err)
-			v, ok := get(again.Object(tc.id), tc.steps)
+			v, ok := provenance.At(again.Object(tc.id), tc.steps)
 			require.True(t, ok)
 			assert.Equal(t, tc.live, v, "what %v renders", r.Set)
 		})
 	}
-}
-
-func get(v any, steps []any) (any, bool) {
-	for _, s := range steps {
-		switch k := s.(type) {
-		case string:
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, false
-			}
-			v, ok = m[k]
-			if !ok {
-				return nil, false
-			}
-		case int:
-			l, ok := v.([]any)
-			if !ok || k >= len(l) {
-				return nil, false
-			}
-			v = l[k]
-		}
-	}
-	return v, true
 }

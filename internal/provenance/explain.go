@@ -56,8 +56,8 @@ func (m *Map) Explain(id ObjectID, steps []Step, live any, liveSet bool) Source 
 	case t.marked == nil:
 		return Source{Reason: ReasonCondition}
 	}
-	rv, rok := get(t.real, steps)
-	mv, mok := get(t.marked, steps)
+	rv, rok := At(t.real, steps)
+	mv, mok := At(t.marked, steps)
 	if !rok {
 		return m.underSubtree(t, steps, live, liveSet)
 	}
@@ -117,7 +117,7 @@ func (m *Map) whole(n int, live any, liveSet bool) Source {
 }
 
 func (m *Map) assign(at []Step, v any, set bool) Assignment {
-	was, _ := get(m.values, at)
+	was, _ := At(m.values, at)
 	a := Assignment{At: at, Path: PathString(at), Was: was, Value: was}
 	if set {
 		a.Value = v
@@ -131,7 +131,7 @@ func (m *Map) assign(at []Step, v any, set bool) Assignment {
 // value map: the field is that map's key of the same name.
 func (m *Map) underSubtree(t *traced, steps []Step, live any, liveSet bool) Source {
 	for k := len(steps) - 1; k >= 1; k-- {
-		node, ok := get(t.marked, steps[:k])
+		node, ok := At(t.marked, steps[:k])
 		mp, isMap := node.(map[string]any)
 		if !ok || !isMap {
 			continue
@@ -185,7 +185,7 @@ func (m *Map) subtree(node map[string]any) ([]Step, bool) {
 	if at == nil {
 		return nil, false
 	}
-	v, ok := get(m.values, at)
+	v, ok := At(m.values, at)
 	vm, isMap := v.(map[string]any)
 	if !ok || !isMap || len(vm) != len(node) {
 		return nil, false
@@ -220,14 +220,16 @@ func (m *Map) sublist(node []any) ([]Step, bool) {
 	if at == nil {
 		return nil, false
 	}
-	v, _ := get(m.values, at)
+	v, _ := At(m.values, at)
 	if l, ok := v.([]any); !ok || len(l) != len(node) {
 		return nil, false
 	}
 	return at, true
 }
 
-func get(v any, steps []Step) (any, bool) {
+// At is the value at steps (map keys and list indices) of v, and whether
+// v has one there.
+func At(v any, steps []Step) (any, bool) {
 	for _, s := range steps {
 		switch k := s.(type) {
 		case string:

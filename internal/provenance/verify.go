@@ -56,7 +56,7 @@ func (m *Map) check(r Reading, id ObjectID, steps []Step, live any) (ok bool, al
 	var got any
 	for _, o := range c {
 		if o.id.Kind == id.Kind && o.id.Name == id.Name && (id.Namespace == "" || o.id.Namespace == "" || o.id.Namespace == id.Namespace) {
-			got, _ = get(o.obj, steps)
+			got, _ = At(o.obj, steps)
 			break
 		}
 	}
