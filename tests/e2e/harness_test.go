@@ -137,12 +137,13 @@ func (f *fixture) clusterArgs(n node, command string) []string {
 // result is what one run printed and returned.
 type result = noderun.Result
 
-// cli runs chart-upgrader in-process as node n: command, then args.
+// cli runs chart-upgrader in-process as node n: command, the node's
+// flags, then args (so a flag given again in args, --kubeconfig, wins).
 func (f *fixture) cli(n node, command string, args ...string) result {
 	f.t.Helper()
 	var out, errb bytes.Buffer
-	full := append([]string{"chart-upgrader", command}, args...)
-	full = append(full, f.clusterArgs(n, command)...)
+	full := append([]string{"chart-upgrader", command}, f.clusterArgs(n, command)...)
+	full = append(full, args...)
 	code := cli.Run(f.t.Context(), full, &out, &errb)
 	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
 }
