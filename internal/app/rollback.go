@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/crds"
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -77,10 +76,8 @@ func Rollback(ctx context.Context, o RollbackOptions) (err error) {
 // whatever happens here: a CRD left as it is serves the objects it holds,
 // so a failure is said, not an exit code.
 func restoreCRDs(ctx context.Context, o Local, sess *session, ref upgrade.Ref, version string) {
-	c := &crds.Client{Dynamic: sess.clients.Dynamic, Kube: sess.clients.Kube, Log: o.Log, Applied: sess.clients.Mapper.Reset,
-		Installers: []string{cluster.HelmFieldManager}}
 	name := crds.BackupName(ref, version)
-	r, err := c.Restore(ctx, ref.Namespace, name)
+	r, err := sess.crds(false).Restore(ctx, ref.Namespace, name)
 	if err != nil {
 		o.Log.Warn("the CRDs the upgrade replaced were not restored", "error", err.Error())
 		fmt.Fprintf(o.Out, "CRDs: not restored (%v); the CRDs as they were at %s are in Secret %s/%s\n", err, version, ref.Namespace, name)

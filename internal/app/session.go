@@ -34,6 +34,15 @@ type session struct {
 	log     *slog.Logger
 }
 
+// crds is the session's client of CRDs (an upgrade's apply.crds, a
+// rollback's restore): the process's clients, a CRD Helm created
+// client-side handed over, the REST mapper reset once a CRD is applied;
+// migrate as apply.crds says.
+func (s *session) crds(migrate bool) *crds.Client {
+	return &crds.Client{Dynamic: s.clients.Dynamic, Kube: s.clients.Kube, Log: s.log, Applied: s.clients.Mapper.Reset,
+		Installers: []string{cluster.HelmFieldManager}, Migrate: migrate}
+}
+
 // openSession takes the host lock, opens the journal and the Lease
 // identity kept in it, and builds the API clients.
 // With no cluster to talk to (bad input), it writes nothing: the client
@@ -129,8 +138,7 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 		j.Timeout = timeout
 	}
 	if c.Apply.CRDs != "" {
-		j.CRDs = crds.Port{Policy: crds.Policy(c.Apply.CRDs), Client: &crds.Client{Dynamic: s.clients.Dynamic, Kube: s.clients.Kube,
-			Log: s.log, Applied: s.clients.Mapper.Reset, Installers: []string{cluster.HelmFieldManager}, Migrate: c.Apply.MigrateCRDs}}
+		j.CRDs = crds.Port{Policy: crds.Policy(c.Apply.CRDs), Client: s.crds(c.Apply.MigrateCRDs)}
 	}
 	var src upgrade.ChartSource
 	if c.Chart.Source != "" {
