@@ -34,6 +34,15 @@ func group(prefix string) string {
 	return prefix + "-" + strings.ToLower(rand.Text()[:8]) + ".example.com"
 }
 
+// gadgetGroup is a new group for a test's Gadget CRD on env, whose CRD
+// (cluster-scoped, shared by every test of the API server) is deleted
+// when the test ends.
+func gadgetGroup(t *testing.T, env *testenv.Env, prefix string) string {
+	g := group(prefix)
+	t.Cleanup(func() { _, _ = env.Kubectl(context.Background(), "delete", "crd", "gadgets."+g, "--ignore-not-found") })
+	return g
+}
+
 func parsed(t testing.TB, docs ...string) []crds.CRD {
 	t.Helper()
 	var files []upgrade.CRDFile
@@ -68,9 +77,8 @@ func install(t testing.TB, c *crds.Client, cs []crds.CRD) {
 func TestCheckAndApply(t *testing.T) {
 	env := testenv.ForTest(t)
 	ns := env.Namespace(t)
-	g := group("client")
+	g := gadgetGroup(t, env, "client")
 	c := client(env)
-	t.Cleanup(func() { _, _ = env.Kubectl(t.Context(), "delete", "crd", "gadgets."+g, "--ignore-not-found") })
 
 	v1 := parsed(t, testchart.GadgetCRD(g, false, "v1*"))
 	ds, err := c.Check(t.Context(), crds.CreateReplace, v1)
@@ -188,8 +196,7 @@ func gadgets(t testing.TB, env *testenv.Env, g, version, ns string) map[string]s
 func TestMigrationConvergesAfterAKill(t *testing.T) {
 	env := testenv.ForTest(t)
 	ns := env.Namespace(t)
-	g := group("migrate")
-	t.Cleanup(func() { _, _ = env.Kubectl(t.Context(), "delete", "crd", "gadgets."+g, "--ignore-not-found") })
+	g := gadgetGroup(t, env, "migrate")
 	c := client(env)
 	install(t, c, parsed(t, testchart.GadgetCRD(g, true, "v1*")))
 	createGadgets(t, env, g, ns, 300)
@@ -266,8 +273,7 @@ func BenchmarkMigrate1000(b *testing.B) {
 func TestPruneWarning(t *testing.T) {
 	env := testenv.ForTest(t)
 	ns := env.Namespace(t)
-	g := group("prune")
-	t.Cleanup(func() { _, _ = env.Kubectl(t.Context(), "delete", "crd", "gadgets."+g, "--ignore-not-found") })
+	g := gadgetGroup(t, env, "prune")
 	c := client(env)
 	install(t, c, parsed(t, testchart.GadgetCRD(g, true, "v1*")))
 	ri := env.Dynamic().Resource(schema.GroupVersionResource{Group: g, Version: "v1", Resource: "gadgets"}).Namespace(ns)
