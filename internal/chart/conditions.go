@@ -22,15 +22,25 @@ import (
 // a changed dot or a variable (`.imageRoot.digest` in a helper given a
 // dict) has no path here: each value of that last name is kept as above.
 func conditionValues(c *chart.Chart, effective map[string]any) [][]string {
-	keep := chartValuePaths(c, func(name, text string) [][]string { return testedPaths(name, text, false) })
-	for _, p := range chartValuePaths(c, func(name, text string) [][]string { return testedPaths(name, text, true) }) {
+	parsed := map[string][]test{} // each template parsed once for the three walks
+	testsOf := func(name, text string) []test {
+		k := name + "\x00" + text
+		ts, ok := parsed[k]
+		if !ok {
+			ts = templateTests(name, text)
+			parsed[k] = ts
+		}
+		return ts
+	}
+	keep := chartValuePaths(c, func(name, text string) [][]string { return testedPaths(testsOf(name, text), false) })
+	for _, p := range chartValuePaths(c, func(name, text string) [][]string { return testedPaths(testsOf(name, text), true) }) {
 		if v, ok := values.Lookup(effective, p); ok && flipsWhenMarked(v) {
 			keep = append(keep, p)
 		}
 	}
 	telling := map[string]bool{} // a relative name, and whether a test of it tells more than emptiness
 	chartValuePaths(c, func(name, text string) [][]string {
-		for _, t := range templateTests(name, text) {
+		for _, t := range testsOf(name, text) {
 			if t.relative != "" {
 				telling[t.relative] = telling[t.relative] || !t.truthOnly
 			}
@@ -120,11 +130,11 @@ type test struct {
 	truthOnly bool
 }
 
-// testedPaths are the .Values paths the conditions of one template test,
-// those asked only whether they are empty (truthOnly) or the others.
-func testedPaths(name, text string, truthOnly bool) [][]string {
+// testedPaths are the .Values paths of tests (one template's), those
+// asked only whether they are empty (truthOnly) or the others.
+func testedPaths(tests []test, truthOnly bool) [][]string {
 	var out [][]string
-	for _, t := range templateTests(name, text) {
+	for _, t := range tests {
 		if t.path != nil && t.truthOnly == truthOnly {
 			out = append(out, t.path)
 		}
