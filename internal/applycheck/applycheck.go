@@ -15,9 +15,9 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -103,7 +103,13 @@ type Request struct {
 // Result is what the check found.
 type Result struct {
 	Conflicts []Conflict
-	Unowned   []Unowned
+	// Findings are what the other checks found (check.go), in the order
+	// they ran, each object's in manifest order: the objects of a kind
+	// the cluster does not serve (unserved.go), namespaces that do not
+	// exist (namespaces.go), objects Helm would not adopt (ownership.go),
+	// that the API server would refuse to store (rejected.go), or that the
+	// upgrade recreates (recreate.go).
+	Findings []Finding
 	// Checked counts the objects that exist and were checked; Requests
 	// the API requests made (reads, access questions, schemas).
 	Checked, Requests int
@@ -112,19 +118,6 @@ type Result struct {
 	NotChecked []string
 	// Managers are the field managers applied as, by name.
 	Managers []string
-	// Unserved are the objects whose kind the cluster does not serve at
-	// the version the chart names (unserved.go).
-	Unserved []Unserved
-	// Missing are the namespaces new objects go into that do not exist
-	// (namespaces.go).
-	Missing []Missing
-	// Rejected are the objects the API server would refuse to store
-	// (rejected.go).
-	Rejected []Rejected
-	// Recreated are the objects Request.Recreate lists whose update the
-	// API server would refuse: the upgrade deletes and creates them
-	// (recreate.go).
-	Recreated []Recreated
 
 	// changes are each object before and after the apply (Changes).
 	changes []change
@@ -168,18 +161,18 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			return Result{}, err
 		}
 	}
-	res := Result{Requests: read.Requests, Unserved: unserved(read.Objects, append(slices.Clip(objs), r.CRDs...), c.Reader.Mapper)}
-	var asked int
-	if res.Missing, res.NotChecked, asked, err = c.missingNamespaces(ctx, read.Objects, objs, r.Namespace); err != nil {
-		return Result{}, err
+	scope := Scope{Checker: c, Request: r, Objects: objs, Read: read.Objects, memo: &sync.Map{}}
+	res := Result{Requests: read.Requests}
+	for _, check := range manifestChecks {
+		if err := check(ctx, scope, &res); err != nil {
+			return Result{}, err
+		}
 	}
-	res.Requests += asked
 	deployed := c.keys(olds, r.Namespace)
 
 	type answer struct {
 		conflicts []Conflict
-		rejected  *Rejected
-		recreated *Recreated
+		found     []Finding
 		stored    *unstructured.Unstructured // what the apply stores
 		reason    string
 		manager   string
@@ -191,24 +184,26 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	var applies errgroup.Group
 	applies.SetLimit(runtime.GOMAXPROCS(0))
 	for i, o := range read.Objects {
+		a := &answers[i]
 		if o.Unread != "" {
-			answers[i].reason = o.Unread
+			a.reason = o.Unread
 			continue
 		}
 		if o.Live == nil {
 			applies.Go(func() error {
-				answers[i].rejected, answers[i].stored = c.created(ctx, o, r)
+				var rejected *Rejected
+				rejected, a.stored = c.created(ctx, o, r)
+				a.found = scope.judge(ctx, o, a.stored, rejected)
 				return nil
 			})
 			continue
 		}
 		if r.Release != "" && r.Old != "" && !deployed[key(o.Want)] {
 			if why := ownership(o.Live, r.Release, r.Namespace); why != "" {
-				res.Unowned = append(res.Unowned, Unowned{Object: o.Name(), Why: why})
+				a.found = append(a.found, Unowned{Object: o.Name(), Why: why})
 			}
 		}
 		applies.Go(func() error {
-			a := &answers[i]
 			a.manager = r.Manager
 			if a.manager == "" {
 				if a.manager = ApplyManager(o.Live); a.manager == "" {
@@ -216,10 +211,15 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 				}
 			}
 			want := r.applied(o.Want)
-			a.conflicts, a.rejected, a.stored, a.reason = c.one(ctx, o, want, a.manager, old[identity(o.Want, r.Namespace)])
-			if listed[i] && a.rejected != nil && a.rejected.Update && a.rejected.Immutable {
-				a.recreated, a.rejected = c.recreate(ctx, o, r, a.rejected)
+			var rejected *Rejected
+			a.conflicts, rejected, a.stored, a.reason = c.one(ctx, o, want, a.manager, old[identity(o.Want, r.Namespace)])
+			if listed[i] && rejected != nil && rejected.Update && rejected.Immutable {
+				var recreated *Recreated
+				if recreated, rejected = c.recreate(ctx, o, r, rejected); recreated != nil {
+					a.found = append(a.found, *recreated)
+				}
 			}
+			a.found = append(a.found, scope.judge(ctx, o, a.stored, rejected)...)
 			return nil
 		})
 	}
@@ -227,12 +227,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 	managers := map[string]bool{}
 	for i, a := range answers {
 		res.Conflicts = append(res.Conflicts, a.conflicts...)
-		if a.rejected != nil {
-			res.Rejected = append(res.Rejected, *a.rejected)
-		}
-		if a.recreated != nil {
-			res.Recreated = append(res.Recreated, *a.recreated)
-		}
+		res.Findings = append(res.Findings, a.found...)
 		if a.stored != nil {
 			o := read.Objects[i]
 			res.changes = append(res.changes, change{object: o.Name(), before: o.Live, after: a.stored})
@@ -258,7 +253,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			res.changes = append(res.changes, change{object: liveobjects.Describe(gone), before: gone})
 		}
 	}
-	if err := inValues(res.Conflicts, res.Rejected, r.Trace); err != nil {
+	if err := inValues(res.Conflicts, FindingsOf[*Rejected](res.Findings), r.Trace); err != nil {
 		return Result{}, err
 	}
 	sort.Strings(res.Managers)
@@ -295,6 +290,25 @@ func (r Request) applied(obj *unstructured.Unstructured) *unstructured.Unstructu
 	out := obj.DeepCopy()
 	if r.Release != "" {
 		setOwnership(out, r.Release, r.Namespace)
+	}
+	return out
+}
+
+// judge is the findings on storing o's object as stored: the API
+// server's refusal (rejected), or else what each objectCheck finds. An
+// object stored as nothing (it could not be read) is judged by nothing.
+func (s Scope) judge(ctx context.Context, o liveobjects.Object, stored *unstructured.Unstructured, rejected *Rejected) []Finding {
+	if rejected != nil {
+		return []Finding{rejected} // the server stops at its first refusal
+	}
+	if stored == nil {
+		return nil
+	}
+	var out []Finding
+	for _, check := range objectChecks {
+		if f := check(ctx, s, o, stored); f != nil {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -356,7 +370,7 @@ func (c Checker) one(ctx context.Context, o liveobjects.Object, want *unstructur
 // inValues reads each conflict and each refused field back in values
 // terms (Conflict.Values, Rejected.Values) against the provenance traceOf
 // gives, asked once when there is either.
-func inValues(conflicts []Conflict, rejected []Rejected, traceOf func() (*provenance.Map, error)) error {
+func inValues(conflicts []Conflict, rejected []*Rejected, traceOf func() (*provenance.Map, error)) error {
 	refusedFields := false
 	for _, r := range rejected {
 		refusedFields = refusedFields || len(r.fields) > 0

@@ -407,7 +407,7 @@ func TestObjectsTheChartAddsMustBeTheReleases(t *testing.T) {
 		Old:      cm("deployed"), Namespace: ns, Release: "app", Manager: "helm"})
 	require.NoError(t, err)
 	var got []string
-	for _, u := range res.Unowned {
+	for _, u := range applycheck.FindingsOf[applycheck.Unowned](res.Findings) {
 		got = append(got, u.Object+": "+u.Why)
 	}
 	assert.Equal(t, []string{

@@ -125,7 +125,9 @@ func (a Applier) method() string {
 // Judge sorts what Check found for an apply made as a says: a conflict
 // of a server-side apply that does not force is refused (one line each,
 // then the ways out); one it forces, and a field a client-side apply
-// overwrites, is a warning.
+// overwrites, is a warning. Each other finding says its own verdict
+// (Finding); an object not checked is a refusal naming what to grant,
+// unless a warns of it.
 func Judge(res Result, a Applier) (refused []string, warnings []values.Warning) {
 	for _, k := range res.Conflicts {
 		if k.OwnerName == a.Manager || k.OwnerName == k.AppliedAs {
@@ -153,32 +155,39 @@ func Judge(res Result, a Applier) (refused []string, warnings []values.Warning) 
 			refused = append(refused, WaysOut)
 		}
 	}
-	for _, u := range res.Unserved {
-		refused = append(refused, u.String())
-	}
-	for _, m := range res.Missing {
-		refused = append(refused, m.String())
-	}
-	for _, r := range res.Rejected {
-		refused = append(refused, r.String())
-	}
-	for _, r := range res.Recreated {
-		warnings = append(warnings, values.Warning{Kind: values.WarnRecreate, Path: r.Object, Message: r.String()})
-	}
-	for _, u := range res.Unowned {
-		if a.TakesOwnership {
-			warnings = append(warnings, values.Warning{Kind: values.WarnTakeOwnership, Path: u.Object,
-				Message: fmt.Sprintf("%s exists without this release's ownership metadata (%s); %s with takeOwnership and adopts it", u.Object, u.Why, a.Name)})
-			continue
+	for _, f := range res.Findings {
+		switch refusal, warning := f.Verdict(a); {
+		case refusal != "":
+			refused = append(refused, refusal)
+		case warning != nil:
+			warnings = append(warnings, *warning)
 		}
-		refused = append(refused, fmt.Sprintf("ownership conflict: %s exists and cannot be imported into the release: invalid ownership metadata; %s; %s", u.Object, u.Why, adoptHint(u.Object)))
 	}
 	for _, n := range res.NotChecked {
-		if !a.WarnUnchecked {
-			refused = append(refused, "not checked: "+n+"; "+UncheckedWayOut)
-			continue
+		object, why, _ := strings.Cut(n, ": ")
+		switch refusal, warning := (Unchecked{Object: object, Why: why}).Verdict(a); {
+		case refusal != "":
+			refused = append(refused, refusal)
+		default:
+			warnings = append(warnings, *warning)
 		}
-		warnings = append(warnings, values.Warning{Kind: values.WarnNotChecked, Path: strings.SplitN(n, ": ", 2)[0], Message: n})
 	}
 	return refused, warnings
+}
+
+// Unchecked is an object a check could not see, and why.
+type Unchecked struct {
+	Object string // Kind namespace/name
+	Why    string
+}
+
+// Verdict is a refusal naming why and the way out, or a warning where
+// the spec says apply.unchecked: warn: an upgrade it passes unseen could
+// overwrite an operator's change.
+func (u Unchecked) Verdict(a Applier) (string, *values.Warning) {
+	n := u.Object + ": " + u.Why
+	if !a.WarnUnchecked {
+		return "not checked: " + n + "; " + UncheckedWayOut, nil
+	}
+	return "", &values.Warning{Kind: values.WarnNotChecked, Path: u.Object, Message: n}
 }

@@ -51,7 +51,7 @@ func TestJudge(t *testing.T) {
 // where the spec says apply.unchecked: warn.
 func TestJudgeOwnershipAndNotChecked(t *testing.T) {
 	res := Result{
-		Unowned:    []Unowned{{Object: "ConfigMap ns/extra", Why: `label "app.kubernetes.io/managed-by" missing: must be set to "Helm"`}},
+		Findings:   []Finding{Unowned{Object: "ConfigMap ns/extra", Why: `label "app.kubernetes.io/managed-by" missing: must be set to "Helm"`}},
 		NotChecked: []string{"Widget ns/w: the cluster publishes no OpenAPI v3 schema for it"},
 	}
 	refused, warnings := Judge(res, Applier{ServerSide: true, Name: "Helm applies this release", Manager: "helm"})
@@ -76,10 +76,10 @@ func TestJudgeOwnershipAndNotChecked(t *testing.T) {
 // An object the server would refuse is a refusal with the server's words
 // and the way out that fits it.
 func TestJudgeRejected(t *testing.T) {
-	res := Result{Rejected: []Rejected{
-		{Object: "Deployment ns/web", Update: true, Immutable: true, Why: `Deployment.apps "web" is invalid: spec.selector: Invalid value: ...: field is immutable`},
-		{Object: "Widget ns/w", Update: true, CRD: "widgets.example.com", Why: ".spec.b: field not declared in schema"},
-		{Object: "Deployment ns/new", Why: "quantities must match the regular expression"},
+	res := Result{Findings: []Finding{
+		&Rejected{Object: "Deployment ns/web", Update: true, Immutable: true, Why: `Deployment.apps "web" is invalid: spec.selector: Invalid value: ...: field is immutable`},
+		&Rejected{Object: "Widget ns/w", Update: true, CRD: "widgets.example.com", Why: ".spec.b: field not declared in schema"},
+		&Rejected{Object: "Deployment ns/new", Why: "quantities must match the regular expression"},
 	}}
 	refused, warnings := Judge(res, Applier{ServerSide: true, Name: "Helm applies this release", Manager: "helm"})
 	assert.Empty(t, warnings)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // This file is the check of the namespaces the new chart's objects go
@@ -22,12 +23,30 @@ import (
 // namespaces is the resource of Namespaces.
 var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
+func init() {
+	manifestChecks = append(manifestChecks, func(ctx context.Context, s Scope, res *Result) error {
+		missing, notChecked, asked, err := s.Checker.missingNamespaces(ctx, s.Read, s.Objects, s.Request.Namespace)
+		res.Requests += asked
+		if err != nil {
+			return err
+		}
+		for _, m := range missing {
+			res.Findings = append(res.Findings, m)
+		}
+		res.NotChecked = append(res.NotChecked, notChecked...)
+		return nil
+	})
+}
+
 // Missing is a namespace an object of the new chart goes into that the
 // cluster does not have and the chart does not create.
 type Missing struct {
 	Namespace string
 	Objects   []string // the chart's objects in it, Kind namespace/name
 }
+
+// Verdict is a refusal, whoever applies.
+func (m Missing) Verdict(Applier) (string, *values.Warning) { return m.String(), nil }
 
 // String is the refusal: the namespace, its objects, the way out.
 func (m Missing) String() string {

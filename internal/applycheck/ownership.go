@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // This file is who an object belongs to: Helm's ownership metadata, an
@@ -137,4 +139,14 @@ func adoptHint(object string) string {
 	return "to let the release adopt it, give it the label " + managedByLabel + "=" + managedByHelm +
 		" and the annotations " + releaseNameKey + " and " + releaseNamespaceKey + " of the release (kubectl label and kubectl annotate " +
 		object + "), or delete it"
+}
+
+// Verdict is a warning where a takes ownership (it adopts the object), a
+// refusal naming what to add where it does not.
+func (u Unowned) Verdict(a Applier) (string, *values.Warning) {
+	if a.TakesOwnership {
+		return "", &values.Warning{Kind: values.WarnTakeOwnership, Path: u.Object,
+			Message: fmt.Sprintf("%s exists without this release's ownership metadata (%s); %s with takeOwnership and adopts it", u.Object, u.Why, a.Name)}
+	}
+	return fmt.Sprintf("ownership conflict: %s exists and cannot be imported into the release: invalid ownership metadata; %s; %s", u.Object, u.Why, adoptHint(u.Object)), nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // This file is apply.recreate: an object the API server would refuse to
@@ -25,6 +26,11 @@ type Recreated struct {
 	Why string
 
 	obj liveobjects.Object // as read: its mapping and its live copy
+}
+
+// Verdict is a warning, whoever applies.
+func (r Recreated) Verdict(Applier) (string, *values.Warning) {
+	return "", &values.Warning{Kind: values.WarnRecreate, Path: r.Object, Message: r.String()}
 }
 
 // String is the warning: what is recreated and why.
@@ -105,7 +111,7 @@ func (c Checker) recreate(ctx context.Context, o liveobjects.Object, r Request, 
 func (c Checker) DeleteForRecreate(ctx context.Context, res Result) ([]string, error) {
 	orphan := metav1.DeletePropagationOrphan
 	var out []string
-	for _, r := range res.Recreated {
+	for _, r := range FindingsOf[Recreated](res.Findings) {
 		live := r.obj.Live
 		client := c.Reader.Dynamic.Resource(r.obj.Mapping.Resource).Namespace(live.GetNamespace())
 		uid := live.GetUID()

@@ -61,6 +61,9 @@ type refusedField struct {
 	liveSet bool
 }
 
+// Verdict is a refusal, whoever applies.
+func (r *Rejected) Verdict(Applier) (string, *values.Warning) { return r.String(), nil }
+
 // String is the refusal: the object, the server's words, the way out.
 func (r Rejected) String() string {
 	write := "creating"
@@ -86,18 +89,23 @@ func (r Rejected) String() string {
 // merged with o.Live; the object itself for a create) under tc, the
 // schema of its kind: nil when the server would store it.
 func judgeStored(tc managedfields.TypeConverter, o liveobjects.Object, merged *unstructured.Unstructured) *Rejected {
-	r := Rejected{Object: o.Name(), Update: o.Live != nil}
 	if o.Live == nil && tc != nil {
 		if _, err := tc.ObjectToTyped(merged, typed.AllowDuplicates); err != nil {
 			out := schemaRejected(o, err)
 			return &out
 		}
 	}
-	err := serverrules.Validate(o.Live, merged)
-	if err == nil {
-		return nil
+	if err := serverrules.Validate(o.Live, merged); err != nil {
+		return rejectedBy(o, merged, err)
 	}
-	r.Why = err.Error()
+	return nil
+}
+
+// rejectedBy is the refusal of storing merged, o's object as the apply
+// merges it, in the API server's words err: each cause's field read as
+// steps into merged (for Values); a Secret's without its values.
+func rejectedBy(o liveobjects.Object, merged *unstructured.Unstructured, err error) *Rejected {
+	r := Rejected{Object: o.Name(), Update: o.Live != nil, Why: err.Error()}
 	var st apierrors.APIStatus
 	if errors.As(err, &st) && st.Status().Details != nil {
 		var causes []string
@@ -240,9 +248,8 @@ func serverFieldSteps(path string) ([]any, bool) {
 // rejectedInValues reads the refused fields of each rejection back in
 // values terms (Rejected.Values) against trace: the values that render
 // them, and how to keep the live values.
-func rejectedInValues(rejected []Rejected, trace *provenance.Map) {
-	for i := range rejected {
-		r := &rejected[i]
+func rejectedInValues(rejected []*Rejected, trace *provenance.Map) {
+	for _, r := range rejected {
 		var says []string
 		for _, f := range r.fields {
 			read, _ := readField(trace, r.id, f.steps, f.live, f.liveSet, r.secret)

@@ -115,7 +115,7 @@ func TestARefusedFieldNamesItsValue(t *testing.T) {
 	live, stored := decoded(t, rb("view")), decoded(t, rb("edit"))
 	r := judgeStored(nil, liveobjects.Object{Want: stored, Live: live}, stored)
 	require.NotNil(t, r)
-	rejected := []Rejected{*r}
+	rejected := []*Rejected{r}
 	rejectedInValues(rejected, trace)
 	assert.Contains(t, rejected[0].Values, ".roleRef.name: set by the value role")
 	assert.Contains(t, rejected[0].String(), "--set-string role=view", "the refusal says how to keep the live value: %s", rejected[0])

@@ -1,6 +1,7 @@
 package applycheck
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,12 +11,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // This file is the check of the kinds the new chart's objects are of: one
 // the cluster does not serve at the version the chart names fails Helm's
 // upgrade ("no matches for kind"), unless a CRD of the same manifest
 // defines it (Helm applies CRDs first).
+
+func init() {
+	manifestChecks = append(manifestChecks, func(_ context.Context, s Scope, res *Result) error {
+		for _, u := range unserved(s.Read, append(slices.Clip(s.Objects), s.Request.CRDs...), s.Checker.Reader.Mapper) {
+			res.Findings = append(res.Findings, u)
+		}
+		return nil
+	})
+}
 
 // Unserved is an object of the new chart whose kind the cluster does not
 // serve at its version, and no CRD of the chart's templates defines.
@@ -69,6 +80,9 @@ func unserved(read []liveobjects.Object, objs []*unstructured.Unstructured, mapp
 	}
 	return out
 }
+
+// Verdict is a refusal, whoever applies.
+func (u Unserved) Verdict(Applier) (string, *values.Warning) { return u.String(), nil }
 
 // String is the refusal: the object, the version the chart names, what the
 // cluster serves, and why it matters.

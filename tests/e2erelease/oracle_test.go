@@ -75,7 +75,8 @@ spec:
 //     out of range, negative replicas, a ConfigMap key, a container name,
 //     an Ingress host, a Secret's type, a NetworkPolicy protocol), including two ports an
 //     operator's patch and the chart make alike, and a custom resource's
-//     field its live CRD does not declare (Helm does not upgrade crds/).
+//     field its live CRD does not declare (Helm does not upgrade crds/),
+//     or that its CRD's CEL transition rule keeps.
 //     A Secret's value is never printed.
 func TestPreflightAgreesWithHelm(t *testing.T) {
 	for _, tc := range []struct {
@@ -171,6 +172,9 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 			"the cluster's CustomResourceDefinition widgets." + widgetGroup + " does not declare it", ".spec.b: field not declared in schema",
 			widgets("x", "", false), waitWidgets},
 		{"a Widget field the live CRD declares", widgets("z", "", true), "", "", widgets("x", "", false), waitWidgets},
+		{"a Widget field its CRD's transition rule keeps", widgetsKeepingA("z"), "spec.a: Invalid value", "a may not change",
+			widgetsKeepingA("x"), waitWidgets},
+		{"a Widget under a transition rule, the field kept", widgetsKeepingA("x"), "", "", widgetsKeepingA("x"), waitWidgets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, "")
@@ -349,6 +353,15 @@ spec:
 `
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, "crds"), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "crds", "widgets.yaml"), []byte(crd), 0o644))
+	}
+}
+
+// widgetsKeepingA is widgets(a, "", false) whose CRD's rule says spec.a
+// may not change (a CEL transition rule).
+func widgetsKeepingA(a string) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		widgets(a, "", false)(t, dir)
+		edit("crds/widgets.yaml", "a: {type: string}", `a: {type: string, x-kubernetes-validations: [{rule: "self == oldSelf", message: "a may not change"}]}`)(t, dir)
 	}
 }
 
