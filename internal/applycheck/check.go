@@ -70,8 +70,9 @@ type manifestCheck func(ctx context.Context, s Scope, res *Result) error
 // as many objects at once as there are CPUs, and may not write to s.
 type objectCheck func(ctx context.Context, s Scope, o liveobjects.Object, stored *unstructured.Unstructured) Finding
 
-// The registered checks, in the order they run and their findings are
-// listed: each file's init adds its own.
+// The registered checks: each file's init adds its own. They run, and
+// their findings are listed, in the order of their files' names (the
+// order in which Go runs a package's inits).
 var (
 	manifestChecks []manifestCheck
 	objectChecks   []objectCheck
