@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // crashAfterEnv is the test-only fault switch of the runner: the process
@@ -196,7 +197,7 @@ func TestCrashAndResume(t *testing.T) {
 
 				rerun := f.node
 				if where == "other-node" {
-					rerun = newNode(t, "node-2")
+					rerun = noderun.New(t, "node-2")
 				}
 				exit, p = f.runBG(rerun, nil, "upgrade", args...)
 				require.Equal(t, 0, exit.code, "resume after a crash after %s on %s: %s", ph, where, p.output())

@@ -21,6 +21,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // failFastSpec writes a spec upgrading the fixture's target name with the
@@ -62,13 +63,13 @@ func TestErrAppliedFailsFastWithFleetsError(t *testing.T) {
 	assert.Contains(t, err.Error(), msg, "Fleet's own error text")
 	assert.Contains(t, logs, `"progress":"ready 0/1; failed: ErrApplied`, "the failure shows in the progress while the grace runs")
 	assertAppliedRecord(t, f.get(name), "2.0.0")
-	term, rerr := os.ReadFile(f.node.termLog)
+	term, rerr := os.ReadFile(f.node.TermLog)
 	require.NoError(t, rerr)
 	assert.True(t, strings.HasPrefix(string(term), "exit 1: "), string(term))
 
 	// the Job is retried on another node while Fleet still fails
 	before := f.get(name)
-	other := newNode(t, "node-2")
+	other := noderun.New(t, "node-2")
 	logs, wc, err := f.upgradeCounting(other, opts)
 	require.Error(t, err, logs)
 	assert.Equal(t, outcome.ExitFailure, outcome.Code(err), "not refused by our own failed apply: %v", err)
@@ -244,10 +245,10 @@ func TestOurPendingUpgradeDoesNotBlockARetriedJob(t *testing.T) {
 	require.Equal(t, "2.0.0", pending.Chart)
 	applied := f.get(name)
 
-	for _, n := range []node{f.node, newNode(t, "node-2")} {
+	for _, n := range []node{f.node, noderun.New(t, "node-2")} {
 		logs, wc, err := f.upgradeCounting(n, opts)
 		require.Error(t, err, logs)
-		assert.Equal(t, outcome.ExitTimeout, outcome.Code(err), "%s continues the wait: %v", n.name, err)
+		assert.Equal(t, outcome.ExitTimeout, outcome.Code(err), "%s continues the wait: %v", n.Name, err)
 		assert.NotContains(t, err.Error(), "pending-upgrade", "not refused because of our own apply")
 		wc.mu.Lock()
 		for _, w := range wc.seen {

@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
-	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
@@ -47,20 +46,12 @@ type fixture struct {
 }
 
 // node is the local side of one chart-upgrader process.
-type node struct {
-	name, stateDir, lockFile, termLog string
-}
-
-func newNode(t *testing.T, name string) node {
-	dir := t.TempDir()
-	return node{name: name, stateDir: filepath.Join(dir, "state"), lockFile: filepath.Join(dir, "run", "upgrade.lock"),
-		termLog: filepath.Join(dir, "termination-log")}
-}
+type node = noderun.Node
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	env := testenv.ForTest(t)
-	f := &fixture{t: t, env: env, ns: env.Namespace(t), charts: t.TempDir(), node: newNode(t, "node-1")}
+	f := &fixture{t: t, env: env, ns: env.Namespace(t), charts: t.TempDir(), node: noderun.New(t, "node-1")}
 	require.NoError(t, example.CopyDir(filepath.Join(repoRoot(t), "package", "examples", "charts"), f.charts))
 	sim, stopSim, err := fleetsim.Start(t.Context(), fleetsim.Options{Config: env.Config(), Loader: fleetsim.DirLoader(f.charts), Namespace: f.ns,
 		DriftDelay: 200 * time.Millisecond})
@@ -121,19 +112,6 @@ func (f *fixture) policy(release string) string {
 	return f.writeFile("policy.yaml", p)
 }
 
-// clusterArgs are the flags a cluster command of this node gets: every
-// one takes the local ones; those that may write a target (upgrade,
-// preflight, rollback) also the node name.
-func (f *fixture) clusterArgs(n node, command string) []string {
-	args := []string{"--kubeconfig", f.env.KubeconfigPath(), "--state-dir", n.stateDir, "--lock-file", n.lockFile,
-		"--termination-log", n.termLog, "--log-format", "json"}
-	switch command {
-	case "upgrade", "preflight", "rollback":
-		args = append(args, "--node-name", n.name)
-	}
-	return args
-}
-
 // result is what one run printed and returned.
 type result = noderun.Result
 
@@ -141,11 +119,7 @@ type result = noderun.Result
 // flags, then args (so a flag given again in args, --kubeconfig, wins).
 func (f *fixture) cli(n node, command string, args ...string) result {
 	f.t.Helper()
-	var out, errb bytes.Buffer
-	full := append([]string{"chart-upgrader", command}, f.clusterArgs(n, command)...)
-	full = append(full, args...)
-	code := cli.Run(f.t.Context(), full, &out, &errb)
-	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	return n.Run(f.t.Context(), f.env, command, args...)
 }
 
 // upgradeArgs upgrades one target of the fixture to version with a policy.
@@ -200,7 +174,7 @@ func (f *fixture) upgradeCounting(n node, opts app.Options, beforeApply ...func(
 	var logs bytes.Buffer
 	wc := &writeCounter{}
 	opts.Kubeconfig, opts.StateDir, opts.LockFile, opts.TerminationLog, opts.NodeName =
-		f.env.KubeconfigPath(), n.stateDir, n.lockFile, n.termLog, n.name
+		f.env.KubeconfigPath(), n.StateDir, n.LockFile, n.TermLog, n.Name
 	opts.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 	opts.Out = &logs
 	seams := app.Seams{WrapTransport: func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }}
@@ -245,9 +219,7 @@ func binary(t *testing.T) string { return noderun.Binary(t) }
 
 // process starts chart-upgrader as a separate process for node n.
 func (f *fixture) process(n node, env []string, command string, args ...string) *exec.Cmd {
-	full := append([]string{command}, args...)
-	full = append(full, f.clusterArgs(n, command)...)
-	cmd := exec.Command(binary(f.t), full...)
+	cmd := n.Command(f.t, f.env, command, args...)
 	cmd.Env = append(os.Environ(), env...)
 	return cmd
 }

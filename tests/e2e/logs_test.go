@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +39,7 @@ func TestJSONLogsStayJSONAcrossASpec(t *testing.T) {
 	}
 	specFile := f.writeFile("spec.yaml", spec)
 
-	cmd := exec.Command(binary(t), append([]string{"upgrade", "--spec", specFile, "--version", "2.0.0"},
-		f.clusterArgs(f.node, "upgrade")...)...)
+	cmd := f.node.Command(t, f.env, "upgrade", "--spec", specFile, "--version", "2.0.0")
 	cmd.Env = cleanEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

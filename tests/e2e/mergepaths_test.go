@@ -122,7 +122,7 @@ func (f *fixture) mergeEverywhere(c mergeCase) {
 	args := []string{"--target", ref, "--chart-source", f.charts, "--version", c.to, "--policy", c.policy, "--timeout", "60s"}
 	r := f.cli(f.node, "preflight", args...)
 	require.Equal(t, 0, r.Code, r.Stderr)
-	store, err := host.Open(f.node.stateDir)
+	store, err := host.Open(f.node.StateDir)
 	require.NoError(t, err)
 	entry, ok, err := store.Load(ref, c.to)
 	require.NoError(t, err)

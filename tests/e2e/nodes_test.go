@@ -21,6 +21,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // TestTenNodesApplyOnce starts ten processes, as ten nodes would (each with
@@ -41,7 +42,7 @@ func TestTenNodesApplyOnce(t *testing.T) {
 	const n = 10
 	procs := make([]*bgProcess, n)
 	for i := range procs {
-		procs[i] = f.startBG(newNode(t, fmt.Sprintf("node-%d", i+1)), nil, "upgrade", args...)
+		procs[i] = f.startBG(noderun.New(t, fmt.Sprintf("node-%d", i+1)), nil, "upgrade", args...)
 	}
 	applied := 0
 	for i, p := range procs {
@@ -74,7 +75,7 @@ func TestSameNodeSecondProcessLockHeld(t *testing.T) {
 	first := f.startBG(f.node, nil, "upgrade", args...)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		data, _ := os.ReadFile(f.node.lockFile)
+		data, _ := os.ReadFile(f.node.LockFile)
 		if strings.HasPrefix(string(data), fmt.Sprintf("pid %d", first.cmd.Process.Pid)) {
 			break
 		}
@@ -83,13 +84,13 @@ func TestSameNodeSecondProcessLockHeld(t *testing.T) {
 			t.Fatalf("the first process ended before taking the lock: %s", first.output())
 		default:
 		}
-		require.True(t, time.Now().Before(deadline), "the first process never took the lock %s", f.node.lockFile)
+		require.True(t, time.Now().Before(deadline), "the first process never took the lock %s", f.node.LockFile)
 		time.Sleep(20 * time.Millisecond)
 	}
 
 	exit, second := f.runBG(f.node, nil, "upgrade", args...)
 	assert.Equal(t, 5, exit.code, second.output())
-	assert.Contains(t, second.stderr.String(), filepath.Base(f.node.lockFile))
+	assert.Contains(t, second.stderr.String(), filepath.Base(f.node.LockFile))
 	select {
 	case <-first.done:
 		t.Fatalf("the first process ended while the second ran: %s", first.output())
@@ -151,12 +152,12 @@ func TestLateNodeSeesAnotherNodesApplyDuringPreflight(t *testing.T) {
 		match: func(r *http.Request) bool {
 			return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/bundles/"+managedchart.BundleName(name))
 		}}
-	late := newNode(t, "node-late")
+	late := noderun.New(t, "node-late")
 	var logs bytes.Buffer
 	opts := app.Options{Target: "managedchart/" + f.ns + "/" + name, ChartSource: f.charts, Version: "2.0.0",
 		PolicyFile: f.policy(name), Timeout: 2 * time.Minute,
-		Kubeconfig: f.env.KubeconfigPath(), StateDir: late.stateDir, LockFile: late.lockFile,
-		TerminationLog: late.termLog, NodeName: late.name,
+		Kubeconfig: f.env.KubeconfigPath(), StateDir: late.StateDir, LockFile: late.LockFile,
+		TerminationLog: late.TermLog, NodeName: late.Name,
 		Log: slog.New(slog.NewJSONHandler(&logs, nil)), Out: io.Discard}
 	seams := app.Seams{WrapTransport: func(rt http.RoundTripper) http.RoundTripper { gate.next = rt; return gate }}
 	lateDone := make(chan error, 1)

@@ -10,6 +10,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // TestNoopRunMakesThreeRequests: every opted-in node runs the Job
@@ -50,13 +51,13 @@ func TestNoopRunMakesThreeRequests(t *testing.T) {
 		"GET /apis/fleet.cattle.io/v1alpha1/namespaces/" + f.ns + "/bundles/" + fleetsim.BundleName(name),
 		"GET /apis/fleet.cattle.io/v1alpha1/bundledeployments",
 	}
-	for _, n := range []node{f.node, newNode(t, "node-2")} {
+	for _, n := range []node{f.node, noderun.New(t, "node-2")} {
 		logs, wc, err := f.upgradeCounting(n, opts)
 		require.NoError(t, err, logs)
 		assert.Contains(t, logs, "nothing to do")
 		reqs := wc.requests()
-		t.Logf("%s: %d requests\n%s", n.name, len(reqs), strings.Join(reqs, "\n"))
-		assert.ElementsMatch(t, want, reqs, "a no-op run on %s: the ManagedChart, the Bundle and one page of its BundleDeployments, once each, nothing else", n.name)
+		t.Logf("%s: %d requests\n%s", n.Name, len(reqs), strings.Join(reqs, "\n"))
+		assert.ElementsMatch(t, want, reqs, "a no-op run on %s: the ManagedChart, the Bundle and one page of its BundleDeployments, once each, nothing else", n.Name)
 		assert.Zero(t, wc.writes.Load(), "a no-op run wrote: %v", wc.seen)
 	}
 }

@@ -26,8 +26,8 @@ func (f *fixture) rollbackCounting(n node, name string) (string, *writeCounter, 
 	f.t.Helper()
 	var logs bytes.Buffer
 	wc := &writeCounter{}
-	opts := app.RollbackOptions{Target: f.targetRef(name), Timeout: 60 * time.Second, NodeName: n.name,
-		Local: app.Local{Kubeconfig: f.env.KubeconfigPath(), StateDir: n.stateDir, LockFile: n.lockFile, TerminationLog: n.termLog,
+	opts := app.RollbackOptions{Target: f.targetRef(name), Timeout: 60 * time.Second, NodeName: n.Name,
+		Local: app.Local{Kubeconfig: f.env.KubeconfigPath(), StateDir: n.StateDir, LockFile: n.LockFile, TerminationLog: n.TermLog,
 			Log: slog.New(slog.NewJSONHandler(&logs, nil)), Out: &logs}}
 	seams := app.Seams{WrapTransport: func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }}
 	err := app.Rollback(app.WithSeams(f.t.Context(), seams), opts)

@@ -20,6 +20,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 var releaseSeq atomic.Int64
@@ -89,7 +90,7 @@ func TestUpgradeHappyPath(t *testing.T) {
 	var spec map[string]any
 	require.NoError(t, yaml.Unmarshal(bk[0].Data[specobject.BackupKeySpec], &spec))
 	assert.Equal(t, "1.0.0", spec["version"])
-	term, err := os.ReadFile(f.node.termLog)
+	term, err := os.ReadFile(f.node.TermLog)
 	require.NoError(t, err)
 	assert.Contains(t, string(term), "ok: upgraded")
 	events, err := f.env.Kube().CoreV1().Events(f.ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
@@ -131,7 +132,7 @@ func TestRerunAfterSuccessMakesNoWrites(t *testing.T) {
 	assertUnchanged(t, before, f.get(name))
 
 	// another node, with its own journal, knows from the annotations
-	logs, other, err := f.upgradeCounting(newNode(t, "node-2"), opts)
+	logs, other, err := f.upgradeCounting(noderun.New(t, "node-2"), opts)
 	require.NoError(t, err, logs)
 	assert.Zero(t, other.writes.Load(), "another node wrote: %v", other.seen)
 	t.Logf("writes: first run %d (%v), re-run %d, other node %d", first.writes.Load(), first.seen, again.writes.Load(), other.writes.Load())

@@ -55,7 +55,7 @@ func TestWaitTimeoutSaysWhatWasAwaited(t *testing.T) {
 	assert.Contains(t, msg, "not ready yet", "the non-ready resource, from Fleet")
 	assert.Contains(t, logs, `"msg":"waiting"`, "progress while waiting")
 	assert.Contains(t, logs, `"progress":"ready 0/1`)
-	term, rerr := os.ReadFile(f.node.termLog)
+	term, rerr := os.ReadFile(f.node.TermLog)
 	require.NoError(t, rerr)
 	assert.True(t, strings.HasPrefix(string(term), "exit 4: "), string(term))
 	// it did apply: the annotations say what it waited for
