@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // Every command takes its inputs as flags: a word that is no flag is bad
@@ -18,7 +19,7 @@ func TestEveryCommandRefusesAStrayArgument(t *testing.T) {
 	leaves := []string{"merge", "upgrade", "preflight", "status", "drift", "rollback", "resolve", "channel serve", "plan",
 		"node cordon", "node drain", "node uncordon", "host prepare", "version"}
 	// the list is every command --help names
-	_, help, _ := runCLI(t, "--help")
+	_, help, _ := noderun.CLI(t, "--help").Outputs()
 	for _, line := range strings.Split(help[strings.Index(help, "COMMANDS:"):], "\n")[1:] {
 		if strings.TrimSpace(line) == "" {
 			break
@@ -33,7 +34,7 @@ func TestEveryCommandRefusesAStrayArgument(t *testing.T) {
 	for _, cmd := range leaves {
 		t.Run(cmd, func(t *testing.T) {
 			args := append(strings.Fields(cmd), "stray-word", "-o", "json")
-			code, stdout, stderr := runCLI(t, args...)
+			code, stdout, stderr := noderun.CLI(t, args...).Outputs()
 			assert.Equal(t, outcome.ExitBadInput, code, "stdout: %s\nstderr: %s", stdout, stderr)
 			assert.Contains(t, stderr, cmd+`: unexpected argument "stray-word" (every input is a flag)`)
 			assert.Contains(t, stderr, "nothing after it was read: -o json")
@@ -45,7 +46,7 @@ func TestEveryCommandRefusesAStrayArgument(t *testing.T) {
 // --policy of issue 31's report, before -o table.
 func TestAStrayFileNamesItsFlag(t *testing.T) {
 	ex := bundledExample(t)
-	code, _, stderr := runCLI(t, "merge", "--values", ex.values, "--old-chart", ex.oldChart, "--chart", ex.chart, ex.policy, "-o", "table")
+	code, _, stderr := noderun.CLI(t, "merge", "--values", ex.values, "--old-chart", ex.oldChart, "--chart", ex.chart, ex.policy, "-o", "table").Outputs()
 	assert.Equal(t, outcome.ExitBadInput, code)
 	assert.Contains(t, stderr, `merge: unexpected argument "`+ex.policy+`" (every input is a flag; did you mean --policy `+ex.policy+`?); nothing after it was read: -o table`)
 }
@@ -61,7 +62,7 @@ func TestVersion(t *testing.T) {
 	assert.Contains(t, v["goVersion"], "go1.")
 	stdout, _ = runOK(t, "version")
 	assert.Contains(t, stdout, "chart-upgrader ")
-	code, _, stderr := runCLI(t, "version", "-o", "xml")
+	code, _, stderr := noderun.CLI(t, "version", "-o", "xml").Outputs()
 	assert.Equal(t, outcome.ExitBadInput, code)
 	assert.Contains(t, stderr, `version: -o "xml": want text, json or yaml`)
 }
@@ -71,7 +72,7 @@ func TestVersion(t *testing.T) {
 func TestABadValueFromTheEnvironmentNamesTheVariable(t *testing.T) {
 	ex := bundledExample(t)
 	t.Setenv("CHART_UPGRADER_OUTPUT", "xml")
-	code, _, stderr := runCLI(t, "merge", "--values", ex.values, "--chart", ex.chart)
+	code, _, stderr := noderun.CLI(t, "merge", "--values", ex.values, "--chart", ex.chart).Outputs()
 	assert.Equal(t, outcome.ExitBadInput, code)
 	assert.Contains(t, stderr, `-o "xml" (from $CHART_UPGRADER_OUTPUT): want yaml, json or table`)
 }
@@ -83,7 +84,7 @@ func TestPreflightWithoutAClusterWritesNothing(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	code, _, stderr := runCLI(t, "preflight", "--target", "managedchart/a/b", "--chart-source", ".", "--host-root", root)
+	code, _, stderr := noderun.CLI(t, "preflight", "--target", "managedchart/a/b", "--chart-source", ".", "--host-root", root).Outputs()
 	assert.Equal(t, outcome.ExitBadInput, code, stderr)
 	assert.Contains(t, stderr, "no cluster access")
 	var written []string
@@ -101,7 +102,7 @@ func TestPreflightWithoutAClusterWritesNothing(t *testing.T) {
 func TestEveryCommandRefusesAnUnknownFlag(t *testing.T) {
 	for _, cmd := range []string{"merge", "upgrade", "preflight", "status", "drift", "rollback", "resolve", "channel serve", "plan",
 		"node cordon", "node drain", "node uncordon", "host prepare", "version", "completion"} {
-		code, stdout, stderr := runCLI(t, append(strings.Fields(cmd), "--bogus", "x")...)
+		code, stdout, stderr := noderun.CLI(t, append(strings.Fields(cmd), "--bogus", "x")...).Outputs()
 		assert.Equal(t, outcome.ExitBadInput, code, cmd)
 		assert.Empty(t, stdout, cmd)
 		assert.Equal(t, "chart-upgrader: "+cmd[strings.LastIndex(cmd, " ")+1:]+": flag provided but not defined: -bogus (see --help)\n", stderr, cmd)
@@ -112,14 +113,14 @@ func TestEveryCommandRefusesAnUnknownFlag(t *testing.T) {
 // what it holds is read (its errors name standard input).
 func TestStandardInputForTheSpecAndTheCheckValues(t *testing.T) {
 	setStdin(t, "apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts: 7\n")
-	code, _, stderr := runCLI(t, "preflight", "--spec", "-", "--kubeconfig", "/nonexistent")
+	code, _, stderr := noderun.CLI(t, "preflight", "--spec", "-", "--kubeconfig", "/nonexistent").Outputs()
 	assert.Equal(t, outcome.ExitBadInput, code, stderr)
 	assert.Contains(t, stderr, "--spec: standard input:3: charts: ")
 
 	ex := bundledExample(t)
 	setStdin(t, "a: [1\n")
-	code, _, stderr = runCLI(t, "plan", "--image", "r/x", "--version", "1.0.0", "--check-chart", ex.chart,
-		"--check-values", "-", "--check-release", "apps/demo")
+	code, _, stderr = noderun.CLI(t, "plan", "--image", "r/x", "--version", "1.0.0", "--check-chart", ex.chart,
+		"--check-values", "-", "--check-release", "apps/demo").Outputs()
 	assert.Equal(t, outcome.ExitBadInput, code, stderr)
 	assert.Contains(t, stderr, "standard input")
 }

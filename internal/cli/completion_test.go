@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,7 +32,7 @@ func TestBashCompletionCompletesCommandsFlagsAndValues(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Fatalf("bash is needed to run the completion script: %v", err)
 	}
-	code, script, stderr := runCLI(t, "completion", "bash")
+	code, script, stderr := noderun.CLI(t, "completion", "bash").Outputs()
 	require.Equal(t, 0, code, stderr)
 
 	dir := t.TempDir()
@@ -63,14 +64,14 @@ func TestBashCompletionCompletesCommandsFlagsAndValues(t *testing.T) {
 }
 
 func TestCompletionScriptsForZshAndFish(t *testing.T) {
-	code, bash, _ := runCLI(t, "completion", "bash")
+	code, bash, _ := noderun.CLI(t, "completion", "bash").Outputs()
 	require.Equal(t, 0, code)
-	code, zsh, _ := runCLI(t, "completion", "zsh")
+	code, zsh, _ := noderun.CLI(t, "completion", "zsh").Outputs()
 	require.Equal(t, 0, code)
 	assert.Contains(t, zsh, "bashcompinit")
 	assert.True(t, strings.HasSuffix(zsh, bash), "zsh completes through the bash script")
 
-	code, fish, _ := runCLI(t, "completion", "fish")
+	code, fish, _ := noderun.CLI(t, "completion", "fish").Outputs()
 	require.Equal(t, 0, code)
 	// a flag that takes a file lets fish complete file names (no -f)
 	assert.Contains(t, fish, "complete -c chart-upgrader -n '__fish_seen_subcommand_from merge' -l values -r")
@@ -86,7 +87,7 @@ func TestCompletionNamesTheShellItWants(t *testing.T) {
 		{[]string{"completion", "ksh"}, `completion: unknown shell "ksh": want bash, zsh or fish`},
 		{[]string{"completion", "bash", "zsh"}, `completion: one shell, not "bash zsh"`},
 	} {
-		code, stdout, stderr := runCLI(t, tc.args...)
+		code, stdout, stderr := noderun.CLI(t, tc.args...).Outputs()
 		assert.Equal(t, 2, code, tc.args)
 		assert.Empty(t, stdout)
 		assert.Contains(t, stderr, tc.want)

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"testing"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -17,7 +18,7 @@ func TestDurationFlagsMustBePositive(t *testing.T) {
 		{"resolve", "--channel", "http://127.0.0.1:1/v1/channels/x", "--timeout", "0s"},
 		{"node", "drain", "--node", "n", "--timeout", "-1m"},
 	} {
-		code, stdout, stderr := runCLI(t, args...)
+		code, stdout, stderr := noderun.CLI(t, args...).Outputs()
 		assert.Equal(t, 2, code, "%v: %s", args, stderr)
 		assert.Empty(t, stdout)
 		assert.Contains(t, stderr, "must be a positive duration", args)

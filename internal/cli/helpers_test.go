@@ -80,18 +80,10 @@ func (ex example) args(extra ...string) []string {
 	}, extra...)
 }
 
-// runCLI runs chart-upgrader with args (noderun.CLI) and returns the exit
-// code and both outputs.
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	r := noderun.CLI(t, args...)
-	return r.Code, r.Stdout, r.Stderr
-}
-
 // runOK runs args and requires exit 0, returning both outputs.
 func runOK(t *testing.T, args ...string) (stdout, stderr string) {
 	t.Helper()
-	code, stdout, stderr := runCLI(t, args...)
+	code, stdout, stderr := noderun.CLI(t, args...).Outputs()
 	require.Equal(t, 0, code, "exit code of %q\nstderr:\n%s", args, stderr)
 	return stdout, stderr
 }

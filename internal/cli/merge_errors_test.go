@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
@@ -186,7 +187,7 @@ func TestMergeBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, tt.args...)
+			code, stdout, stderr := noderun.CLI(t, tt.args...).Outputs()
 			assert.Equal(t, 2, code, "exit code; stderr:\n%s", stderr)
 			assert.Empty(t, stdout)
 			for _, want := range tt.want {
@@ -203,7 +204,7 @@ func TestMergeBadInputFromEnv(t *testing.T) {
 	t.Setenv("CHART_UPGRADER_VALUES", ex.values)
 	t.Setenv("CHART_UPGRADER_CHART", ex.chart)
 	t.Setenv("CHART_UPGRADER_FROM_VERSION", "banana")
-	code, stdout, stderr := runCLI(t, "merge")
+	code, stdout, stderr := noderun.CLI(t, "merge").Outputs()
 	assert.Equal(t, 2, code)
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "--from-version")
@@ -282,7 +283,7 @@ migrations:
 	for _, tt := range tests {
 		for _, format := range []string{"yaml", "json", "table"} {
 			t.Run(tt.name+"/"+format, func(t *testing.T) {
-				code, stdout, stderr := runCLI(t, append(tt.args, "-o", format)...)
+				code, stdout, stderr := noderun.CLI(t, append(tt.args, "-o", format)...).Outputs()
 				assert.Equal(t, 3, code, "exit code; stderr:\n%s", stderr)
 				for _, want := range tt.want {
 					assert.Contains(t, stderr, want)

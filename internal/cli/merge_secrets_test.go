@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -107,7 +108,7 @@ func TestMergeSecretsInOverridesAndErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, tt.args...)
+			code, stdout, stderr := noderun.CLI(t, tt.args...).Outputs()
 			require.Equal(t, tt.code, code, "stderr:\n%s", stderr)
 			assert.NotContains(t, stderr, secret, "stderr shows the secret")
 			if strings.HasPrefix(stdout, "{") {

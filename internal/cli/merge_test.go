@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -369,7 +370,7 @@ func TestMergeVersions(t *testing.T) {
 func TestMergeHelp(t *testing.T) {
 	for _, args := range [][]string{{"merge", "--help"}, {"merge", "-h"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			code, stdout, _ := runCLI(t, args...)
+			code, stdout, _ := noderun.CLI(t, args...).Outputs()
 			assert.Equal(t, 0, code)
 			for _, flag := range []string{
 				"--values", "--chart", "--old-chart", "--policy", "--live", "--set",

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
@@ -47,7 +48,7 @@ func TestEveryOutputCommandPrintsOneObjectWhenItFails(t *testing.T) {
 			t.Run(tc.name+"/"+format, func(t *testing.T) {
 				// -o first: nothing after a stray word is read
 				args := append([]string{tc.args[0], "-o", format}, tc.args[1:]...)
-				code, stdout, stderr := runCLI(t, args...)
+				code, stdout, stderr := noderun.CLI(t, args...).Outputs()
 				require.Equal(t, tc.code, code, "stderr: %s", stderr)
 				var obj failureObject
 				if format == "json" {
@@ -68,13 +69,13 @@ func TestEveryOutputCommandPrintsOneObjectWhenItFails(t *testing.T) {
 	}
 	// the human forms print no object; a command whose human form is YAML
 	// prints one only when -o yaml is asked for
-	code, stdout, _ := runCLI(t, "merge", "--chart", ex.chart, "-o", "table")
+	code, stdout, _ := noderun.CLI(t, "merge", "--chart", ex.chart, "-o", "table").Outputs()
 	assert.Equal(t, 2, code)
 	assert.Empty(t, stdout)
-	code, stdout, _ = runCLI(t, "merge", "--chart", ex.chart)
+	code, stdout, _ = noderun.CLI(t, "merge", "--chart", ex.chart).Outputs()
 	assert.Equal(t, 2, code)
 	assert.Empty(t, stdout, "merge's default -o yaml is the values: nothing to print")
-	code, stdout, _ = runCLI(t, "status")
+	code, stdout, _ = noderun.CLI(t, "status").Outputs()
 	assert.Equal(t, 2, code)
 	assert.Empty(t, stdout)
 }
@@ -82,7 +83,7 @@ func TestEveryOutputCommandPrintsOneObjectWhenItFails(t *testing.T) {
 // The refusal of a merge that ran carries its decisions, secrets redacted.
 func TestARefusedMergeCarriesItsReport(t *testing.T) {
 	ex := bundledExample(t)
-	code, stdout, _ := runCLI(t, ex.args("--set", "promote.clusterDNS=10.0.0.1", "-o", "json")...)
+	code, stdout, _ := noderun.CLI(t, ex.args("--set", "promote.clusterDNS=10.0.0.1", "-o", "json")...).Outputs()
 	require.Equal(t, 3, code)
 	var obj failureObject
 	require.NoError(t, json.Unmarshal([]byte(stdout), &obj))
@@ -166,11 +167,11 @@ func TestStandardInputForEveryFileFlag(t *testing.T) {
 
 	// errors name standard input
 	setStdin(t, "a: [1\n")
-	code, _, stderr := runCLI(t, "merge", "--values", "-", "--chart", ex.chart)
+	code, _, stderr := noderun.CLI(t, "merge", "--values", "-", "--chart", ex.chart).Outputs()
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "--values standard input: invalid YAML")
 	setStdin(t, "rules: [{path: x, policy: maybe}]\n")
-	code, _, stderr = runCLI(t, "merge", "--values", ex.values, "--chart", ex.chart, "--policy", "-")
+	code, _, stderr = noderun.CLI(t, "merge", "--values", ex.values, "--chart", ex.chart, "--policy", "-").Outputs()
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "--policy: standard input:1: rules[1].policy: ")
 
@@ -180,7 +181,7 @@ func TestStandardInputForEveryFileFlag(t *testing.T) {
 		{"merge", "--values", "-", "--policy", "-", "--chart", ex.chart},
 		{"merge", "--values", ex.values, "--set-file", "a=-", "-f", "-", "--chart", ex.chart},
 	} {
-		code, stdout, stderr := runCLI(t, args...)
+		code, stdout, stderr := noderun.CLI(t, args...).Outputs()
 		assert.Equal(t, 2, code, args)
 		assert.Empty(t, stdout)
 		assert.Contains(t, stderr, "all read standard input; only one input can", args)

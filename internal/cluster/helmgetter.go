@@ -27,6 +27,12 @@ const HelmFieldManager = "helm"
 
 func init() { kube.ManagedFieldsManager = HelmFieldManager }
 
+// SecretDriver is Helm's default storage driver, by the name Helm's
+// configuration takes: a release's records are Secrets. The plain
+// releases, Fleet's and (unless a HelmChart says otherwise)
+// klipper-helm's are kept so.
+const SecretDriver = "secret"
+
 // HelmConfiguration is Helm's action configuration for the releases of
 // namespace, kept by storage driver ("secret" as Helm's default,
 // "configmap"), over getter. Helm's own logs go to log at debug level as

@@ -18,14 +18,6 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
-// runCLI runs chart-upgrader with args (noderun.CLI) and returns the exit
-// code and both outputs.
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	r := noderun.CLI(t, args...)
-	return r.Code, r.Stdout, r.Stderr
-}
-
 // upgradeArgs are a complete `upgrade` command line but for the paths: it
 // stops at the state directory, before any cluster access (its kubeconfig
 // names an API server that is not there: read, never reached).
@@ -58,7 +50,7 @@ func TestUpgradeStopsAtAnUnwritableStateDirectory(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := append(upgradeArgs(t, filepath.Join(dir, "no-host")), append(extra, "--termination-log", termLog)...)
-			code, stdout, stderr := runCLI(t, args...)
+			code, stdout, stderr := noderun.CLI(t, args...).Outputs()
 			assert.Equal(t, outcome.ExitFailure, code)
 			assert.Empty(t, stdout)
 			assert.Equal(t, "chart-upgrader: "+want+"\n", stderr, "one line, nothing before it")
@@ -110,7 +102,7 @@ func TestHostPrepareCommand(t *testing.T) {
 			"host prepare --owner 1:1 --host-root /etc/hostname":       "--host-root /etc/hostname: not a directory",
 			"host prepare --owner 1:1 --host-root /etc --state-dir /x": "--state-dir /x: outside --host-root /etc; host prepare gives away nothing outside the host root",
 		} {
-			code, stdout, stderr := runCLI(t, strings.Fields(args)...)
+			code, stdout, stderr := noderun.CLI(t, strings.Fields(args)...).Outputs()
 			assert.Equal(t, outcome.ExitBadInput, code, args)
 			assert.Empty(t, stdout, args)
 			assert.Contains(t, stderr, says, args)
@@ -119,14 +111,14 @@ func TestHostPrepareCommand(t *testing.T) {
 	t.Run("prepare", func(t *testing.T) {
 		needRoot(t)
 		root, state, lock := node(t)
-		code, stdout, stderr := runCLI(t, "host", "prepare", "--owner", "17017:17017", "--host-root", root)
+		code, stdout, stderr := noderun.CLI(t, "host", "prepare", "--owner", "17017:17017", "--host-root", root).Outputs()
 		require.Equal(t, 0, code, stderr)
 		assert.Equal(t, fmt.Sprintf("%s: created, mode 0700, owner 17017:17017\n%s: created, mode 0700, owner 17017:17017\n",
 			state, filepath.Dir(lock)), stdout)
 		o, _ := stat(t, state)
 		assert.Equal(t, owner, o)
 
-		code, stdout, _ = runCLI(t, "host", "prepare", "--owner", "17017:17017", "--host-root", root)
+		code, stdout, _ = noderun.CLI(t, "host", "prepare", "--owner", "17017:17017", "--host-root", root).Outputs()
 		require.Equal(t, 0, code)
 		assert.Equal(t, fmt.Sprintf("%s: already 17017:17017's, left alone\n%s: already 17017:17017's, left alone\n",
 			state, filepath.Dir(lock)), stdout)

@@ -2,11 +2,12 @@ package host
 
 import (
 	"errors"
-	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

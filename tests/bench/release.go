@@ -81,7 +81,7 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 		return nil, err
 	}
 	defer env.Stop()
-	ac, err := cluster.HelmConfiguration(cluster.NewHelmGetter(env.Config()), relNamespace, "secret", nil)
+	ac, err := cluster.HelmConfiguration(cluster.NewHelmGetter(env.Config()), relNamespace, cluster.SecretDriver, nil)
 	if err != nil {
 		return nil, err
 	}

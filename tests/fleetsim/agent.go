@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	helmstatus "helm.sh/helm/v4/pkg/release/common"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -576,7 +577,7 @@ func (s *Sim) liveNotReady(ctx context.Context, a applied) ([]nonReadyStatus, er
 	if a.ref.name == "" {
 		return nil, nil
 	}
-	rel, err := s.live.Newest(a.ref.namespace, a.ref.name, "secret")
+	rel, err := s.live.Newest(a.ref.namespace, a.ref.name, cluster.SecretDriver)
 	if err != nil || rel == nil {
 		return nil, err
 	}

@@ -68,7 +68,7 @@ func (f fieldManagerAs) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func (h *helmRunner) configuration(namespace string) (*action.Configuration, error) {
-	return cluster.HelmConfiguration(h.getter, namespace, "secret", h.log)
+	return cluster.HelmConfiguration(h.getter, namespace, cluster.SecretDriver, h.log)
 }
 
 // apply installs or upgrades release r with chart ch. With reject, Helm's

@@ -276,7 +276,7 @@ func readJob(p *corev1.Pod) (job, error) {
 		j.namespace = p.Namespace
 	}
 	if j.driver == "" {
-		j.driver = "secret"
+		j.driver = cluster.SecretDriver
 	}
 	if t := env["TIMEOUT"]; t != "" {
 		d, err := time.ParseDuration(t)

@@ -47,6 +47,10 @@ func (r Result) RequireCode(t testing.TB, code int) {
 	require.Equal(t, code, r.Code, "stdout: %s\nstderr: %s", r.Stdout, r.Stderr)
 }
 
+// Outputs are the run's exit code, stdout and stderr, for a test that
+// names them.
+func (r Result) Outputs() (code int, stdout, stderr string) { return r.Code, r.Stdout, r.Stderr }
+
 // CLI runs chart-upgrader with args (the program name left out), as a
 // shell would, in this process.
 func CLI(t testing.TB, args ...string) Result {

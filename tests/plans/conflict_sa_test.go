@@ -16,6 +16,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -74,7 +75,7 @@ func TestAHotfixIsNamedAsTheServiceAccount(t *testing.T) {
 	}
 	local := []string{"--host-root", host, "--termination-log", filepath.Join(host, "termination-log")}
 	for _, cmd := range []string{"preflight", "upgrade"} {
-		code, stdout, stderr := runCLI(t, append([]string{cmd}, local...)...)
+		code, stdout, stderr := noderun.CLI(t, append([]string{cmd}, local...)...).Outputs()
 		require.Equal(t, outcome.ExitRefused, code, "%s as %s:\n%s\n%s", cmd, w.sa, stderr, stdout)
 		for _, want := range []string{
 			"field-manager conflict: ConfigMap " + w.release + "/" + demo + "-config .data.replicaCount",
@@ -88,7 +89,7 @@ func TestAHotfixIsNamedAsTheServiceAccount(t *testing.T) {
 		assert.NotContains(t, strings.ToLower(stderr), "forbidden", cmd)
 	}
 	// drift reads what the conflict check reads: the Plan's RBAC lets it
-	code, stdout, stderr := runCLI(t, append([]string{"drift", "--target", "managedchart/" + w.target + "/" + demo, "--chart-source", w.charts}, local...)...)
+	code, stdout, stderr := noderun.CLI(t, append([]string{"drift", "--target", "managedchart/" + w.target + "/" + demo, "--chart-source", w.charts}, local...)...).Outputs()
 	require.Equal(t, 0, code, "drift as %s:\n%s\n%s", w.sa, stderr, stdout)
 	assert.Regexp(t, `ConfigMap `+w.release+`/`+demo+`-config +\.data\.replicaCount +kubectl-patch \(Update\) +9 +2 +storageClass\.replicaCount +\{path: storageClass\.replicaCount, policy: adopt\} \(or --set storageClass\.replicaCount=9\)`, stdout)
 	after, _, err := tc.Get(ctx, w.target, demo)

@@ -16,6 +16,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/plainrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -42,7 +43,7 @@ func TestK3sPlanFiles(t *testing.T) {
 		t.Run(pf.file, func(t *testing.T) {
 			text := planFile(t, pf.file)
 			args := planCommand(t, pf.file, text)
-			code, stdout, stderr := runCLI(t, append([]string{"plan"}, args...)...)
+			code, stdout, stderr := noderun.CLI(t, append([]string{"plan"}, args...)...).Outputs()
 			require.Equal(t, 0, code, "chart-upgrader plan %v: %s", args, stderr)
 			assert.Equal(t, stdout, body(text), "regenerate %s with the command in its header", pf.file)
 			out, err := suc.Render(pf.opts)
@@ -51,7 +52,7 @@ func TestK3sPlanFiles(t *testing.T) {
 		})
 	}
 	base := []string{"plan", "--kind", "helmchart", "--image", "ghcr.io/chart-upgrader/chart-upgrader", "--version", "2.0.0", "--wait-timeout", "15m"}
-	code, stdout, stderr := runCLI(t, base...)
+	code, stdout, stderr := noderun.CLI(t, base...).Outputs()
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, body(planFile(t, "k3s/30-plan-pinned.yaml")), stdout, "the kind's defaults are the names of plans/k3s/")
 }
@@ -163,10 +164,10 @@ func TestK3sManifestsAcceptedByTheAPIServer(t *testing.T) {
 func TestReleasePlanFiles(t *testing.T) {
 	text := planFile(t, "release/30-plan-pinned.yaml")
 	args := planCommand(t, "release/30-plan-pinned.yaml", text)
-	code, stdout, stderr := runCLI(t, append([]string{"plan"}, args...)...)
+	code, stdout, stderr := noderun.CLI(t, append([]string{"plan"}, args...)...).Outputs()
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, stdout, body(text), "regenerate plans/release/30-plan-pinned.yaml with the command in its header")
-	code, stdout, stderr = runCLI(t, "plan", "--kind", "release", "--image", "ghcr.io/chart-upgrader/chart-upgrader", "--version", "2.0.0", "--wait-timeout", "15m")
+	code, stdout, stderr = noderun.CLI(t, "plan", "--kind", "release", "--image", "ghcr.io/chart-upgrader/chart-upgrader", "--version", "2.0.0", "--wait-timeout", "15m").Outputs()
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, body(text), stdout, "the kind's defaults are the names of plans/release/")
 

@@ -36,14 +36,6 @@ var planFiles = []struct {
 		Concurrency: 1, WaitTimeout: 20 * time.Minute, RunAs: "17017:17017"}},
 }
 
-// runCLI runs chart-upgrader with args (noderun.CLI) and returns the exit
-// code and both outputs.
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	r := noderun.CLI(t, args...)
-	return r.Code, r.Stdout, r.Stderr
-}
-
 // Each Plan file is, byte for byte after its leading comment, what
 // `chart-upgrader plan` prints for the flags the comment records.
 func TestPlanFilesAreWhatThePlanCommandPrints(t *testing.T) {
@@ -51,7 +43,7 @@ func TestPlanFilesAreWhatThePlanCommandPrints(t *testing.T) {
 		t.Run(pf.file, func(t *testing.T) {
 			text := planFile(t, pf.file)
 			args := planCommand(t, pf.file, text)
-			code, stdout, stderr := runCLI(t, append([]string{"plan"}, args...)...)
+			code, stdout, stderr := noderun.CLI(t, append([]string{"plan"}, args...)...).Outputs()
 			require.Equal(t, 0, code, "chart-upgrader plan %v: %s", args, stderr)
 			assert.Empty(t, stderr)
 			assert.Equal(t, stdout, body(text), "regenerate %s with the command in its header", pf.file)
@@ -173,7 +165,7 @@ func TestPlanCommandRefusesBadFlags(t *testing.T) {
 			"--check-release", "apps/demo", "--check-kubeconfig", "/nonexistent/kubeconfig"), "--check-kubeconfig: stat /nonexistent/kubeconfig: no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, tc.args...)
+			code, stdout, stderr := noderun.CLI(t, tc.args...).Outputs()
 			assert.Equal(t, outcome.ExitBadInput, code, stderr)
 			assert.Empty(t, stdout, "nothing printed on stdout")
 			assert.Contains(t, stderr, tc.says)
@@ -212,12 +204,12 @@ spec:
 	require.NoError(t, err)
 	args := []string{"plan", "--image", "r/x", "--version", "1.0.0", "--check-chart", chartDir, "--check-release", "apps/uses"}
 
-	code, out, stderr := runCLI(t, args...)
+	code, out, stderr := noderun.CLI(t, args...).Outputs()
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "kind: Role\n", "without discovery the kind is taken as namespaced")
 	assert.Contains(t, out, "- gadgets\n", "and its resource guessed")
 
-	code, out, stderr = runCLI(t, append(args, "--check-kubeconfig", env.KubeconfigPath())...)
+	code, out, stderr = noderun.CLI(t, append(args, "--check-kubeconfig", env.KubeconfigPath())...).Outputs()
 	require.Equal(t, 0, code, stderr)
 	var roles []string
 	for _, o := range objects(t, "plan --check-chart", out) {

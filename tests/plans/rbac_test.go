@@ -30,6 +30,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -72,7 +73,7 @@ func TestRBACIsSufficientAndTight(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	local := []string{"--host-root", host, "--termination-log", filepath.Join(host, "termination-log"), "--log-format", "json"}
-	code, stdout, stderr := runCLI(t, append([]string{"upgrade", "--require-nodes-ready"}, local...)...)
+	code, stdout, stderr := noderun.CLI(t, append([]string{"upgrade", "--require-nodes-ready"}, local...)...).Outputs()
 	require.Equal(t, 0, code, "upgrade as %s:\n%s\n%s", w.sa, stderr, stdout)
 	assert.NotContains(t, strings.ToLower(stderr), "forbidden")
 	assert.NotContains(t, stderr, "could not record event")
@@ -88,7 +89,7 @@ func TestRBACIsSufficientAndTight(t *testing.T) {
 	assert.Equal(t, "2.0.0", mc.Version)
 	assert.Equal(t, mc.ValuesHash(), mc.Annotations[managedchart.AnnotationValuesHash])
 
-	code, stdout, stderr = runCLI(t, append([]string{"status", "--target", "managedchart/" + w.target + "/" + demo}, local...)...)
+	code, stdout, stderr = noderun.CLI(t, append([]string{"status", "--target", "managedchart/" + w.target + "/" + demo}, local...)...).Outputs()
 	require.Equal(t, 0, code, "status as %s:\n%s\n%s", w.sa, stderr, stdout)
 	assert.Contains(t, stdout, managedchart.BackupName(demo, "1.0.0"))
 
@@ -136,8 +137,8 @@ func newWorld(t *testing.T) *world {
 	}
 	// the conflict check's read-only RBAC, as the plans' README says to
 	// make it: derived from the chart by `plan --check-chart`
-	code, out, stderr := runCLI(t, "plan", "--image", "registry.example/chart-upgrader", "--version", "2.0.0", "--namespace", w.suc,
-		"--check-chart", filepath.Join(repoRoot(t), "package", "examples", "charts", "demo-app-2.0.0"), "--check-release", w.release+"/"+demo)
+	code, out, stderr := noderun.CLI(t, "plan", "--image", "registry.example/chart-upgrader", "--version", "2.0.0", "--namespace", w.suc,
+		"--check-chart", filepath.Join(repoRoot(t), "package", "examples", "charts", "demo-app-2.0.0"), "--check-release", w.release+"/"+demo).Outputs()
 	require.Equal(t, 0, code, stderr)
 	for _, o := range objects(t, "plan --check-chart", out) {
 		if o.GetKind() != "Plan" {

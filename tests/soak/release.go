@@ -96,7 +96,7 @@ func (w *releaseWorld) install(ctx context.Context, root string) error {
 	if err := yaml.Unmarshal(data, &vals); err != nil {
 		return err
 	}
-	cfg, err := cluster.HelmConfiguration(cluster.NewHelmGetter(w.env.Config()), releaseNamespace, "secret", nil)
+	cfg, err := cluster.HelmConfiguration(cluster.NewHelmGetter(w.env.Config()), releaseNamespace, cluster.SecretDriver, nil)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (r *releaseSoak) cycle(ctx context.Context, n int) {
 		}
 		violate("exit", fmt.Sprintf("the last run of the upgrade to %s did not end with exit 0: %s", to, exit))
 	}
-	hist, err := w.rc.History(releaseNamespace, releaseName, "secret")
+	hist, err := w.rc.History(releaseNamespace, releaseName, cluster.SecretDriver)
 	if err != nil || len(hist) == 0 {
 		violate("read", fmt.Sprintf("reading the release: %v", err))
 		return

@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"log/slog"
 	"strings"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -124,7 +125,7 @@ func ParseHelmChart(u *unstructured.Unstructured) (*HelmChart, error) {
 		h.TargetNamespace = h.Namespace
 	}
 	if h.Driver == "" {
-		h.Driver = "secret"
+		h.Driver = cluster.SecretDriver
 	}
 	if v, ok := spec["values"]; ok && v != nil {
 		m, isMap := values.Normalize(v).(map[string]any)

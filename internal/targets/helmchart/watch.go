@@ -37,7 +37,7 @@ func (c *Client) Observe(ctx context.Context, namespace, name string) (*Observer
 	if err != nil {
 		return nil, err
 	}
-	targetNS, driver := namespace, "secret"
+	targetNS, driver := namespace, cluster.SecretDriver
 	if h != nil {
 		targetNS, driver = h.TargetNamespace, h.Driver
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -46,7 +47,7 @@ func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (*applycheck.
 	if ns == "" {
 		ns = "default"
 	}
-	rel, err := t.c.Releases().Newest(ns, mc.Release(), "secret")
+	rel, err := t.c.Releases().Newest(ns, mc.Release(), cluster.SecretDriver)
 	if err != nil || rel == nil {
 		return nil, applycheck.Release{Namespace: ns}, applycheck.Applier{}, err
 	}
@@ -71,7 +72,7 @@ func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgra
 	if ns == "" {
 		ns = "default"
 	}
-	rel, err := t.c.Releases().Newest(ns, mc.Release(), "secret")
+	rel, err := t.c.Releases().Newest(ns, mc.Release(), cluster.SecretDriver)
 	if err != nil {
 		return upgrade.DriftReport{}, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
@@ -110,7 +111,7 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 	if pending == helmstatus.StatusFailed && len(problems) > 0 {
 		// why Fleet is stuck, where Fleet itself says nothing (a
 		// field-manager conflict leaves the Bundle in WaitApplied)
-		if rel, err := t.c.Releases().Newest(ns, mc.Release(), "secret"); err == nil && rel != nil && rel.Info != nil {
+		if rel, err := t.c.Releases().Newest(ns, mc.Release(), cluster.SecretDriver); err == nil && rel != nil && rel.Info != nil {
 			problems = append(problems, fmt.Sprintf("helm release %s/%s revision %d (chart %s) failed in Fleet's agent: %s",
 				ns, mc.Release(), rel.Version, helmrelease.ChartVersion(rel), rel.Info.Description))
 		}
@@ -201,7 +202,7 @@ func (t *Target) Watch(ctx context.Context) (upgrade.Watch, error) {
 		}
 		return w, nil
 	}
-	revs, err := t.c.Releases().WatchRevisions(ctx, ns, mc.Release(), "secret", obs.changed.Notify)
+	revs, err := t.c.Releases().WatchRevisions(ctx, ns, mc.Release(), cluster.SecretDriver, obs.changed.Notify)
 	if err != nil {
 		return nil, err
 	}

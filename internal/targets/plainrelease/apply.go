@@ -24,7 +24,7 @@ import (
 // configuration is Helm's action configuration for the release's
 // namespace, Secrets storage.
 func (t *Target) configuration() (*action.Configuration, error) {
-	return cluster.HelmConfiguration(t.c.helm, t.namespace, "secret", t.c.log)
+	return cluster.HelmConfiguration(t.c.helm, t.namespace, cluster.SecretDriver, t.c.log)
 }
 
 // Apply upgrades the release with Helm's SDK, exactly to the merged
@@ -132,7 +132,7 @@ func (t *Target) failed(ctx context.Context, cfg *action.Configuration, from *re
 func (t *Target) rollback(ctx context.Context, cfg *action.Configuration, to int) error {
 	rb := action.NewRollback(cfg)
 	rb.Version, rb.MaxHistory, rb.WaitStrategy = to, t.opts.HistoryMax, kube.HookOnlyStrategy
-	hist, err := t.c.releases.History(t.namespace, t.name, "secret")
+	hist, err := t.c.releases.History(t.namespace, t.name, cluster.SecretDriver)
 	if err != nil {
 		return err
 	}

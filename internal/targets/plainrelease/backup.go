@@ -9,6 +9,7 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
@@ -24,7 +25,7 @@ func (t *Target) Backup(_ context.Context, o *upgrade.Observed) (string, bool, e
 // record says its apply started from, or, for fromVersion, the newest
 // earlier revision at that chart version.
 func (t *Target) ReadBackup(_ context.Context, fromVersion string) (*upgrade.Backup, error) {
-	hist, err := t.c.releases.History(t.namespace, t.name, "secret")
+	hist, err := t.c.releases.History(t.namespace, t.name, cluster.SecretDriver)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func (t *Target) ReadBackup(_ context.Context, fromVersion string) (*upgrade.Bac
 
 // Backups lists the release's revisions, newest first.
 func (t *Target) Backups(_ context.Context) ([]string, error) {
-	hist, err := t.c.releases.History(t.namespace, t.name, "secret")
+	hist, err := t.c.releases.History(t.namespace, t.name, cluster.SecretDriver)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ func (t *Target) Look(ctx context.Context, o *upgrade.Observed, want upgrade.Wan
 func (t *Target) Watch(ctx context.Context) (upgrade.Watch, error) {
 	w := &watcher{changed: cluster.NewSignal()}
 	var err error
-	if w.rel, err = t.c.releases.Watch(ctx, t.namespace, t.name, "secret", w.changed.Notify); err != nil {
+	if w.rel, err = t.c.releases.Watch(ctx, t.namespace, t.name, cluster.SecretDriver, w.changed.Notify); err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -73,7 +73,7 @@ func (t *Target) Ref() upgrade.Ref {
 
 // newest reads the newest revision; nil when the release does not exist.
 func (t *Target) newest() (*release.Release, error) {
-	return t.c.releases.Newest(t.namespace, t.name, "secret")
+	return t.c.releases.Newest(t.namespace, t.name, cluster.SecretDriver)
 }
 
 // revisions is what Read saw of the release: the revision an upgrade
@@ -107,7 +107,7 @@ func (t *Target) Read(ctx context.Context) (*upgrade.Observed, error) {
 var errPendingEnded = errors.New("the pending revision ended while it was read")
 
 func (t *Target) read(ctx context.Context) (*upgrade.Observed, error) {
-	hist, err := t.c.releases.History(t.namespace, t.name, "secret")
+	hist, err := t.c.releases.History(t.namespace, t.name, cluster.SecretDriver)
 	if err != nil || len(hist) == 0 {
 		return nil, err
 	}
