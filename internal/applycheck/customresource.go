@@ -51,6 +51,12 @@ func customResourceCheck(ctx context.Context, s Scope, o liveobjects.Object, sto
 	if v.strategy == nil {
 		return nil
 	}
+	if v.namespaced && stored.GetNamespace() == "" {
+		// a kind not served yet (its CRD is applied first): Helm puts the
+		// object in the release's namespace, as the apply will
+		stored = stored.DeepCopy()
+		stored.SetNamespace(s.Request.Namespace)
+	}
 	var errs field.ErrorList
 	if o.Live == nil {
 		errs = v.strategy.Validate(ctx, stored)
@@ -71,7 +77,8 @@ type crValidation struct {
 		Validate(ctx context.Context, obj runtime.Object) field.ErrorList
 		ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
 	}
-	err error
+	namespaced bool
+	err        error
 }
 
 // customResourceValidation builds the strategy of gvk: from the schema of
@@ -104,7 +111,7 @@ func (s Scope) customResourceValidation(ctx context.Context, gvk schema.GroupVer
 		return &crValidation{err: fmt.Errorf("the schema of %s: %w", gvk, err)}
 	}
 	strategy := customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(), namespaced, gvk, validator, nil, structural, nil, nil, nil)
-	return &crValidation{strategy: strategy}
+	return &crValidation{strategy: strategy, namespaced: namespaced}
 }
 
 // ownSchema is the schema of gvk at its version in a CRD of the

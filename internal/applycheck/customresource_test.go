@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
@@ -140,5 +141,34 @@ func TestCustomResourcesAreValidatedAsTheServerValidatesThem(t *testing.T) {
 				assert.True(t, strings.Contains(refused[0], "would fail creating it"), refused[0])
 			}
 		})
+	}
+}
+
+// A custom resource of a CRD the upgrade applies first (apply.crds), its
+// kind not served yet, is validated by that CRD's rules, in the release's
+// namespace where the chart names none, as the apply will create it.
+func TestCustomResourcesOfACRDAppliedFirst(t *testing.T) {
+	env := testenv.ForTest(t)
+	ns := env.Namespace(t)
+	crd := decode(t, strings.ReplaceAll(gaugeCRD, "rules.example.com", "later.example.com"))
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(env.Kube().Discovery()))
+	for spec, says := range map[string]string{
+		"{mode: fast, min: 0, max: 1}": "",
+		"{mode: slow, min: 0, max: 1}": `spec.mode: Unsupported value: "slow"`,
+		"{mode: fast, min: 2, max: 1}": "min must not exceed max",
+	} {
+		want := decode(t, strings.ReplaceAll(gauge("g", spec), "rules.example.com", "later.example.com"))
+		res, err := applycheck.New(env.Kube(), env.Dynamic(), mapper, nil).Check(t.Context(),
+			applycheck.Request{Manifest: manifestOf(t, want), Namespace: ns, Manager: "helm", CRDs: []*unstructured.Unstructured{crd}})
+		require.NoError(t, err)
+		refused, _ := applycheck.Judge(res, applycheck.Applier{ServerSide: true, Name: "Helm applies this release", Manager: "helm"})
+		if says == "" {
+			assert.Empty(t, refused, spec)
+			continue
+		}
+		if assert.Len(t, refused, 1, spec) {
+			assert.Contains(t, refused[0], says)
+			assert.Contains(t, refused[0], "would fail creating it")
+		}
 	}
 }
