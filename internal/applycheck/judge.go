@@ -108,6 +108,11 @@ type Applier struct {
 	WarnUnchecked bool
 	// Recreate lists the objects the spec's apply.recreate names.
 	Recreate []string
+	// MapsRemovedAPIs: before the upgrade, the deployed revision's stored
+	// manifest is mapped from the versions the cluster no longer serves
+	// to those that replace them (release.mapRemovedAPIs, as
+	// helm-mapkubeapis does); else such a version fails the upgrade.
+	MapsRemovedAPIs bool
 }
 
 // method is how a applies, in words, and why.

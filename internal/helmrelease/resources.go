@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/apimap"
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 )
@@ -115,7 +116,7 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 	res := &Resources{Revision: rel.Version, Total: len(objs)}
 	us := make([]*unstructured.Unstructured, len(objs))
 	for i, m := range objs {
-		us[i] = m.u
+		us[i] = servedVersion(m.u, c.Mapper())
 	}
 	read, err := liveobjects.Reader{Dynamic: c.Dynamic, Mapper: c.Mapper(), Access: c.Access()}.Read(ctx, us, rel.Namespace)
 	if err != nil {
@@ -140,6 +141,25 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 		}
 	}
 	return res, nil
+}
+
+// servedVersion is u, or, when the cluster no longer serves its version
+// (a revision stored before the cluster's upgrade: policy/v1beta1), a
+// copy at the version that replaces it (apimap.Replacement): the API
+// server serves the same object there.
+func servedVersion(u *unstructured.Unstructured, mapper meta.RESTMapper) *unstructured.Unstructured {
+	gvk := u.GroupVersionKind()
+	if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil || !meta.IsNoMatchError(err) {
+		return u
+	}
+	to, ok := apimap.Replacement(gvk, mapper)
+	if !ok {
+		return u
+	}
+	out := u.DeepCopy()
+	out.SetAPIVersion(to.GroupVersion().String())
+	out.SetKind(to.Kind)
+	return out
 }
 
 // Access asks the API server, once per question for the Client, whether

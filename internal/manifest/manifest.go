@@ -16,15 +16,8 @@ import (
 // and stores it), in its order; empty documents and documents without a
 // kind are skipped.
 func Objects(manifest string) ([]*unstructured.Unstructured, error) {
-	docs := releaseutil.SplitManifests(manifest)
-	keys := make([]string, 0, len(docs))
-	for k := range docs {
-		keys = append(keys, k)
-	}
-	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
 	var out []*unstructured.Unstructured
-	for i, k := range keys {
-		doc := docs[k]
+	for i, doc := range Documents(manifest) {
 		if strings.TrimSpace(doc) == "" {
 			continue
 		}
@@ -38,4 +31,20 @@ func Objects(manifest string) ([]*unstructured.Unstructured, error) {
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// Documents are the documents of a manifest, as Helm splits it, in its
+// order.
+func Documents(manifest string) []string {
+	docs := releaseutil.SplitManifests(manifest)
+	keys := make([]string, 0, len(docs))
+	for k := range docs {
+		keys = append(keys, k)
+	}
+	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = docs[k]
+	}
+	return out
 }

@@ -65,6 +65,11 @@ const (
 	// the new chart; live fields disagree on its value); the path names
 	// the rule's pattern or the value.
 	WarnAdopt WarningKind = "adopt"
+	// WarnMapAPI: an object of the deployed revision's stored manifest is
+	// at a version the cluster no longer serves, and the upgrade maps it
+	// to the one that replaces it first (release.mapRemovedAPIs); the
+	// path names the object.
+	WarnMapAPI WarningKind = "maps-removed-api"
 )
 
 // Value is an optional value: Set false means "not set", which differs from

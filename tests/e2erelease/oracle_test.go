@@ -63,7 +63,9 @@ spec:
 //     kubeVersion is checked against the cluster's version (discovery).
 //   - An object of a kind the cluster does not serve at the chart's
 //     version (autoscaling/v2beta2, removed in Kubernetes 1.26) is refused,
-//     naming the versions it serves.
+//     naming the versions it serves; so is a deployed revision whose
+//     stored manifest holds a version the cluster no longer serves
+//     (policy/v1beta1).
 //   - An object in a namespace that does not exist (and that the chart does
 //     not create) is refused, naming it.
 //   - An object the API server would refuse to store, as the apply merges
@@ -174,6 +176,10 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 		{"a Widget field the live CRD declares", widgets("z", "", true), "", "", widgets("x", "", false), waitWidgets},
 		{"a Widget field its CRD's transition rule keeps", widgetsKeepingA("z"), "spec.a: Invalid value", "a may not change",
 			widgetsKeepingA("x"), waitWidgets},
+		{"a removed API version in the deployed manifest", nil,
+			"removed API: the deployed revision's manifest holds PodDisruptionBudget {release}-web at policy/v1beta1, which this cluster no longer serves",
+			"unable to build kubernetes objects from current release manifest", template("pdb.yaml", pdbTemplate("minAvailable: 1")), storedAt("policy/v1beta1")},
+		{"a deployed manifest at served versions", nil, "", "", template("pdb.yaml", pdbTemplate("minAvailable: 1")), nil},
 		{"a Widget under a transition rule, the field kept", widgetsKeepingA("x"), "", "", widgetsKeepingA("x"), waitWidgets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,6 +359,14 @@ spec:
 `
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, "crds"), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "crds", "widgets.yaml"), []byte(crd), 0o644))
+	}
+}
+
+// storedAt rewrites the release's deployed record as a Helm on an older
+// cluster would have stored it: its PodDisruptionBudget at apiVersion.
+func storedAt(apiVersion string) func(f *fixture, release string) {
+	return func(f *fixture, release string) {
+		f.rewriteRecord(release, 1, "apiVersion: policy/v1\nkind: PodDisruptionBudget", "apiVersion: "+apiVersion+"\nkind: PodDisruptionBudget")
 	}
 }
 

@@ -66,7 +66,8 @@ func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (applycheck.C
 		applycheck.Release{Target: t.Ref().String(), Chart: c.Chart, Values: vals, Name: h.ReleaseName(), Namespace: h.TargetNamespace, Deployed: old, CRDs: c.CRDs},
 		applycheck.Applier{Name: "helm-controller's Job applies this chart", Manager: cluster.HelmFieldManager, PerObject: true,
 			ServerSide: kind.ServerSide(setting, recorded), Force: t.apply.ForceConflicts, WarnUnchecked: t.apply.WarnUnchecked,
-			Recreate: t.apply.Recreate, Why: fmt.Sprintf("spec.serverSide %s, the release records %q", setting, recorded)}
+			Recreate: t.apply.Recreate, Why: fmt.Sprintf("spec.serverSide %s, the release records %q", setting, recorded),
+			MapsRemovedAPIs: true} // klipper-helm runs helm-mapkubeapis before every install
 }
 
 // checkApplyFields makes sure the cluster's HelmChart CRD has the fields

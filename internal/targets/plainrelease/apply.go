@@ -81,6 +81,15 @@ func (t *Target) Apply(ctx context.Context, o *upgrade.Observed, c upgrade.Chang
 	if _, err := chk.Recreate(ctx, check, a); err != nil {
 		return nil, err
 	}
+	if t.opts.MapRemovedAPIs {
+		mapped, err := t.c.releases.MapRemovedAPIs(ctx, read)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range mapped {
+			t.c.log.Info("removed API mapped in the deployed revision's manifest", "release", t.namespace+"/"+t.name, "revision", read.Version, "object", m.Object, "from", m.From, "to", m.To)
+		}
+	}
 	t.c.helm.Reset() // a new chart may bring CRDs
 	up := action.NewUpgrade(cfg)
 	up.Namespace, up.ResetValues, up.MaxHistory, up.Labels = t.namespace, true, t.opts.HistoryMax, labels

@@ -40,7 +40,8 @@ func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (applycheck.C
 			Name: t.name, Namespace: t.namespace, Deployed: rel.Manifest, CRDs: c.CRDs},
 		applycheck.Applier{Name: "Helm applies this release", Manager: cluster.HelmFieldManager,
 			ServerSide: kind.ServerSide(t.apply.ServerSide, rel.ApplyMethod), Force: t.apply.ForceConflicts, WarnUnchecked: t.apply.WarnUnchecked,
-			Recreate: t.apply.Recreate, Why: fmt.Sprintf("apply.serverSide %s, the release records %s", t.apply.ServerSide, recorded)}
+			Recreate: t.apply.Recreate, MapsRemovedAPIs: t.opts.MapRemovedAPIs,
+			Why: fmt.Sprintf("apply.serverSide %s, the release records %s", t.apply.ServerSide, recorded)}
 }
 
 // Drift compares the objects of the release's last deployed revision, as

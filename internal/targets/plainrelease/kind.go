@@ -17,7 +17,7 @@ var Descriptor = kind.Descriptor{
 	Summary:       "a plain Helm release (Helm's Secrets storage)",
 	Example:       "release/demo/app",
 	HistoryBackup: true,
-	Options: &kind.Options{Field: "release", Summary: "rollbackOnFailure (default true), historyMax (default 10), recoverPending: {after: DURATION} (default: never)",
+	Options: &kind.Options{Field: "release", Summary: "rollbackOnFailure (default true), historyMax (default 10), recoverPending: {after: DURATION} (default: never), mapRemovedAPIs (default false)",
 		Default: func() any { return DefaultOptions }, Parse: parseOptions},
 	Plan: kind.PlanDefaults{Dir: "plans/release/", Name: "chart-upgrader-release", NodeSelector: "chart-upgrader.io/upgrade=true",
 		SpecSecret: "chart-upgrader-release-spec", ServiceAccount: "chart-upgrader-release"},
@@ -35,15 +35,20 @@ func Open(c *cluster.Clients, namespace, name string, opts any, apply kind.Apply
 }
 
 // parseOptions reads release: {rollbackOnFailure, historyMax,
-// recoverPending: {after}}.
+// recoverPending: {after}, mapRemovedAPIs}.
 func parseOptions(file yamlfile.File, n *yaml.Node, field string) (any, error) {
 	out := DefaultOptions
-	f, err := file.Fields(n, field, "rollbackOnFailure", "historyMax", "recoverPending")
+	f, err := file.Fields(n, field, "rollbackOnFailure", "historyMax", "recoverPending", "mapRemovedAPIs")
 	if err != nil {
 		return nil, err
 	}
 	if b := f.Get("rollbackOnFailure"); b != nil {
 		if out.RollbackOnFailure, err = file.Bool(b, f.Path("rollbackOnFailure")); err != nil {
+			return nil, err
+		}
+	}
+	if b := f.Get("mapRemovedAPIs"); b != nil {
+		if out.MapRemovedAPIs, err = file.Bool(b, f.Path("mapRemovedAPIs")); err != nil {
 			return nil, err
 		}
 	}

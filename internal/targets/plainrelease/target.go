@@ -32,6 +32,12 @@ type Options struct {
 	// upgraded over) once it is older than this, no hook of it runs and
 	// its record is unchanged across a re-read.
 	RecoverPendingAfter time.Duration
+	// MapRemovedAPIs (mapRemovedAPIs): before the upgrade, the deployed
+	// revision's stored manifest is mapped from the API versions the
+	// cluster no longer serves to those that replace them, as
+	// helm-mapkubeapis does (helmrelease.MapRemovedAPIs); else such a
+	// version is a refusal.
+	MapRemovedAPIs bool
 }
 
 // Client reads releases and runs Helm against the cluster.

@@ -1,0 +1,149 @@
+// Package apimap maps the objects of a release's stored manifest whose
+// API version the cluster no longer serves to the version that replaces
+// it, as helm-mapkubeapis does (klipper-helm runs it before every
+// install): Helm 4 cannot upgrade, or roll back to, a revision whose
+// manifest it cannot build ("unable to build kubernetes objects from
+// current release manifest"). The replacement is Kubernetes' own: the API
+// lifecycle k8s.io/api declares for a removed type
+// (APILifecycleReplacement: policy/v1beta1 PodDisruptionBudget →
+// policy/v1), else the version of the same group and kind the cluster
+// serves. It asks the cluster nothing itself: what it serves comes
+// through a RESTMapper.
+package apimap
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
+)
+
+// Mapping is one object of a manifest at a version the cluster does not
+// serve, and the version it maps to ("" when nothing replaces it).
+type Mapping struct {
+	Object   string // Kind namespace/name, as the manifest names it
+	From, To string // apiVersions
+}
+
+// String is the mapping for people: `PodDisruptionBudget app/web:
+// policy/v1beta1 → policy/v1`.
+func (m Mapping) String() string {
+	to := m.To
+	if to == "" {
+		to = "(nothing the cluster serves replaces it)"
+	}
+	return fmt.Sprintf("%s: %s → %s", m.Object, m.From, to)
+}
+
+// Unserved are the objects of manifest whose version mapper does not
+// serve, each with its replacement (To "" when there is none), in
+// manifest order.
+func Unserved(text string, mapper meta.RESTMapper) ([]Mapping, error) {
+	var out []Mapping
+	for i, doc := range manifest.Documents(text) {
+		m, ok, err := unserved(doc, mapper)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i+1, err)
+		}
+		if ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// Map is text with each object Unserved finds rewritten to its
+// replacement (its apiVersion line; nothing else changes, as
+// helm-mapkubeapis does), and the mappings made. An object with no
+// replacement is an error naming it: its revision cannot be upgraded.
+func Map(text string, mapper meta.RESTMapper) (string, []Mapping, error) {
+	var mapped []Mapping
+	out := text
+	for i, doc := range manifest.Documents(text) {
+		m, ok, err := unserved(doc, mapper)
+		if err != nil {
+			return "", nil, fmt.Errorf("document %d: %w", i+1, err)
+		}
+		if !ok {
+			continue
+		}
+		if m.To == "" {
+			return "", nil, fmt.Errorf("%s is at %s, which this cluster does not serve, and no version it serves replaces it", m.Object, m.From)
+		}
+		line := regexp.MustCompile(`(?m)^apiVersion:[ \t]*["']?` + regexp.QuoteMeta(m.From) + `["']?[ \t]*$`)
+		if !line.MatchString(doc) {
+			return "", nil, fmt.Errorf("%s: its apiVersion %s is not a line of its own in the stored manifest", m.Object, m.From)
+		}
+		out = strings.ReplaceAll(out, doc, line.ReplaceAllLiteralString(doc, "apiVersion: "+m.To))
+		mapped = append(mapped, m)
+	}
+	return out, mapped, nil
+}
+
+// unserved is doc's object when mapper does not serve its version, with
+// its replacement; ok false for one it serves, or no object.
+func unserved(doc string, mapper meta.RESTMapper) (Mapping, bool, error) {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name, Namespace string
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+		return Mapping{}, false, err
+	}
+	if head.Kind == "" || head.APIVersion == "" {
+		return Mapping{}, false, nil
+	}
+	gv, err := schema.ParseGroupVersion(head.APIVersion)
+	if err != nil {
+		return Mapping{}, false, err
+	}
+	gvk := gv.WithKind(head.Kind)
+	if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil || !meta.IsNoMatchError(err) {
+		return Mapping{}, false, nil // served, or not known to be unserved
+	}
+	name := head.Metadata.Name
+	if head.Metadata.Namespace != "" {
+		name = head.Metadata.Namespace + "/" + name
+	}
+	m := Mapping{Object: head.Kind + " " + name, From: head.APIVersion}
+	if to, ok := Replacement(gvk, mapper); ok {
+		m.To = to.GroupVersion().String()
+	}
+	return m, true, nil
+}
+
+// lifecycle is what k8s.io/api generates for a type with an API
+// lifecycle (zz_generated.prerelease-lifecycle.go).
+type lifecycle interface {
+	APILifecycleReplacement() schema.GroupVersionKind
+}
+
+// Replacement is the version and kind that replace gvk, which the cluster
+// does not serve: Kubernetes' declared replacement when the cluster
+// serves it (extensions/v1beta1 Ingress → networking.k8s.io/v1), else the
+// cluster's preferred version of the same group and kind
+// (autoscaling/v2beta2 HorizontalPodAutoscaler → autoscaling/v2); false
+// when neither is served.
+func Replacement(gvk schema.GroupVersionKind, mapper meta.RESTMapper) (schema.GroupVersionKind, bool) {
+	if obj, err := scheme.Scheme.New(gvk); err == nil {
+		if l, ok := obj.(lifecycle); ok {
+			to := l.APILifecycleReplacement()
+			if _, err := mapper.RESTMapping(to.GroupKind(), to.Version); to.Kind != "" && err == nil {
+				return to, true
+			}
+		}
+	}
+	if m, err := mapper.RESTMapping(gvk.GroupKind()); err == nil {
+		return m.GroupVersionKind, true
+	}
+	return schema.GroupVersionKind{}, false
+}
