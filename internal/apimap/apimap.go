@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
@@ -41,24 +42,20 @@ func (m Mapping) String() string {
 	return fmt.Sprintf("%s: %s → %s", m.Object, m.From, to)
 }
 
-// Unserved are the objects of manifest whose version mapper does not
-// serve, each with its replacement (To "" when there is none), in
-// manifest order.
-func Unserved(text string, mapper meta.RESTMapper) ([]Mapping, error) {
+// Unserved are the objects of a manifest (as manifest.Objects reads it)
+// whose version mapper does not serve, each with its replacement (To ""
+// when there is none), in manifest order.
+func Unserved(objs []*unstructured.Unstructured, mapper meta.RESTMapper) []Mapping {
 	var out []Mapping
-	for i, doc := range manifest.Documents(text) {
-		m, ok, err := unserved(doc, mapper)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
-		}
-		if ok {
+	for _, o := range objs {
+		if m, ok := unserved(o.GetAPIVersion(), o.GetKind(), o.GetNamespace(), o.GetName(), mapper); ok {
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	return out
 }
 
-// Map is text with each object Unserved finds rewritten to its
+// Map is text (a stored manifest) with each object Unserved finds rewritten to its
 // replacement (its apiVersion line; nothing else changes, as
 // helm-mapkubeapis does), and the mappings made. An object with no
 // replacement is an error naming it: its revision cannot be upgraded.
@@ -66,7 +63,7 @@ func Map(text string, mapper meta.RESTMapper) (string, []Mapping, error) {
 	var mapped []Mapping
 	out := text
 	for i, doc := range manifest.Documents(text) {
-		m, ok, err := unserved(doc, mapper)
+		m, ok, err := unservedDoc(doc, mapper)
 		if err != nil {
 			return "", nil, fmt.Errorf("document %d: %w", i+1, err)
 		}
@@ -88,7 +85,7 @@ func Map(text string, mapper meta.RESTMapper) (string, []Mapping, error) {
 
 // unserved is doc's object when mapper does not serve its version, with
 // its replacement; ok false for one it serves, or no object.
-func unserved(doc string, mapper meta.RESTMapper) (Mapping, bool, error) {
+func unservedDoc(doc string, mapper meta.RESTMapper) (Mapping, bool, error) {
 	var head struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -99,26 +96,33 @@ func unserved(doc string, mapper meta.RESTMapper) (Mapping, bool, error) {
 	if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
 		return Mapping{}, false, err
 	}
-	if head.Kind == "" || head.APIVersion == "" {
-		return Mapping{}, false, nil
+	m, ok := unserved(head.APIVersion, head.Kind, head.Metadata.Namespace, head.Metadata.Name, mapper)
+	return m, ok, nil
+}
+
+// unserved is the object of apiVersion, kind, namespace and name when
+// mapper does not serve its version, with its replacement; ok false for
+// one it serves, or one that is no object.
+func unserved(apiVersion, kind, namespace, name string, mapper meta.RESTMapper) (Mapping, bool) {
+	if kind == "" || apiVersion == "" {
+		return Mapping{}, false
 	}
-	gv, err := schema.ParseGroupVersion(head.APIVersion)
+	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
-		return Mapping{}, false, err
+		return Mapping{}, false // not an object the API server could take: not this package's to say
 	}
-	gvk := gv.WithKind(head.Kind)
+	gvk := gv.WithKind(kind)
 	if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil || !meta.IsNoMatchError(err) {
-		return Mapping{}, false, nil // served, or not known to be unserved
+		return Mapping{}, false // served, or not known to be unserved
 	}
-	name := head.Metadata.Name
-	if head.Metadata.Namespace != "" {
-		name = head.Metadata.Namespace + "/" + name
+	if namespace != "" {
+		name = namespace + "/" + name
 	}
-	m := Mapping{Object: head.Kind + " " + name, From: head.APIVersion}
+	m := Mapping{Object: kind + " " + name, From: apiVersion}
 	if to, ok := Replacement(gvk, mapper); ok {
 		m.To = to.GroupVersion().String()
 	}
-	return m, true, nil
+	return m, true
 }
 
 // lifecycle is what k8s.io/api generates for a type with an API

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 )
 
 // served is a cluster of Kubernetes 1.33: the versions it serves of the
@@ -81,8 +83,9 @@ spec:
 // else (a value that reads like one stays); a manifest of served versions
 // is left as it is; an object nothing replaces is an error naming it.
 func TestMap(t *testing.T) {
-	found, err := Unserved(stored, served())
+	objs, err := manifest.Objects(stored)
 	require.NoError(t, err)
+	found := Unserved(objs, served())
 	assert.Equal(t, []Mapping{
 		{Object: "PodDisruptionBudget app/web", From: "policy/v1beta1", To: "policy/v1"},
 		{Object: "HorizontalPodAutoscaler web", From: "autoscaling/v2beta2", To: "autoscaling/v2"},
@@ -104,6 +107,6 @@ func TestMap(t *testing.T) {
 	_, _, err = Map(stored+"---\napiVersion: example.com/v1alpha1\nkind: Widget\nmetadata: {name: w}\n", served())
 	assert.EqualError(t, err, "Widget w is at example.com/v1alpha1, which this cluster does not serve, and no version it serves replaces it")
 
-	_, err = Unserved("---\napiVersion: [\n", served())
+	_, _, err = Map("---\napiVersion: [\n", served())
 	assert.ErrorContains(t, err, "document 1")
 }

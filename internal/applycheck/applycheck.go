@@ -161,7 +161,7 @@ func (c Checker) Check(ctx context.Context, r Request) (Result, error) {
 			return Result{}, err
 		}
 	}
-	scope := Scope{Checker: c, Request: r, Objects: objs, Read: read.Objects, memo: &sync.Map{}}
+	scope := Scope{Checker: c, Request: r, Objects: objs, Read: read.Objects, Olds: olds, memo: &sync.Map{}}
 	res := Result{Requests: read.Requests}
 	for _, check := range manifestChecks {
 		if err := check(ctx, scope, &res); err != nil {

@@ -35,6 +35,8 @@ type Scope struct {
 	// why it could not be read).
 	Objects []*unstructured.Unstructured
 	Read    []liveobjects.Object
+	// Olds are the objects of the deployed manifest (Request.Old).
+	Olds []*unstructured.Unstructured
 
 	memo *sync.Map // Memo's: key → *memoized
 }

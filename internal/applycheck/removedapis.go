@@ -16,14 +16,7 @@ import (
 
 func init() {
 	manifestChecks = append(manifestChecks, func(_ context.Context, s Scope, res *Result) error {
-		if s.Request.Old == "" {
-			return nil
-		}
-		found, err := apimap.Unserved(s.Request.Old, s.Checker.Reader.Mapper)
-		if err != nil {
-			return fmt.Errorf("reading the deployed manifest: %w", err)
-		}
-		for _, m := range found {
+		for _, m := range apimap.Unserved(s.Olds, s.Checker.Reader.Mapper) {
 			res.Findings = append(res.Findings, RemovedAPI{m})
 		}
 		return nil
