@@ -40,20 +40,6 @@ func (f *fixture) helmUpgrade(name, version string) error {
 	return err
 }
 
-// hpaTemplate is a HorizontalPodAutoscaler of the release's Deployment at
-// apiVersion.
-func hpaTemplate(apiVersion string) string {
-	return `apiVersion: ` + apiVersion + `
-kind: HorizontalPodAutoscaler
-metadata:
-  name: {{ .Release.Name }}-web
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: {{ .Release.Name }}-web}
-  minReplicas: 1
-  maxReplicas: 3
-`
-}
-
 // Preflight and Helm 4's own upgrade (the oracle, run as admin right
 // after) agree, for chart version pairs that each break a real upgrade and
 // a control beside each that does not: preflight, as the release Plan's
@@ -92,9 +78,9 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 		{"a Kubernetes the cluster is not", kubeVersion(">=1.99.0-0"),
 			"requires kubeVersion: >=1.99.0-0 which is incompatible with Kubernetes v1.33", "requires kubeVersion", nil, nil},
 		{"the cluster's Kubernetes", kubeVersion(">=1.20.0-0"), "", "", nil, nil},
-		{"a removed API version", template("hpa.yaml", hpaTemplate("autoscaling/v2beta2")),
+		{"a removed API version", template("hpa.yaml", testchart.HPATemplate("autoscaling/v2beta2")),
 			"is at autoscaling/v2beta2, which this cluster does not serve (it serves only autoscaling/v1, autoscaling/v2)", `no matches for kind "HorizontalPodAutoscaler" in version "autoscaling/v2beta2"`, nil, nil},
-		{"the served API version", template("hpa.yaml", hpaTemplate("autoscaling/v2")), "", "", nil, nil},
+		{"the served API version", template("hpa.yaml", testchart.HPATemplate("autoscaling/v2")), "", "", nil, nil},
 		{"a namespace that does not exist", template("other.yaml", otherNamespaceTemplate("absent")),
 			"missing namespace: {ns}-absent does not exist", `namespaces "{ns}-absent" not found`, nil, nil},
 		{"a namespace that exists", template("other.yaml", otherNamespaceTemplate("present")), "", "", nil, nil},

@@ -201,6 +201,20 @@ func HotfixValues(tag string) map[string]any {
 	}}
 }
 
+// HPATemplate is a HorizontalPodAutoscaler of the example chart's
+// Deployment at apiVersion (a template).
+func HPATemplate(apiVersion string) string {
+	return `apiVersion: ` + apiVersion + `
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: {{ .Release.Name }}-web}
+  minReplicas: 1
+  maxReplicas: 3
+`
+}
+
 // StatefulSetTemplate renders a StatefulSet, <release>-db, with replicas
 // and a claim template asking for storage (with no replicas it is ready
 // without a volume provisioner).
