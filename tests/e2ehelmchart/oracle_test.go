@@ -36,9 +36,9 @@ func TestPreflightAgreesWithTheHelmController(t *testing.T) {
 		{"an immutable ConfigMap's data", addTemplate("frozen.yaml", frozenConfigMap("b", "")),
 			"rejected by the API server: ConfigMap {ns}/{release}-frozen", "field is immutable when `immutable` is set", addTemplate("frozen.yaml", frozenConfigMap("a", ""))},
 		{"an immutable ConfigMap's labels", addTemplate("frozen.yaml", frozenConfigMap("a", "tier: web")), "", "", addTemplate("frozen.yaml", frozenConfigMap("a", ""))},
-		{"a PodDisruptionBudget with both bounds", addTemplate("pdb.yaml", pdbTemplate("minAvailable: 1, maxUnavailable: 1")),
+		{"a PodDisruptionBudget with both bounds", addTemplate("pdb.yaml", testchart.PDBTemplate("minAvailable: 1, maxUnavailable: 1")),
 			"minAvailable and maxUnavailable cannot be both set", "minAvailable and maxUnavailable cannot be both set", nil},
-		{"a PodDisruptionBudget", addTemplate("pdb.yaml", pdbTemplate("minAvailable: 1")), "", "", nil},
+		{"a PodDisruptionBudget", addTemplate("pdb.yaml", testchart.PDBTemplate("minAvailable: 1")), "", "", nil},
 		{"a removed API version", addTemplate("hpa.yaml", testchart.HPATemplate("autoscaling/v2beta2")),
 			"is at autoscaling/v2beta2, which this cluster does not serve", `no matches for kind "HorizontalPodAutoscaler" in version "autoscaling/v2beta2"`, nil},
 		{"the served API version", addTemplate("hpa.yaml", testchart.HPATemplate("autoscaling/v2")), "", "", nil},
@@ -102,12 +102,6 @@ func (f *fixture) jobError(name string) string {
 // value, with labels.
 func frozenConfigMap(value, labels string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: '{{ .Release.Name }}-frozen'\n  labels: {" + labels + "}\nimmutable: true\ndata: {a: " + value + "}\n"
-}
-
-// pdbTemplate is a PodDisruptionBudget with bounds.
-func pdbTemplate(bounds string) string {
-	return "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: '{{ .Release.Name }}-web'}\n" +
-		"spec: {" + bounds + ", selector: {matchLabels: {app: '{{ .Release.Name }}-web'}}}\n"
 }
 
 // addTemplate adds a template to the chart.

@@ -127,9 +127,9 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 		{"a name the server cannot take", template("named.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-Web'}\n"),
 			"a lowercase RFC 1123 subdomain must consist of", "a lowercase RFC 1123 subdomain must consist of", nil, nil},
 		{"a name", template("named.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-web'}\n"), "", "", nil, nil},
-		{"a PodDisruptionBudget with both bounds", template("pdb.yaml", pdbTemplate("minAvailable: 1, maxUnavailable: 1")),
+		{"a PodDisruptionBudget with both bounds", template("pdb.yaml", testchart.PDBTemplate("minAvailable: 1, maxUnavailable: 1")),
 			"minAvailable and maxUnavailable cannot be both set", "minAvailable and maxUnavailable cannot be both set", nil, nil},
-		{"a PodDisruptionBudget", template("pdb.yaml", pdbTemplate("minAvailable: 1")), "", "", nil, nil},
+		{"a PodDisruptionBudget", template("pdb.yaml", testchart.PDBTemplate("minAvailable: 1")), "", "", nil, nil},
 		{"two container ports named alike", edit("templates/deployment.yaml", "        image:", "        ports: [{name: http, containerPort: 80}, {name: http, containerPort: 81}]\n        image:"),
 			`ports[1].name: Duplicate value: "http"`, `ports[1].name: Duplicate value: "http"`, nil, nil},
 		{"two container ports", edit("templates/deployment.yaml", "        image:", "        ports: [{name: http, containerPort: 80}, {name: admin, containerPort: 81}]\n        image:"), "", "", nil, nil},
@@ -164,8 +164,8 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 			widgetsKeepingA("x"), waitWidgets},
 		{"a removed API version in the deployed manifest", nil,
 			"removed API: the deployed revision's manifest holds PodDisruptionBudget {release}-web at policy/v1beta1, which this cluster no longer serves",
-			"unable to build kubernetes objects from current release manifest", template("pdb.yaml", pdbTemplate("minAvailable: 1")), storedAt("policy/v1beta1")},
-		{"a deployed manifest at served versions", nil, "", "", template("pdb.yaml", pdbTemplate("minAvailable: 1")), nil},
+			"unable to build kubernetes objects from current release manifest", template("pdb.yaml", testchart.PDBTemplate("minAvailable: 1")), storedAt("policy/v1beta1")},
+		{"a deployed manifest at served versions", nil, "", "", template("pdb.yaml", testchart.PDBTemplate("minAvailable: 1")), nil},
 		{"a Widget under a transition rule, the field kept", widgetsKeepingA("x"), "", "", widgetsKeepingA("x"), waitWidgets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -275,13 +275,6 @@ func roleBindingTemplate(role, subject string) string {
 // labelled is a ConfigMap with the label tier: value.
 func labelled(value string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-labelled\n  labels: {tier: \"" + value + "\"}\n"
-}
-
-// pdbTemplate is a PodDisruptionBudget of the release's Deployment with
-// bounds.
-func pdbTemplate(bounds string) string {
-	return "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: '{{ .Release.Name }}-web'}\n" +
-		"spec: {" + bounds + ", selector: {matchLabels: {app: '{{ .Release.Name }}-web'}}}\n"
 }
 
 // ingressTemplate is an Ingress to the release's Service with pathType.

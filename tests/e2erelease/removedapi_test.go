@@ -11,6 +11,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
+	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )
 
 // rewriteRecord replaces old with new in the stored manifest of revision
@@ -41,7 +42,7 @@ func (f *fixture) rewriteRecord(name string, version int, old, new string) {
 func TestARemovedAPIInTheDeployedManifestIsMappedOnRequest(t *testing.T) {
 	f := newFixture(t, "")
 	for _, v := range []string{"1.0.0", "2.0.0"} {
-		require.NoError(t, writeTemplate(f.charts, v, "pdb.yaml", pdbTemplate("minAvailable: 1")))
+		require.NoError(t, writeTemplate(f.charts, v, "pdb.yaml", testchart.PDBTemplate("minAvailable: 1")))
 	}
 	name := releaseName()
 	f.install(name)

@@ -215,6 +215,13 @@ spec:
 `
 }
 
+// PDBTemplate is a PodDisruptionBudget of the example chart's pods,
+// <release>-web, with bounds ("minAvailable: 1") (a template).
+func PDBTemplate(bounds string) string {
+	return "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: '{{ .Release.Name }}-web'}\n" +
+		"spec: {" + bounds + ", selector: {matchLabels: {app: '{{ .Release.Name }}-web'}}}\n"
+}
+
 // StatefulSetTemplate renders a StatefulSet, <release>-db, with replicas
 // and a claim template asking for storage (with no replicas it is ready
 // without a volume provisioner).
