@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // completeWith runs the bash completion script in a real bash for the

@@ -3,8 +3,9 @@ package cli_test
 import (
 	"testing"
 
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 func TestDurationFlagsMustBePositive(t *testing.T) {

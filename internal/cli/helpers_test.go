@@ -15,10 +15,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
-
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata from the current output")

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // Every bad input exits 2 with nothing on stdout, and stderr names the

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // secretLines are the lines of a PEM block that carry key material, and

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // The bundled example, -o yaml: the new values on stdout, the report on

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // failureObject is what a failed run prints on stdout with -o json or yaml.

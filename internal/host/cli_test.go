@@ -10,12 +10,11 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 
 // upgradeArgs are a complete `upgrade` command line but for the paths: it

@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
 func TestLockIsExclusiveAndPrivate(t *testing.T) {

@@ -9,14 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
-
-	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )
 

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +19,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 )

@@ -14,11 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
-
-	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
-
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,7 +21,10 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 )
 
 // TestJSONLogsStayJSONAcrossASpec runs the binary on a spec of two charts

@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 )

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +15,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 )
 
 // rollbackCounting runs the rollback of a target in-process as node n with

@@ -7,13 +7,12 @@ import (
 	"testing"
 	"time"
 
-	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
 )
 

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	helmstatus "helm.sh/helm/v4/pkg/release/common"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 )
 
 // applied is what the agent deployed for one BundleDeployment.

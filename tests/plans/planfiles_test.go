@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
 	"github.com/chart-upgrader/chart-upgrader/tests/testchart"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )

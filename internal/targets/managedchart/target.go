@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	helmstatus "helm.sh/helm/v4/pkg/release/common"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
