@@ -33,9 +33,9 @@ func TestPreflightAgreesWithTheHelmController(t *testing.T) {
 		helm   string                              // the words of the Job's Helm
 		both   func(t *testing.T, chartDir string) // to 1.0.0 and 2.0.0
 	}{
-		{"an immutable ConfigMap's data", addTemplate("frozen.yaml", frozenConfigMap("b", "")),
-			"rejected by the API server: ConfigMap {ns}/{release}-frozen", "field is immutable when `immutable` is set", addTemplate("frozen.yaml", frozenConfigMap("a", ""))},
-		{"an immutable ConfigMap's labels", addTemplate("frozen.yaml", frozenConfigMap("a", "tier: web")), "", "", addTemplate("frozen.yaml", frozenConfigMap("a", ""))},
+		{"an immutable ConfigMap's data", addTemplate("frozen.yaml", testchart.FrozenConfigMap("b", "")),
+			"rejected by the API server: ConfigMap {ns}/{release}-frozen", "field is immutable when `immutable` is set", addTemplate("frozen.yaml", testchart.FrozenConfigMap("a", ""))},
+		{"an immutable ConfigMap's labels", addTemplate("frozen.yaml", testchart.FrozenConfigMap("a", "tier: web")), "", "", addTemplate("frozen.yaml", testchart.FrozenConfigMap("a", ""))},
 		{"a PodDisruptionBudget with both bounds", addTemplate("pdb.yaml", testchart.PDBTemplate("minAvailable: 1, maxUnavailable: 1")),
 			"minAvailable and maxUnavailable cannot be both set", "minAvailable and maxUnavailable cannot be both set", nil},
 		{"a PodDisruptionBudget", addTemplate("pdb.yaml", testchart.PDBTemplate("minAvailable: 1")), "", "", nil},
@@ -96,12 +96,6 @@ func (f *fixture) jobError(name string) string {
 	})
 	require.NoError(f.t, err, "a failed run of job %s/helm-install-%s", f.ns, name)
 	return strings.Join(said, "\n")
-}
-
-// frozenConfigMap is an immutable ConfigMap, <release>-frozen, holding
-// value, with labels.
-func frozenConfigMap(value, labels string) string {
-	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: '{{ .Release.Name }}-frozen'\n  labels: {" + labels + "}\nimmutable: true\ndata: {a: " + value + "}\n"
 }
 
 // addTemplate adds a template to the chart.

@@ -215,6 +215,12 @@ spec:
 `
 }
 
+// FrozenConfigMap is an immutable ConfigMap, <release>-frozen, holding
+// value, with labels (a template).
+func FrozenConfigMap(value, labels string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: '{{ .Release.Name }}-frozen'\n  labels: {" + labels + "}\nimmutable: true\ndata: {a: " + value + "}\n"
+}
+
 // PDBTemplate is a PodDisruptionBudget of the example chart's pods,
 // <release>-web, with bounds ("minAvailable: 1") (a template).
 func PDBTemplate(bounds string) string {
