@@ -24,6 +24,7 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
@@ -388,4 +389,62 @@ func TestMarkFailedWritesOnlyOverWhatItRead(t *testing.T) {
 	p, err = c.ReadPending(t.Context(), h[1])
 	require.NoError(t, err)
 	assert.Nil(t, p)
+}
+
+// MapRemovedAPIs rewrites only the apiVersion lines of the revision's
+// objects the cluster no longer serves, keeps the record as it was in a
+// Secret first, writes nothing over a record whose manifest changed since
+// it was read, nothing when there is nothing to map, and nothing when an
+// object has no replacement.
+func TestMapRemovedAPIsWritesOnlyOverWhatItRead(t *testing.T) {
+	env := testenv.ForTest(t)
+	ns := env.Namespace(t)
+	c := &helmrelease.Client{Kube: env.Kube(), Dynamic: env.Dynamic()}
+	secrets := driver.NewSecrets(env.Kube().CoreV1().Secrets(ns))
+	const old = "---\n# Source: demo/templates/pdb.yaml\napiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\nspec:\n  minAvailable: 1\n" +
+		"---\n# Source: demo/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n"
+	store(t, secrets, rel(ns, "web", 1, helmstatus.StatusDeployed, old))
+	record := func() *corev1.Secret {
+		s, err := env.Kube().CoreV1().Secrets(ns).Get(t.Context(), helmrelease.SecretName("web", 1), metav1.GetOptions{})
+		require.NoError(t, err)
+		return s
+	}
+	before := record()
+
+	stale := rel(ns, "web", 1, helmstatus.StatusDeployed, "another manifest")
+	_, err := c.MapRemovedAPIs(t.Context(), stale)
+	require.ErrorIs(t, err, helmrelease.ErrRecordChanged)
+	assert.Equal(t, before.ResourceVersion, record().ResourceVersion, "nothing written over a changed record")
+
+	read, err := c.Newest(ns, "web", "secret")
+	require.NoError(t, err)
+	mapped, err := c.MapRemovedAPIs(t.Context(), read)
+	require.NoError(t, err)
+	require.Len(t, mapped, 1)
+	assert.Equal(t, "PodDisruptionBudget web: policy/v1beta1 → policy/v1", mapped[0].String())
+	now, err := c.Newest(ns, "web", "secret")
+	require.NoError(t, err)
+	assert.Equal(t, strings.Replace(old, "apiVersion: policy/v1beta1", "apiVersion: policy/v1", 1), now.Manifest)
+	assert.Equal(t, read.Config, now.Config)
+	assert.Equal(t, helmstatus.StatusDeployed, now.Info.Status)
+	assert.Equal(t, before.Labels, record().Labels, "the driver's labels kept")
+	backup, err := env.Kube().CoreV1().Secrets(ns).Get(t.Context(), helmrelease.MappedBackupName("web", 1), metav1.GetOptions{})
+	require.NoError(t, err)
+	kept, err := helmrelease.Decode(string(backup.Data["release"]))
+	require.NoError(t, err)
+	assert.Equal(t, old, kept.Manifest, "the record as it was")
+
+	after := record()
+	mapped, err = c.MapRemovedAPIs(t.Context(), now)
+	require.NoError(t, err)
+	assert.Empty(t, mapped)
+	assert.Equal(t, after.ResourceVersion, record().ResourceVersion, "nothing to map: nothing written")
+
+	store(t, secrets, rel(ns, "other", 1, helmstatus.StatusDeployed, "---\napiVersion: example.com/v1alpha1\nkind: Widget\nmetadata: {name: w}\n"))
+	other, err := c.Newest(ns, "other", "secret")
+	require.NoError(t, err)
+	_, err = c.MapRemovedAPIs(t.Context(), other)
+	assert.ErrorContains(t, err, "Widget w is at example.com/v1alpha1, which this cluster does not serve, and no version it serves replaces it")
+	_, err = env.Kube().CoreV1().Secrets(ns).Get(t.Context(), helmrelease.MappedBackupName("other", 1), metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "no backup of a record that is not mapped: %v", err)
 }
