@@ -31,11 +31,17 @@ import (
 func TestPreflightAgreesWithFleetsAgent(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		change string // the template 2.0.0 adds (or changes), "name.yaml: body"
+		change string // the template 2.0.0 adds (or changes), "name.yaml: body"; or "kubeVersion: CONSTRAINT"
 		says   string // preflight's refusal; "" for a control
 		agent  string // the words of the agent's Helm
 		both   string // a template of 1.0.0 and 2.0.0, "name.yaml: body"
 	}{
+		{"a Kubernetes the cluster is not", "kubeVersion: >=1.99.0-0",
+			"requires kubeVersion: >=1.99.0-0 which is incompatible with Kubernetes v1.33", "requires kubeVersion", ""},
+		{"the cluster's Kubernetes", "kubeVersion: >=1.20.0-0", "", "", ""},
+		{"a label the server cannot take", "labelled.yaml: " + testchart.LabelledConfigMap("not valid"),
+			`metadata.labels: Invalid value: "not valid"`, `metadata.labels: Invalid value: "not valid"`, ""},
+		{"a label", "labelled.yaml: " + testchart.LabelledConfigMap("valid"), "", "", ""},
 		{"an immutable ConfigMap's data", "frozen.yaml: " + testchart.FrozenConfigMap("b", ""),
 			"rejected by the API server: ConfigMap {ns}/{release}-frozen", "field is immutable when `immutable` is set", "frozen.yaml: " + testchart.FrozenConfigMap("a", "")},
 		{"an immutable ConfigMap's labels", "frozen.yaml: " + testchart.FrozenConfigMap("a", "tier: web"), "", "", "frozen.yaml: " + testchart.FrozenConfigMap("a", "")},
@@ -78,11 +84,15 @@ func TestPreflightAgreesWithFleetsAgent(t *testing.T) {
 }
 
 // addTemplate writes a template ("name.yaml: body") into the example
-// chart at version.
+// chart at version, or sets its kubeVersion ("kubeVersion: CONSTRAINT").
 func (f *fixture) addTemplate(version, template string) {
 	f.t.Helper()
 	name, body, ok := strings.Cut(template, ": ")
 	require.True(f.t, ok, template)
+	if name == "kubeVersion" {
+		require.NoError(f.t, testchart.SetKubeVersion(filepath.Join(f.charts, "demo-app-"+version), body))
+		return
+	}
 	require.NoError(f.t, os.WriteFile(filepath.Join(f.charts, "demo-app-"+version, "templates", name), []byte(body), 0o644))
 }
 

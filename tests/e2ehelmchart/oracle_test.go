@@ -33,6 +33,12 @@ func TestPreflightAgreesWithTheHelmController(t *testing.T) {
 		helm   string                              // the words of the Job's Helm
 		both   func(t *testing.T, chartDir string) // to 1.0.0 and 2.0.0
 	}{
+		{"a Kubernetes the cluster is not", kubeVersion(">=1.99.0-0"),
+			"requires kubeVersion: >=1.99.0-0 which is incompatible with Kubernetes v1.33", "requires kubeVersion", nil},
+		{"the cluster's Kubernetes", kubeVersion(">=1.20.0-0"), "", "", nil},
+		{"a label the server cannot take", addTemplate("labelled.yaml", testchart.LabelledConfigMap("not valid")),
+			`metadata.labels: Invalid value: "not valid"`, `metadata.labels: Invalid value: "not valid"`, nil},
+		{"a label", addTemplate("labelled.yaml", testchart.LabelledConfigMap("valid")), "", "", nil},
 		{"an immutable ConfigMap's data", addTemplate("frozen.yaml", testchart.FrozenConfigMap("b", "")),
 			"rejected by the API server: ConfigMap {ns}/{release}-frozen", "field is immutable when `immutable` is set", addTemplate("frozen.yaml", testchart.FrozenConfigMap("a", ""))},
 		{"an immutable ConfigMap's labels", addTemplate("frozen.yaml", testchart.FrozenConfigMap("a", "tier: web")), "", "", addTemplate("frozen.yaml", testchart.FrozenConfigMap("a", ""))},
@@ -96,6 +102,13 @@ func (f *fixture) jobError(name string) string {
 	})
 	require.NoError(f.t, err, "a failed run of job %s/helm-install-%s", f.ns, name)
 	return strings.Join(said, "\n")
+}
+
+// kubeVersion sets the chart's kubeVersion.
+func kubeVersion(constraint string) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		require.NoError(t, testchart.SetKubeVersion(dir, constraint))
+	}
 }
 
 // addTemplate adds a template to the chart.

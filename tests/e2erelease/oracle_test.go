@@ -122,8 +122,8 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 			template("svc.yaml", serviceTemplate), nil},
 		{"a Service gains a port", edit("templates/svc.yaml", "targetPort: 8080}]", "targetPort: 8080}, {name: metrics, port: 9090}]"), "", "",
 			template("svc.yaml", serviceTemplate), nil},
-		{"a label the server cannot take", template("labelled.yaml", labelled("not valid")), `metadata.labels: Invalid value: "not valid"`, `metadata.labels: Invalid value: "not valid"`, nil, nil},
-		{"a label", template("labelled.yaml", labelled("valid")), "", "", nil, nil},
+		{"a label the server cannot take", template("labelled.yaml", testchart.LabelledConfigMap("not valid")), `metadata.labels: Invalid value: "not valid"`, `metadata.labels: Invalid value: "not valid"`, nil, nil},
+		{"a label", template("labelled.yaml", testchart.LabelledConfigMap("valid")), "", "", nil, nil},
 		{"a name the server cannot take", template("named.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-Web'}\n"),
 			"a lowercase RFC 1123 subdomain must consist of", "a lowercase RFC 1123 subdomain must consist of", nil, nil},
 		{"a name", template("named.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-web'}\n"), "", "", nil, nil},
@@ -272,11 +272,6 @@ func roleBindingTemplate(role, subject string) string {
 		"subjects: [{kind: ServiceAccount, name: " + subject + ", namespace: '{{ .Release.Namespace }}'}]\n"
 }
 
-// labelled is a ConfigMap with the label tier: value.
-func labelled(value string) string {
-	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-labelled\n  labels: {tier: \"" + value + "\"}\n"
-}
-
 // ingressTemplate is an Ingress to the release's Service with pathType.
 func ingressTemplate(pathType string) string {
 	return "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: '{{ .Release.Name }}-web'}\nspec:\n  rules:\n  - http:\n      paths:\n" +
@@ -379,10 +374,7 @@ func otherNamespaceTemplate(suffix string) string {
 // kubeVersion sets the chart's kubeVersion.
 func kubeVersion(constraint string) func(*testing.T, string) {
 	return func(t *testing.T, dir string) {
-		meta := filepath.Join(dir, "Chart.yaml")
-		data, err := os.ReadFile(meta)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(meta, append(data, "kubeVersion: \""+constraint+"\"\n"...), 0o644))
+		require.NoError(t, testchart.SetKubeVersion(dir, constraint))
 	}
 }
 

@@ -221,6 +221,22 @@ func FrozenConfigMap(value, labels string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: '{{ .Release.Name }}-frozen'\n  labels: {" + labels + "}\nimmutable: true\ndata: {a: " + value + "}\n"
 }
 
+// LabelledConfigMap is a ConfigMap, <release>-labelled, whose label tier
+// is value (a template).
+func LabelledConfigMap(value string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-labelled\n  labels: {tier: \"" + value + "\"}\n"
+}
+
+// SetKubeVersion sets the kubeVersion of the chart in dir.
+func SetKubeVersion(dir, constraint string) error {
+	meta := filepath.Join(dir, "Chart.yaml")
+	data, err := os.ReadFile(meta)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(meta, append(data, "kubeVersion: \""+constraint+"\"\n"...), 0o644)
+}
+
 // PDBTemplate is a PodDisruptionBudget of the example chart's pods,
 // <release>-web, with bounds ("minAvailable: 1") (a template).
 func PDBTemplate(bounds string) string {
