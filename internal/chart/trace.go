@@ -2,6 +2,7 @@ package chart
 
 import (
 	"fmt"
+	"strings"
 
 	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -40,9 +41,13 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 	if err != nil {
 		// a template may want a number where a marker is text (until, a
 		// comparison): try again with the strings alone marked
-		marked, marks = provenance.MarkStrings(effective, fmt.Sprintf("with them marked, the chart does not render (%v)", marks.Unmark(err.Error())), conditions...)
+		marked, marks = provenance.MarkStrings(effective, fmt.Sprintf("with them marked, the chart does not render (%s)", firstLine(marks.Unmark(err.Error()))), conditions...)
 		if traced, err = r.render(c, marked, name, namespace, true); err != nil {
-			return provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%v)", marks.Unmark(err.Error())))
+			m, ferr := provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%s)", firstLine(marks.Unmark(err.Error()))), effective)
+			if m != nil {
+				m.CheckWith(r.renderer(c, name, namespace)) // probing still finds values by rendering
+			}
+			return m, ferr
 		}
 	}
 	m, err := provenance.Trace(docs(real), docs(traced), marks, effective)
@@ -50,11 +55,29 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 		return nil, err
 	}
 	// an answer is checked by rendering it, as Helm will
-	m.CheckWith(func(vals map[string]any) ([]provenance.Doc, error) {
+	m.CheckWith(r.renderer(c, name, namespace))
+	return m, nil
+}
+
+// renderer renders c as release name in namespace with the values given.
+func (r Renderer) renderer(c *chart.Chart, name, namespace string) provenance.Renderer {
+	return func(vals map[string]any) ([]provenance.Doc, error) {
 		ms, err := r.render(c, vals, name, namespace, false)
 		return docs(ms), err
-	})
-	return m, nil
+	}
+}
+
+// firstLine is the first line of a chart's error, cut to 200 bytes: a
+// template's fail message can run to a page.
+func firstLine(s string) string {
+	s, _, cut := strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 200 {
+		s, cut = s[:200], true
+	}
+	if cut {
+		s += " …"
+	}
+	return s
 }
 
 func docs(ms []releaseutil.Manifest) []provenance.Doc {

@@ -49,8 +49,29 @@ const Redacted = values.Redaction
 // redacted would render the redaction): the adopt rule alone, which takes
 // the value from the cluster.
 func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Reading {
-	r := Reading{Source: m.Explain(id, steps, live, liveSet)}
-	if !r.Mapped() || !liveSet {
+	src := m.Explain(id, steps, live, liveSet)
+	if !src.Mapped() && liveSet && m.render != nil {
+		// no marker reached the field: a value that renders it may still
+		// be found by rendering (probe.go)
+		for _, at := range m.probes(id, steps, live) {
+			found := Source{Assignments: []Assignment{m.assign(at, live, true)}, Note: ProbeNote}
+			if r := m.reading(found, id, steps, live, secret); r.Mapped() {
+				return r
+			}
+		}
+	}
+	if !liveSet {
+		return Reading{Source: src}
+	}
+	return m.reading(src, id, steps, live, secret)
+}
+
+// reading is src (the values a field is made of) as a Reading: the
+// adopt rules and flags that make the chart render live, checked by
+// rendering them (CheckWith).
+func (m *Map) reading(src Source, id ObjectID, steps []Step, live any, secret bool) Reading {
+	r := Reading{Source: src}
+	if !r.Mapped() {
 		return r
 	}
 	byUnit := map[string]int{} // index in r.Adopt

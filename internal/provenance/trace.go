@@ -54,6 +54,8 @@ type Map struct {
 	// the values rendered.
 	render  Renderer
 	checked map[string][]parsed
+	// probed counts the renders probes allowed (probe.go).
+	probed int
 }
 
 type traced struct {
@@ -62,9 +64,11 @@ type traced struct {
 	marked map[string]any // nil: the marked render has no such object
 }
 
-// Failed is a Map that traces nothing, every field giving why.
-func Failed(real []Doc, why string) (*Map, error) {
-	m := &Map{failed: why}
+// Failed is a Map that traces nothing, every field giving why, of the
+// chart rendered with vals (its effective values): with CheckWith, a
+// field may still be read back by rendering (probe.go).
+func Failed(real []Doc, why string, vals map[string]any) (*Map, error) {
+	m := &Map{failed: why, values: vals}
 	objs, err := parse(real)
 	if err != nil {
 		return nil, err

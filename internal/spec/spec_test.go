@@ -314,7 +314,7 @@ func TestBadInput(t *testing.T) {
 		{"release rollbackOnFailure a string", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {rollbackOnFailure: "yes"}`),
 			`spec.yaml:6: charts[1].release.rollbackOnFailure: `, `want true or false`},
 		{"release unknown option", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {wait: true}`),
-			`spec.yaml:6: charts[1].release.wait: `, `unknown field (want one of rollbackOnFailure, historyMax, recoverPending)`},
+			`spec.yaml:6: charts[1].release.wait: `, `unknown field (want one of rollbackOnFailure, historyMax, recoverPending, mapRemovedAPIs)`},
 		{"release recoverPending a bad duration", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {recoverPending: {after: soon}}`),
 			`spec.yaml:6: charts[1].release.recoverPending.after: `, `want a positive duration such as 1h or 30m, not "soon"`},
 		{"release recoverPending of zero", true, doc(specHead, `- target: {kind: Release, namespace: demo, name: app}`, chart1, `  release: {recoverPending: {after: 0s}}`),
