@@ -13,14 +13,15 @@ import (
 )
 
 // patternsChart has the patterns real charts use around a value, one
-// field each (ConfigMap rel-p, Deployment rel-app).
+// field each (ConfigMap rel-p, Deployment rel-app), and a Secret made anew
+// on every render (rel-token).
 func patternsChart(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "patterns")
 	writeFiles(t, dir, map[string]string{
 		"Chart.yaml": chartfile("patterns", "1.0.0") + "appVersion: v1.0.0\n",
 		"values.yaml": "image:\n  repository: registry.example/app\n  tag: \"\"\n" +
-			"script: \"echo hi\"\nstripped: \"level: info\"\njson: '{\"a\":\"b\"}'\nport: 8080\n",
+			"script: \"echo hi\"\nstripped: \"level: info\"\njson: '{\"a\":\"b\"}'\nport: 8080\nreplicas: 1\n",
 		"templates/cm.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata: {name: {{ .Release.Name }}-p}
@@ -31,10 +32,19 @@ data:
     {{ .Values.stripped }}
   json: {{ .Values.json | quote }}
 `,
+		"templates/token.yaml": `apiVersion: v1
+kind: Secret
+metadata: {name: {{ .Release.Name }}-token}
+data: {token: {{ randAlphaNum 16 | b64enc | quote }}}
+`,
 		"templates/app.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: {{ .Release.Name }}-app}
 spec:
+  replicas: {{ .Values.replicas }}
+  {{- if gt (int .Values.replicas) 1 }}
+  minReadySeconds: 5
+  {{- end }}
   template:
     spec:
       containers:
@@ -83,6 +93,9 @@ func TestProvenanceOfTheRealPatterns(t *testing.T) {
 		{name: "a value that renders two fields", id: app, steps: append(container, "env", 0, "value"),
 			live: "9090", set: map[string]any{"port": int64(9090)},
 			also: []string{"Deployment rel-app .spec.template.spec.containers[0].ports[0].containerPort"}},
+		{name: "a number a condition also compares, found by rendering", id: app, steps: []any{"spec", "replicas"},
+			live: float64(3), set: map[string]any{"replicas": float64(3)}, // as a render reads back
+			also: []string{"Deployment rel-app .spec.minReadySeconds"}}, // not the Secret each render makes anew
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := m.Read(tc.id, tc.steps, tc.live, true, false)
@@ -98,7 +111,7 @@ func TestProvenanceOfTheRealPatterns(t *testing.T) {
 					got[a.Path] = a.Value
 				}
 			}
-			assert.Equal(t, tc.set, got)
+			assert.Equal(t, tc.set, got, "%+v", r)
 			assert.Equal(t, tc.also, r.AlsoChanges)
 			// the --set flags, parsed as Helm parses them, render the live value
 			user := map[string]any{}

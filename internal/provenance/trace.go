@@ -56,6 +56,8 @@ type Map struct {
 	checked map[string][]parsed
 	// probed counts the renders probes allowed (probe.go).
 	probed int
+	// regen are the fields each render makes anew (regenerated).
+	regen map[string]bool
 }
 
 type traced struct {

@@ -63,7 +63,9 @@ func (m *Map) check(r Reading, id ObjectID, steps []Step, live any) (ok bool, al
 	if !values.Equal(got, live) {
 		return false, nil, nil
 	}
-	// the other fields the change changes, by object
+	// the other fields the change changes, by object; not those a render
+	// makes anew each time (a certificate generated on every render)
+	regenerated := m.regenerated()
 	for _, o := range c {
 		t := m.find(o.id)
 		var before map[string]any
@@ -72,10 +74,11 @@ func (m *Map) check(r Reading, id ObjectID, steps []Step, live any) (ok bool, al
 		}
 		self := o.id.Kind == id.Kind && o.id.Name == id.Name && (id.Namespace == "" || o.id.Namespace == "" || o.id.Namespace == id.Namespace)
 		diffLeaves(before, o.obj, nil, func(at []Step) {
-			if self && startsWith(at, steps) {
+			field := o.id.Kind + " " + o.id.Name + " " + FieldString(at)
+			if (self && startsWith(at, steps)) || regenerated[field] {
 				return
 			}
-			also = append(also, o.id.Kind+" "+o.id.Name+" "+FieldString(at))
+			also = append(also, field)
 		})
 	}
 	slices.Sort(also)
@@ -123,3 +126,30 @@ func diffLeaves(a, b any, at []Step, changed func([]Step)) {
 // FieldString is a field of an object as a person reads it:
 // .spec.template.spec.containers[0].image, a key with dots bracketed.
 func FieldString(at []Step) string { return "." + PathString(at) }
+
+// regenerated are the fields that differ between the real render and
+// one more render with the same values: those the chart generates anew
+// on every render (genCA, randAlphaNum), which no value changes. Rendered
+// once per Map.
+func (m *Map) regenerated() map[string]bool {
+	if m.regen != nil {
+		return m.regen
+	}
+	m.regen = map[string]bool{}
+	docs, err := m.render(values.DeepCopy(m.values).(map[string]any))
+	if err != nil {
+		return m.regen
+	}
+	objs, err := parse(docs)
+	if err != nil {
+		return m.regen
+	}
+	for _, o := range objs {
+		var before map[string]any
+		if t := m.find(o.id); t != nil {
+			before = t.real
+		}
+		diffLeaves(before, o.obj, nil, func(at []Step) { m.regen[o.id.Kind+" "+o.id.Name+" "+FieldString(at)] = true })
+	}
+	return m.regen
+}
