@@ -58,9 +58,11 @@ func conditionValues(c *chart.Chart, effective map[string]any) [][]string {
 }
 
 // flipsWhenMarked says whether v is empty and a marker would not be: an
-// empty string or a zero number.
+// empty string, a zero number or null.
 func flipsWhenMarked(v any) bool {
 	switch x := v.(type) {
+	case nil:
+		return true
 	case string:
 		return x == ""
 	case int:
@@ -142,8 +144,8 @@ func testedPaths(tests []test, truthOnly bool) [][]string {
 	return out
 }
 
-// templateTests are the values the conditions (if, else if, with) of one
-// template read; none when it does not parse.
+// templateTests are the values the conditions (if, else if, with) and the
+// ranges of one template read; none when it does not parse.
 func templateTests(name, text string) []test {
 	var out []test
 	visitNodes(name, text, func(n parse.Node) {
@@ -151,6 +153,10 @@ func templateTests(name, text string) []test {
 		case *parse.IfNode:
 			out = append(out, pipeTests(x.Pipe, true)...)
 		case *parse.WithNode:
+			out = append(out, pipeTests(x.Pipe, true)...)
+		case *parse.RangeNode:
+			// a range over null ranges over nothing, over a marker fails:
+			// asked, like a condition, only whether it is empty
 			out = append(out, pipeTests(x.Pipe, true)...)
 		}
 	})

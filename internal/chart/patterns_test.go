@@ -21,7 +21,8 @@ func patternsChart(t *testing.T) string {
 	writeFiles(t, dir, map[string]string{
 		"Chart.yaml": chartfile("patterns", "1.0.0") + "appVersion: v1.0.0\n",
 		"values.yaml": "image:\n  repository: registry.example/app\n  tag: \"\"\n" +
-			"script: \"echo hi\"\nstripped: \"level: info\"\njson: '{\"a\":\"b\"}'\nport: 8080\nreplicas: 1\n",
+			"script: \"echo hi\"\nstripped: \"level: info\"\njson: '{\"a\":\"b\"}'\nport: 8080\nreplicas: 1\n" +
+			"proxy:\n  registry:\n  repository:\n  tag:\nextraEnv:\n",
 		"templates/cm.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata: {name: {{ .Release.Name }}-p}
@@ -52,8 +53,13 @@ spec:
         image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
         env:
         - {name: PORT, value: {{ .Values.port | quote }}}
+        {{- range .Values.extraEnv }}
+        - {name: {{ .name }}, value: {{ .value | quote }}}
+        {{- end }}
         ports:
         - containerPort: {{ .Values.port }}
+      - name: proxy
+        image: {{ printf "%s/%s:%s" (.Values.proxy.registry | default "docker.io") (.Values.proxy.repository | default "proxy") (.Values.proxy.tag | default .Chart.AppVersion) }}
 `,
 	})
 	return dir
@@ -93,6 +99,8 @@ func TestProvenanceOfTheRealPatterns(t *testing.T) {
 		{name: "a value that renders two fields", id: app, steps: append(container, "env", 0, "value"),
 			live: "9090", set: map[string]any{"port": int64(9090)},
 			also: []string{"Deployment rel-app .spec.template.spec.containers[0].ports[0].containerPort"}},
+		{name: "null values a helper defaults (traefik's image)", id: app, steps: []any{"spec", "template", "spec", "containers", 1, "image"},
+			live: "registry.example/hotfix:1", set: map[string]any{"proxy.registry": "registry.example", "proxy.repository": "hotfix", "proxy.tag": "1"}},
 		{name: "a number a condition also compares, found by rendering", id: app, steps: []any{"spec", "replicas"},
 			live: float64(3), set: map[string]any{"replicas": float64(3)}, // as a render reads back
 			also: []string{"Deployment rel-app .spec.minReadySeconds"}}, // not the Secret each render makes anew

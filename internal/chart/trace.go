@@ -35,6 +35,7 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 	if err != nil {
 		return nil, fmt.Errorf("coalescing the values of chart %s: %w", nameVersion(c), err)
 	}
+	keepNulls(c, effective, nil)
 	conditions := conditionValues(c, effective)
 	marked, marks := provenance.Mark(effective, conditions...)
 	traced, err := r.render(c, marked, name, namespace, true)
@@ -86,4 +87,45 @@ func docs(ms []releaseutil.Manifest) []provenance.Doc {
 		out[i] = provenance.Doc{Source: m.Name, Content: m.Content}
 	}
 	return out
+}
+
+// keepNulls puts back into effective (c's effective values, under at)
+// each key whose default in c's values, or a subchart's, is null and that
+// no value set: Helm's coalescing drops such a key, a template reads it as
+// null (a registry a helper defaults), and tracing marks it as it marks an
+// empty string.
+func keepNulls(c *chart.Chart, effective map[string]any, at []string) {
+	var walk func(defaults, into map[string]any)
+	walk = func(defaults, into map[string]any) {
+		for k, v := range defaults {
+			switch x := v.(type) {
+			case nil:
+				if _, set := into[k]; !set {
+					into[k] = nil
+				}
+			case map[string]any:
+				if sub, ok := into[k].(map[string]any); ok {
+					walk(x, sub)
+				}
+			}
+		}
+	}
+	if into, ok := lookupMap(effective, at); ok {
+		walk(c.Values, into)
+	}
+	for _, d := range c.Dependencies() {
+		keepNulls(d, effective, append(at[:len(at):len(at)], d.Name()))
+	}
+}
+
+// lookupMap is the map at path in v.
+func lookupMap(v map[string]any, path []string) (map[string]any, bool) {
+	for _, k := range path {
+		next, ok := v[k].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		v = next
+	}
+	return v, true
 }

@@ -130,10 +130,11 @@ func (m *Marks) mark(v any, at []Step) any {
 			out[i] = m.mark(e, append(at[:len(at):len(at)], i))
 		}
 		return out
-	case string:
-		// an empty string is marked too (a tag under `default
-		// .Chart.AppVersion` is then traced) unless a condition tests it:
-		// those are kept above
+	case string, nil:
+		// an empty string or null is marked too (a tag under `default
+		// .Chart.AppVersion`, a registry a helper defaults, is then
+		// traced) unless a condition or a range tests it: those are kept
+		// above
 	case int, int64, float64, int32, uint64, float32, uint, uint32:
 		if m.stringsOnly != "" {
 			return v

@@ -14,20 +14,21 @@ import (
 func TestMarkReplacesStringsAndNumbersOnly(t *testing.T) {
 	in := map[string]any{"a": map[string]any{"s": "x", "n": int64(3), "b": true, "e": "", "z": nil}, "l": []any{"p", 1.5}}
 	out, marks := Mark(in)
-	require.Equal(t, 5, marks.Len())
+	require.Equal(t, 6, marks.Len())
 	a := out["a"].(map[string]any)
 	require.Regexp(t, "^zqv[0-9]+vqz$", a["s"])
 	require.Regexp(t, "^zqv[0-9]+vqz$", a["n"])
 	require.Equal(t, true, a["b"])
 	require.Regexp(t, "^zqv[0-9]+vqz$", a["e"], "an empty string no condition tests (a tag under default)")
-	require.Nil(t, a["z"])
+	require.Regexp(t, "^zqv[0-9]+vqz$", a["z"], "a null no condition or range tests (a registry a helper defaults)")
 	require.Regexp(t, "^zqv[0-9]+vqz$", out["l"].([]any)[1])
 	require.Equal(t, "x", in["a"].(map[string]any)["s"], "the input is not changed")
 
 	// a value a condition tests is kept, empty or not
-	out, marks = Mark(in, []string{"a", "e"}, []string{"a", "s"})
+	out, marks = Mark(in, []string{"a", "e"}, []string{"a", "s"}, []string{"a", "z"})
 	require.Equal(t, 3, marks.Len())
 	require.Equal(t, "", out["a"].(map[string]any)["e"])
+	require.Nil(t, out["a"].(map[string]any)["z"])
 	require.Equal(t, "x", out["a"].(map[string]any)["s"])
 }
 
