@@ -10,7 +10,9 @@
 //
 // Its limits: admission (webhooks, quota, LimitRange, Pod Security) is
 // not run; the feature gates are the library's defaults, not the
-// cluster's; a Service's IP allocation is not run (the allocator, not the
+// cluster's; privileged containers are taken as allowed (the API server's
+// --allow-privileged, which every common distribution sets, cannot be
+// read); a Service's IP allocation is not run (the allocator, not the
 // strategy, refuses a taken clusterIP or nodePort).
 package serverrules
 
@@ -26,6 +28,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/capabilities"
 
 	_ "k8s.io/kubernetes/pkg/apis/admissionregistration/install"
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
@@ -68,6 +71,12 @@ import (
 	"k8s.io/kubernetes/pkg/registry/scheduling/priorityclass"
 	"k8s.io/kubernetes/pkg/registry/storage/storageclass"
 )
+
+// The API server's --allow-privileged is not readable from the cluster;
+// every distribution Harvester, k3s and RKE2 run on (and kubeadm's)
+// sets it, and a chart such as Harvester's runs privileged DaemonSets.
+// The library's default (false) would refuse every one of them.
+func init() { capabilities.Setup(true, 0) }
 
 // strategy is what the API server runs before it stores a create or an
 // update of a kind.

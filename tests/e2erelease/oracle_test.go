@@ -93,6 +93,7 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 		{"a quantity the server cannot parse", edit("templates/deployment.yaml", "        image:", "        resources: {requests: {cpu: \"100 m\"}}\n        image:"),
 			"quantities must match the regular expression", "quantities must match the regular expression", nil, nil},
 		{"a quantity", edit("templates/deployment.yaml", "        image:", "        resources: {requests: {cpu: 100m}}\n        image:"), "", "", nil, nil},
+		{"a privileged container (Harvester's DaemonSets have them)", edit("templates/deployment.yaml", "        image:", "        securityContext: {privileged: true}\n        image:"), "", "", nil, nil},
 		{"a StatefulSet's claim template grows", template("db.yaml", testchart.StatefulSetTemplate(0, "2Gi")),
 			"rejected by the API server: StatefulSet {ns}/{release}-db", "updates to statefulset spec for fields other than",
 			template("db.yaml", testchart.StatefulSetTemplate(0, "1Gi")), nil},
