@@ -112,8 +112,8 @@ func unserved(apiVersion, kind, namespace, name string, mapper meta.RESTMapper) 
 		return Mapping{}, false // not an object the API server could take: not this package's to say
 	}
 	gvk := gv.WithKind(kind)
-	if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil || !meta.IsNoMatchError(err) {
-		return Mapping{}, false // served, or not known to be unserved
+	if isServed(gvk, mapper) {
+		return Mapping{}, false
 	}
 	if namespace != "" {
 		name = namespace + "/" + name
@@ -123,6 +123,23 @@ func unserved(apiVersion, kind, namespace, name string, mapper meta.RESTMapper) 
 		m.To = to.GroupVersion().String()
 	}
 	return m, true
+}
+
+// isServed says whether mapper serves gvk, or cannot tell (an error other
+// than "no match").
+func isServed(gvk schema.GroupVersionKind, mapper meta.RESTMapper) bool {
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil || !meta.IsNoMatchError(err)
+}
+
+// ServedAs is the version and kind the cluster serves gvk's objects at:
+// gvk itself when it serves it (or cannot tell), else its Replacement;
+// false when nothing it serves replaces it.
+func ServedAs(gvk schema.GroupVersionKind, mapper meta.RESTMapper) (schema.GroupVersionKind, bool) {
+	if isServed(gvk, mapper) {
+		return gvk, true
+	}
+	return Replacement(gvk, mapper)
 }
 
 // lifecycle is what k8s.io/api generates for a type with an API

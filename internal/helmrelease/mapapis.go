@@ -37,13 +37,9 @@ var ErrRecordChanged = fmt.Errorf("the revision's record changed since it was re
 // manifest). Only the manifest changes: status, values and labels stay.
 func (c *Client) MapRemovedAPIs(ctx context.Context, rel *release.Release) ([]apimap.Mapping, error) {
 	secrets := c.Kube.CoreV1().Secrets(rel.Namespace)
-	s, err := secrets.Get(ctx, SecretName(rel.Name, rel.Version), metav1.GetOptions{})
+	s, now, err := c.readRecord(ctx, rel)
 	if err != nil {
-		return nil, fmt.Errorf("reading the record of helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
-	}
-	now, err := Decode(string(s.Data["release"]))
-	if err != nil {
-		return nil, fmt.Errorf("decoding the record of helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
+		return nil, err
 	}
 	if now.Manifest != rel.Manifest {
 		return nil, fmt.Errorf("helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, ErrRecordChanged)

@@ -68,13 +68,9 @@ func IsPending(rel *release.Release) bool {
 // resourceVersion; nil when it no longer holds that revision pending (the
 // operation ended meanwhile: read the release again).
 func (c *Client) ReadPending(ctx context.Context, rel *release.Release) (*Pending, error) {
-	s, err := c.Kube.CoreV1().Secrets(rel.Namespace).Get(ctx, SecretName(rel.Name, rel.Version), metav1.GetOptions{})
+	s, now, err := c.readRecord(ctx, rel)
 	if err != nil {
-		return nil, fmt.Errorf("reading the record of helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
-	}
-	now, err := Decode(string(s.Data["release"]))
-	if err != nil {
-		return nil, fmt.Errorf("decoding the record of helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
+		return nil, err
 	}
 	if !IsPending(now) {
 		return nil, nil
@@ -92,6 +88,20 @@ func (c *Client) ReadPending(ctx context.Context, rel *release.Release) (*Pendin
 		p.Since = now.Info.LastDeployed
 	}
 	return p, nil
+}
+
+// readRecord reads the Secret that holds revision rel's record, and the
+// record it holds now.
+func (c *Client) readRecord(ctx context.Context, rel *release.Release) (*corev1.Secret, *release.Release, error) {
+	s, err := c.Kube.CoreV1().Secrets(rel.Namespace).Get(ctx, SecretName(rel.Name, rel.Version), metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the record of helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
+	}
+	now, err := Decode(string(s.Data["release"]))
+	if err != nil {
+		return nil, nil, fmt.Errorf("decoding the record of helm release %s/%s revision %d: %w", rel.Namespace, rel.Name, rel.Version, err)
+	}
+	return s, now, nil
 }
 
 // ErrPendingChanged: the pending revision's Secret changed since it was

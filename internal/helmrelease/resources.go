@@ -149,11 +149,8 @@ func (c *Client) Look(ctx context.Context, rel *release.Release) (*Resources, er
 // server serves the same object there.
 func servedVersion(u *unstructured.Unstructured, mapper meta.RESTMapper) *unstructured.Unstructured {
 	gvk := u.GroupVersionKind()
-	if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil || !meta.IsNoMatchError(err) {
-		return u
-	}
-	to, ok := apimap.Replacement(gvk, mapper)
-	if !ok {
+	to, ok := apimap.ServedAs(gvk, mapper)
+	if !ok || to == gvk {
 		return u
 	}
 	out := u.DeepCopy()
