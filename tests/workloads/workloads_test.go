@@ -88,6 +88,14 @@ func rolledOut(d *appsv1.Deployment) bool {
 		p != nil && p.Status == corev1.ConditionTrue && p.Reason == "NewReplicaSetAvailable"
 }
 
+// ofGeneration holds cond only for a Deployment at generation gen or later:
+// the first object a watch lists may predate the write just made (a list
+// served from the watch cache), and its status, complete for the old
+// template, would otherwise satisfy cond.
+func ofGeneration(gen int64, cond func(*appsv1.Deployment) bool) func(*appsv1.Deployment) bool {
+	return func(d *appsv1.Deployment) bool { return d.Generation >= gen && cond(d) }
+}
+
 // stalled: the controller has given up waiting for progress.
 func stalled(d *appsv1.Deployment) bool {
 	p := condition(d, appsv1.DeploymentProgressing)
@@ -140,9 +148,9 @@ func TestDeploymentRollout(t *testing.T) {
 	}
 
 	d.Spec.Template.Spec.Containers[0].Image = "registry.invalid/web:2"
-	_, err = kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+	updated, err := kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	until(t, apps, "deployments", ns, "web", rolledOut)
+	until(t, apps, "deployments", ns, "web", ofGeneration(updated.Generation, rolledOut))
 
 	rss, err := kube.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 	require.NoError(t, err)
@@ -225,9 +233,9 @@ func TestHeldPodsStallRollout(t *testing.T) {
 
 		d.Spec.Template.Spec.Containers[0].Image = "registry.invalid/upgrade:2"
 		d.Spec.Template.Annotations = map[string]string{testenv.HoldAnnotation: testenv.HoldNotReady}
-		_, err = kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+		updated, err := kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
 		require.NoError(t, err)
-		d = until(t, apps, "deployments", ns, "upgrade", stalled)
+		d = until(t, apps, "deployments", ns, "upgrade", ofGeneration(updated.Generation, stalled))
 		// 25% surge of 2 rounds up to one new pod; 25% unavailable rounds
 		// down to none: both old pods keep serving
 		require.EqualValues(t, 2, d.Status.AvailableReplicas)
