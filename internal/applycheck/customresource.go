@@ -82,14 +82,13 @@ type crValidation struct {
 }
 
 // customResourceValidation builds the strategy of gvk: from the schema of
-// a CRD of Request.CRDs that defines it, else from the schema the cluster
-// publishes (mapping says its scope; nil: not served yet).
+// a CRD the upgrade applies first (Schemas.Replace, apply.crds) that
+// defines it, else from the schema the cluster publishes (mapping says its
+// scope; nil: not served yet).
 func (s Scope) customResourceValidation(ctx context.Context, gvk schema.GroupVersionKind, mapping *meta.RESTMapping) *crValidation {
-	props, namespaced, found, err := s.ownSchema(gvk)
-	if err != nil {
-		return &crValidation{err: err}
-	}
-	if !found {
+	own, found := s.Checker.Schemas.owned(gvk)
+	props, namespaced := own.schema, own.namespaced
+	if !found || props == nil {
 		if mapping == nil || s.Checker.Schemas == nil {
 			return &crValidation{}
 		}
@@ -98,6 +97,7 @@ func (s Scope) customResourceValidation(ctx context.Context, gvk schema.GroupVer
 		if d.err != nil {
 			return &crValidation{} // the schema check names the object not checked
 		}
+		var err error
 		if props, err = publishedSchema(d.raw[d.byKind[gvk.Kind]]); props == nil || err != nil {
 			return &crValidation{err: err}
 		}
@@ -112,32 +112,6 @@ func (s Scope) customResourceValidation(ctx context.Context, gvk schema.GroupVer
 	}
 	strategy := customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(), namespaced, gvk, validator, nil, structural, nil, nil, nil)
 	return &crValidation{strategy: strategy, namespaced: namespaced}
-}
-
-// ownSchema is the schema of gvk at its version in a CRD of the
-// Request's (apply.crds), converted as the API server converts it, and
-// whether the kind is namespaced; found false when none defines it.
-func (s Scope) ownSchema(gvk schema.GroupVersionKind) (props *apiextensions.JSONSchemaProps, namespaced, found bool, err error) {
-	for _, u := range s.Request.CRDs {
-		crd := &apiextv1.CustomResourceDefinition{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
-			return nil, false, false, fmt.Errorf("CustomResourceDefinition %s: %w", u.GetName(), err)
-		}
-		if crd.Spec.Group != gvk.Group || crd.Spec.Names.Kind != gvk.Kind {
-			continue
-		}
-		for _, v := range crd.Spec.Versions {
-			if v.Name != gvk.Version || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-				continue
-			}
-			props, err := internalSchema(v.Schema.OpenAPIV3Schema)
-			if err != nil {
-				return nil, false, false, fmt.Errorf("the schema of CustomResourceDefinition %s at %s: %w", crd.Name, v.Name, err)
-			}
-			return props, crd.Spec.Scope == apiextv1.NamespaceScoped, true, nil
-		}
-	}
-	return nil, false, false, nil
 }
 
 // publishedSchema is the schema of a custom resource's kind as the

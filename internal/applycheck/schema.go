@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,17 +44,22 @@ type Schemas struct {
 	own map[schema.GroupVersionKind]ownKind
 }
 
-// ownKind is a kind of a CRD the upgrade applies: its schema's converter
-// and whether it has a status subresource.
+// ownKind is a kind of a CRD the upgrade applies: its schema's converter,
+// whether it has a status subresource, its schema in the API server's
+// internal form (what customresource.go validates with), and whether it is
+// namespaced.
 type ownKind struct {
-	tc     managedfields.TypeConverter
-	status bool
+	tc         managedfields.TypeConverter
+	status     bool
+	schema     *apiextensions.JSONSchemaProps
+	namespaced bool
 }
 
 // Replace makes the kinds of crds (CustomResourceDefinitions the upgrade
 // applies before the chart, apply.crds) judged by their schemas from now
 // on, as the API server will judge them after the apply: each version's
-// OpenAPI schema built as the API server builds it for the CRD.
+// OpenAPI schema built as the API server builds it for the CRD, and
+// converted as it converts it for validation.
 func (s *Schemas) Replace(crds []*unstructured.Unstructured) error {
 	for _, u := range crds {
 		crd := &apiextv1.CustomResourceDefinition{}
@@ -70,11 +76,17 @@ func (s *Schemas) Replace(crds []*unstructured.Unstructured) error {
 			if err != nil {
 				return fmt.Errorf("the schema of CustomResourceDefinition %s at %s: %w", crd.Name, v.Name, err)
 			}
+			k := ownKind{tc: tc, status: v.Subresources != nil && v.Subresources.Status != nil, namespaced: crd.Spec.Scope == apiextv1.NamespaceScoped}
+			if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+				if k.schema, err = internalSchema(v.Schema.OpenAPIV3Schema); err != nil {
+					return fmt.Errorf("the schema of CustomResourceDefinition %s at %s: %w", crd.Name, v.Name, err)
+				}
+			}
 			s.mu.Lock()
 			if s.own == nil {
 				s.own = map[schema.GroupVersionKind]ownKind{}
 			}
-			s.own[gvk] = ownKind{tc: tc, status: v.Subresources != nil && v.Subresources.Status != nil}
+			s.own[gvk] = k
 			s.mu.Unlock()
 		}
 	}
