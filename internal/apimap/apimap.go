@@ -83,7 +83,7 @@ func Map(text string, mapper meta.RESTMapper) (string, []Mapping, error) {
 	return out, mapped, nil
 }
 
-// unserved is doc's object when mapper does not serve its version, with
+// unservedDoc is doc's object when mapper does not serve its version, with
 // its replacement; ok false for one it serves, or no object.
 func unservedDoc(doc string, mapper meta.RESTMapper) (Mapping, bool, error) {
 	var head struct {

@@ -9,6 +9,7 @@ import (
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // Trace renders c with userValues as release name in namespace twice, as
@@ -110,22 +111,12 @@ func keepNulls(c *chart.Chart, effective map[string]any, at []string) {
 			}
 		}
 	}
-	if into, ok := lookupMap(effective, at); ok {
-		walk(c.Values, into)
+	if v, _ := values.Lookup(effective, at); v != nil {
+		if into, ok := v.(map[string]any); ok {
+			walk(c.Values, into)
+		}
 	}
 	for _, d := range c.Dependencies() {
 		keepNulls(d, effective, append(at[:len(at):len(at)], d.Name()))
 	}
-}
-
-// lookupMap is the map at path in v.
-func lookupMap(v map[string]any, path []string) (map[string]any, bool) {
-	for _, k := range path {
-		next, ok := v[k].(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		v = next
-	}
-	return v, true
 }

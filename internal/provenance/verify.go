@@ -66,21 +66,13 @@ func (m *Map) check(r Reading, id ObjectID, steps []Step, live any) (ok bool, al
 	// the other fields the change changes, by object; not those a render
 	// makes anew each time (a certificate generated on every render)
 	regenerated := m.regenerated()
-	for _, o := range c {
-		t := m.find(o.id)
-		var before map[string]any
-		if t != nil {
-			before = t.real
-		}
+	m.changedFields(c, func(o parsed, at []Step, field string) {
 		self := o.id.Kind == id.Kind && o.id.Name == id.Name && (id.Namespace == "" || o.id.Namespace == "" || o.id.Namespace == id.Namespace)
-		diffLeaves(before, o.obj, nil, func(at []Step) {
-			field := o.id.Kind + " " + o.id.Name + " " + FieldString(at)
-			if (self && startsWith(at, steps)) || regenerated[field] {
-				return
-			}
-			also = append(also, field)
-		})
-	}
+		if (self && startsWith(at, steps)) || regenerated[field] {
+			return
+		}
+		also = append(also, field)
+	})
 	slices.Sort(also)
 	if len(also) > MaxAlso {
 		also = append(also[:MaxAlso], fmt.Sprintf("and %d more", len(also)-MaxAlso))
@@ -144,12 +136,19 @@ func (m *Map) regenerated() map[string]bool {
 	if err != nil {
 		return m.regen
 	}
+	m.changedFields(objs, func(_ parsed, _ []Step, field string) { m.regen[field] = true })
+	return m.regen
+}
+
+// changedFields calls changed with each leaf of objs (a render) that
+// differs from the real render, and its name for people: `Kind name
+// .field`.
+func (m *Map) changedFields(objs []parsed, changed func(o parsed, at []Step, field string)) {
 	for _, o := range objs {
 		var before map[string]any
 		if t := m.find(o.id); t != nil {
 			before = t.real
 		}
-		diffLeaves(before, o.obj, nil, func(at []Step) { m.regen[o.id.Kind+" "+o.id.Name+" "+FieldString(at)] = true })
+		diffLeaves(before, o.obj, nil, func(at []Step) { changed(o, at, o.id.Kind+" "+o.id.Name+" "+FieldString(at)) })
 	}
-	return m.regen
 }
