@@ -9,7 +9,11 @@ import (
 	chartpkg "github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/crds"
+	"github.com/chart-upgrader/chart-upgrader/internal/gates"
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
+	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
@@ -137,6 +141,12 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 	if timeout > 0 {
 		j.Timeout = timeout
 	}
+	if len(c.Wait.Health) > 0 {
+		if j.Gates, err = s.gates(tg, c); err != nil {
+			return upgrade.Job{}, err
+		}
+		j.Health = c.Wait.Health
+	}
 	if c.Apply.CRDs != "" {
 		j.CRDs = crds.Port{Policy: crds.Policy(c.Apply.CRDs), Client: s.crds(c.Apply.MigrateCRDs)}
 	}
@@ -153,6 +163,17 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 		return upgrade.Job{}, err
 	}
 	return j, nil
+}
+
+// gates is the port to the objects of c's health gates on target t.
+func (s *session) gates(t upgrade.Target, c spec.Chart) (*gates.Port, error) {
+	r, ok := t.(gates.Released)
+	if !ok {
+		return nil, outcome.BadInput(fmt.Errorf("%s: a %s takes no health gates (wait.health): it deploys no helm release on this cluster", c.Wait.Health[0].At, c.Target.Kind))
+	}
+	return &gates.Port{Dynamic: s.clients.Dynamic, Mapper: s.clients.Mapper, Log: s.log, Gates: c.Wait.Health, Target: r,
+		Releases: &helmrelease.Client{Kube: s.clients.Kube, Dynamic: s.clients.Dynamic, Log: s.log, RESTMapper: s.clients.Mapper},
+		Access:   &liveobjects.SelfAccess{Kube: s.clients.Kube}}, nil
 }
 
 // openTarget opens the target port of a spec target, with its kind's

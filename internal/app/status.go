@@ -152,5 +152,8 @@ func writeStatus(w io.Writer, r StatusReport) {
 		}
 		fmt.Fprintf(w, "  journal: %s → %s %s (%s) at %s\n", e.FromVersion, e.ToVersion, done,
 			strings.Join(phases, ","), e.UpdatedAt.Format("2006-01-02 15:04:05Z"))
+		for _, g := range e.Gates {
+			fmt.Fprintf(w, "    %s\n", g.Line())
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/health"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 
@@ -58,7 +59,9 @@ func TestWriteStatusOfATargetMidUpgrade(t *testing.T) {
 			{FromVersion: "0.9.0", ToVersion: "1.0.0", Completed: true, UpdatedAt: at.Add(-24 * time.Hour),
 				Phases: map[string]upgrade.Step{"verify": {}, "wait": {}, "apply": {}, "merge": {}, "preflight": {}, "resolve": {}}},
 			{FromVersion: "1.0.0", ToVersion: "2.0.0", UpdatedAt: at,
-				Phases: map[string]upgrade.Step{"apply": {}, "resolve": {}, "merge": {}, "preflight": {}}},
+				Phases: map[string]upgrade.Step{"apply": {}, "resolve": {}, "merge": {}, "preflight": {}},
+				Gates: []health.Verdict{{Gate: "KubeVirt kubevirt.io/v1 (the release's)", State: health.InProgress, Objects: 1,
+					Why: []string{"KubeVirt apps/kv: not current: status.phase == 'Deployed' is false (status.phase = \"Deploying\")"}}}},
 		},
 	})
 	assert.Equal(t, strings.Join([]string{
@@ -71,6 +74,7 @@ func TestWriteStatusOfATargetMidUpgrade(t *testing.T) {
 		"  backups: chart-upgrader-backup-release-web-1.0.0, chart-upgrader-backup-release-web-0.9.0",
 		"  journal: 0.9.0 → 1.0.0 completed (resolve,preflight,merge,apply,wait,verify) at 2026-02-28 10:00:05Z",
 		"  journal: 1.0.0 → 2.0.0 in progress (resolve,preflight,merge,apply) at 2026-03-01 10:00:05Z",
+		`    gate KubeVirt kubevirt.io/v1 (the release's): in progress, 0/1 current: KubeVirt apps/kv: not current: status.phase == 'Deployed' is false (status.phase = "Deploying")`,
 		"",
 	}, "\n"), out.String())
 	// hashes are shortened for people; the full ones are in --format json

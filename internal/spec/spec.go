@@ -12,6 +12,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/health"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/internal/yamlfile"
@@ -74,6 +75,9 @@ type Wait struct {
 	// of what was applied (Fleet's ErrApplied, Rancher's Defined=False)
 	// before the wait gives up with exit 1 (> 0; DefaultFailureGrace).
 	FailureGrace time.Duration
+	// Health are the gates the upgrade waits for after the target is
+	// ready (wait.health), in the spec's order.
+	Health []health.Gate
 }
 
 // ParseSpec parses an upgrade spec whose targets are of kinds; file names
@@ -437,9 +441,14 @@ func (w walker) wait(n *yaml.Node, field string) (Wait, error) {
 	if n == nil {
 		return out, nil
 	}
-	f, err := w.Fields(n, field, "timeout", "errAppliedGrace")
+	f, err := w.Fields(n, field, "timeout", "errAppliedGrace", "health")
 	if err != nil {
 		return Wait{}, err
+	}
+	if hn := f.Get("health"); hn != nil {
+		if out.Health, err = w.gates(hn, f.Path("health")); err != nil {
+			return Wait{}, err
+		}
 	}
 	if tn := f.Get("timeout"); tn != nil {
 		if out.Timeout, err = w.Duration(tn, f.Path("timeout"), "20m or 1h30m"); err != nil {

@@ -102,6 +102,35 @@ func TestParseSpecWaitDefaults(t *testing.T) {
 	}
 }
 
+func TestParseSpecHealthGates(t *testing.T) {
+	s, err := ParseSpec("spec.yaml", doc(specHead, target1, chart1,
+		`  wait:`,
+		`    timeout: 20m`,
+		`    health:`,
+		`    - apiVersion: kubevirt.io/v1`,
+		`      kind: KubeVirt`,
+		`      current: "status.phase == 'Deployed' && status.observedKubeVirtVersion == status.targetKubeVirtVersion"`,
+		`      failed: "status.phase == 'Failed'"`,
+		`    - apiVersion: longhorn.io/v1beta2`,
+		`      kind: InstanceManager`,
+		`      namespace: longhorn-system`,
+		`      selector: "longhorn.io/instance-manager-type=aio"`,
+		`      minCount: 3`,
+		`      current: "status.currentState == 'running' && spec.image == values.image.longhorn.instanceManager.tag"`,
+	), kinds)
+	require.NoError(t, err)
+	gates := s.Charts[0].Wait.Health
+	require.Len(t, gates, 2)
+	assert.True(t, gates[0].Rendered())
+	assert.Equal(t, 1, gates[0].MinCount)
+	assert.NotNil(t, gates[0].Failed)
+	assert.Nil(t, gates[0].InProgress)
+	assert.Equal(t, "spec.yaml:9: charts[1].wait.health[1]", gates[0].At)
+	assert.False(t, gates[1].Rendered())
+	assert.Equal(t, 3, gates[1].MinCount)
+	assert.Equal(t, "InstanceManager longhorn.io/v1beta2 in longhorn-system (longhorn.io/instance-manager-type=aio)", gates[1].String())
+}
+
 func TestParseSpecErrAppliedGrace(t *testing.T) {
 	s, err := ParseSpec("spec.yaml", doc(
 		`apiVersion: chart-upgrader.io/v1alpha1`,
@@ -173,12 +202,14 @@ func TestParsePolicyEmpty(t *testing.T) {
 	assert.Len(t, p.Rules, 1)
 }
 
+// The head and first chart of the specs of the tests: lines 1-5.
+const (
+	specHead = "apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts:"
+	target1  = "- target: {kind: ManagedChart, namespace: fleet-local, name: harvester}"
+	chart1   = "  chart: {name: harvester, source: /charts}"
+)
+
 func TestBadInput(t *testing.T) {
-	const (
-		specHead = "apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts:"
-		target1  = "- target: {kind: ManagedChart, namespace: fleet-local, name: harvester}"
-		chart1   = "  chart: {name: harvester, source: /charts}"
-	)
 	tests := []struct {
 		name   string
 		spec   bool // parse as an upgrade spec, else as a policy file
@@ -303,6 +334,30 @@ func TestBadInput(t *testing.T) {
 			`spec.yaml:4: charts: `, `want a list, not a map`},
 		{"unknown chart field", true, doc(specHead, target1, chart1, `  waitt: {timeout: 1m}`),
 			`spec.yaml:6: charts[1].waitt: `, `unknown field (want one of target, chart, rules, migrations, wait, apply, helmchart, release)`},
+		{"health gate unknown field", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: kubevirt.io/v1, kind: KubeVirt, current: "true", ready: "true"}`),
+			`spec.yaml:8: charts[1].wait.health[1].ready: `, `unknown field (want one of apiVersion, kind, namespace, selector, minCount, current, failed, inProgress)`},
+		{"health gate CEL that does not compile", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - apiVersion: kubevirt.io/v1`, `      kind: KubeVirt`, `      current: "status.phase =="`),
+			`spec.yaml:10: charts[1].wait.health[1].current: `, `the CEL expression "status.phase ==" does not compile`},
+		{"health gate CEL with an unknown variable", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - apiVersion: kubevirt.io/v1`, `      kind: KubeVirt`, `      current: "true"`, `      failed: "object.status.phase == 'Failed'"`),
+			`spec.yaml:11: charts[1].wait.health[1].failed: `, `undeclared reference to 'object'`},
+		{"health gate CEL not a bool", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: v1, kind: Pod, namespace: x, current: "1", inProgress: "true"}`),
+			`spec.yaml:8: charts[1].wait.health[1].current: `, `not a bool`},
+		{"health gate without current", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: kubevirt.io/v1, kind: KubeVirt}`),
+			`spec.yaml:8: charts[1].wait.health[1]: `, `missing required field "current"`},
+		{"health gate selector that does not parse", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: longhorn.io/v1beta2, kind: InstanceManager, namespace: longhorn-system, selector: "a in (b", current: "true"}`),
+			`spec.yaml:8: charts[1].wait.health[1].selector: `, `bad label selector "a in (b"`},
+		{"health gate minCount negative", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: v1, kind: Pod, namespace: x, minCount: -1, current: "true"}`),
+			`spec.yaml:8: charts[1].wait.health[1].minCount: `, `want a whole number, 0 or more`},
+		{"health gate bad apiVersion", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: "a/b/c", kind: Pod, current: "true"}`),
+			`spec.yaml:8: charts[1].wait.health[1].apiVersion: `, `want GROUP/VERSION (kubevirt.io/v1) or v1, not "a/b/c"`},
+		{"health gate bad kind", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: v1, kind: pod, current: "true"}`),
+			`spec.yaml:8: charts[1].wait.health[1].kind: `, `want a kind as manifests spell it (KubeVirt), not "pod"`},
+		{"health gate bad namespace", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: v1, kind: Pod, namespace: Kube_System, current: "true"}`),
+			`spec.yaml:8: charts[1].wait.health[1].namespace: `, `namespace "Kube_System" is not a valid namespace`},
+		{"health gate twice", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: v1, kind: Pod, namespace: x, current: "true"}`, `    - {apiVersion: v1, kind: Pod, namespace: x, current: "false"}`),
+			`spec.yaml:9: charts[1].wait.health[2]: `, `the same gate as charts[1].wait.health[1] (line 8): Pod v1 in x`},
+		{"health not a list", true, doc(specHead, target1, chart1, `  wait: {health: {kind: Pod}}`),
+			`spec.yaml:6: charts[1].wait.health: `, `want a list, not a map`},
 		{"missing target", true, doc(specHead, `- chart: {name: harvester, source: /charts}`),
 			`spec.yaml:4: charts[1]: `, `missing required field "target"`},
 		{"unsupported target kind", true, doc(specHead, `- target: {kind: FleetBundle, namespace: kube-system, name: x}`, chart1),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/health"
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
@@ -268,6 +269,32 @@ type Watch interface {
 	Changed() <-chan struct{}
 }
 
+// Gates is the port to the objects a job's health gates read (the spec's
+// wait.health; package health judges them). Each method answers per gate,
+// in the order of Job.Health.
+type Gates interface {
+	// Check says, before any write, what makes a gate unusable on this
+	// target: a kind the cluster does not serve (nor c.CRDs define), a
+	// gate on the release's objects of a kind c's chart renders none of,
+	// a target whose release is not on this cluster. Its error is bad
+	// input (exit 2).
+	Check(ctx context.Context, o *Observed, c Change) error
+	// Read reads each gate's objects once, for want.
+	Read(ctx context.Context, o *Observed, want Want) ([]health.Seen, error)
+	// Watch starts watching each gate's objects and returns once the
+	// first view is complete. It ends with ctx.
+	Watch(ctx context.Context, o *Observed) (GateWatch, error)
+}
+
+// GateWatch is a live view of the gates' objects.
+type GateWatch interface {
+	// Seen is each gate's objects as last seen, for want (o: the target
+	// as last seen).
+	Seen(o *Observed, want Want) []health.Seen
+	// Changed receives a value after any of them changed.
+	Changed() <-chan struct{}
+}
+
 // CRDs is the port to the CustomResourceDefinitions of a chart's crds/
 // folders, which Helm, Fleet and klipper-helm never upgrade (docs/design.md
 // §7, "CRDs"). A job without one leaves them alone (apply.crds: skip).
@@ -427,8 +454,11 @@ type Entry struct {
 	ToVersion   string          `json:"toVersion"`
 	ValuesHash  string          `json:"valuesSha256,omitempty"` // applied or waited for
 	Phases      map[string]Step `json:"phases"`                 // by step name, when finished
-	Completed   bool            `json:"completed"`
-	UpdatedAt   time.Time       `json:"updatedAt"`
+	// Gates are the health gates as the last wait judged them (a timed
+	// out one included), for status.
+	Gates     []health.Verdict `json:"gates,omitempty"`
+	Completed bool             `json:"completed"`
+	UpdatedAt time.Time        `json:"updatedAt"`
 }
 
 // ApplyInterrupted reports whether the upgrade of the entry made its

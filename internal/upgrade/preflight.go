@@ -103,6 +103,12 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 			crdNotes = append(crdNotes, "CRD "+a.String())
 		}
 	}
+	// the health gates must be usable here: kinds served, objects rendered
+	if j.job.Gates != nil && len(j.job.Health) > 0 && err == nil {
+		if gerr := j.job.Gates.Check(ctx, o, intent.Change); gerr != nil {
+			return nil, gerr
+		}
+	}
 	// the objects the change writes must not meet another field manager
 	var conflicts Conflicts
 	if cc, ok := j.job.Target.(ConflictChecker); ok && err == nil && !intent.NoChange {

@@ -1,6 +1,10 @@
 package upgrade
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/health"
+)
 
 // Readiness is the judgement of one look at a target for what was applied.
 type Readiness struct {
@@ -20,6 +24,10 @@ type Readiness struct {
 	// helm-controller will not run again): the wait gives up at once,
 	// without the grace.
 	Terminal bool
+	// Gates are the health gates as judged once the target itself was
+	// ready (nil before, or without gates): one that is not current keeps
+	// the target not ready, and a failed one is a terminal failure.
+	Gates []health.Verdict
 }
 
 // Wait adds a reason it is not ready yet.

@@ -55,7 +55,7 @@ func (j *jobRun) resolve(ctx context.Context) (*Resolved, error) {
 	}
 	ready := false
 	if want, ok := o.Applied.Want(); ok && want.Version == r.To {
-		rd, err := j.job.Target.Look(ctx, o, want)
+		rd, err := j.look(ctx, o, want)
 		if err != nil {
 			return nil, err
 		}

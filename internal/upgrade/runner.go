@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/health"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -37,6 +38,11 @@ type Job struct {
 	// (Readiness.Failed) may last before the wait gives up on it with
 	// exit 1; 0 waits out the Timeout.
 	FailureGrace time.Duration
+	// Health are the gates the target must pass, once ready, before the
+	// upgrade is done (the spec's wait.health); Gates reads their
+	// objects (nil when there are none).
+	Health []health.Gate
+	Gates  Gates
 }
 
 // Settings are what the jobs of a run share.
@@ -137,6 +143,7 @@ func (r *Runner) Run(ctx context.Context, job Job, goal Goal) (*Result, error) {
 			j.hookFailures = append(j.hookFailures, herr.Error())
 		}
 		if err != nil {
+			j.recordGates(step)
 			log.Error("phase failed", "phase", step, "duration", d.String(), "error", err.Error())
 			j.event(ctx, p, step, err)
 			return j.result(p), fmt.Errorf("%s: %s: %w", j.ref, step, err)
@@ -279,6 +286,7 @@ type jobRun struct {
 	leaseFreed   bool
 	hookFailures []string
 	crdsApplied  []CRDAction
+	lastGates    []health.Verdict // as the last wait judged them
 }
 
 func (j *jobRun) result(p progress) *Result {
@@ -319,6 +327,9 @@ func (j *jobRun) observe(ctx context.Context) (Watch, error) {
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w, err := j.job.Target.Watch(wctx)
+	if err == nil {
+		w, err = j.gate(wctx, w)
+	}
 	if err != nil {
 		cancel()
 		return nil, err
@@ -338,6 +349,18 @@ func (j *jobRun) hook(ctx context.Context, kind, step string, p progress, stepEr
 		c.From, c.To = p.resolved.From, p.resolved.To
 	}
 	return j.Hooks.Run(ctx, kind, step, c, stepErr)
+}
+
+// recordGates keeps in the journal the health gates as a failed wait
+// last judged them (a timeout, a failed gate), for status.
+func (j *jobRun) recordGates(step string) {
+	if step != StepWait || j.Journal == nil || j.entry == nil || j.lastGates == nil {
+		return
+	}
+	j.entry.Gates = j.lastGates
+	if err := j.Journal.Save(*j.entry); err != nil {
+		j.Log.Warn("could not keep the health gates in the journal", "target", j.ref.String(), "error", err.Error())
+	}
 }
 
 // record saves a finished step in the journal entry of this upgrade. The
@@ -370,6 +393,9 @@ func (j *jobRun) record(p progress, step string, d time.Duration) error {
 	}
 	if p.verified {
 		j.entry.Completed = true
+	}
+	if p.ready != nil {
+		j.entry.Gates = p.ready.Gates
 	}
 	j.entry.Phases[step] = Step{FinishedAt: time.Now().UTC(), Duration: d.String()}
 	if step == StepWait {

@@ -33,6 +33,10 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 		Progress: func(r Readiness) {
 			j.note("waiting", "progress", r.Progress(), "elapsed", time.Since(start).Round(time.Second).String())
 		}})
+	j.lastGates = r.Gates
+	if errors.Is(err, ErrFailed) && r.gateFailed() {
+		return nil, j.revert(ctx, want, fmt.Errorf("%s is ready at version %s, but a health gate failed: %s", j.ref, want.Version, r.Failed))
+	}
 	if errors.Is(err, ErrFailed) {
 		return nil, j.revert(ctx, want, fmt.Errorf("%s failed to deploy version %s: %s\n  %s", j.ref, want.Version, r.Failed,
 			strings.Join(r.NonReady, "\n  ")))

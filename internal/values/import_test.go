@@ -17,6 +17,7 @@ var pureImports = []string{
 	"github.com/chart-upgrader/chart-upgrader/internal/spec",
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade", // the core
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance",
+	"github.com/chart-upgrader/chart-upgrader/internal/health",
 }
 
 // forbiddenImport reports why an import path is not allowed in a pure

@@ -354,3 +354,10 @@ func (t *Target) OwnSource(ctx context.Context) (chartpkg.Source, error) {
 	}
 	return src, nil
 }
+
+// HelmRelease is the release helm-controller's Job installs of the
+// HelmChart as o shows it (the health gates read its objects).
+func (t *Target) HelmRelease(_ context.Context, o *upgrade.Observed) (string, string, string, error) {
+	h := o.Source.(*read).chart
+	return h.TargetNamespace, h.ReleaseName(), h.Driver, nil
+}

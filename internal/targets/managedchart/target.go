@@ -12,6 +12,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/specobject"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
@@ -300,3 +301,24 @@ func (t *Target) wasConfirmed(gen bundleGeneration) bool {
 }
 
 func (w observerWatch) Changed() <-chan struct{} { return w.o.Changed() }
+
+// HelmRelease is the release Fleet's agent deploys of the ManagedChart as
+// o shows it on this (the local) cluster, which the health gates read. A
+// ManagedChart with no release here (its Bundle targets other clusters
+// only, or never deployed here) is bad input for them.
+func (t *Target) HelmRelease(_ context.Context, o *upgrade.Observed) (string, string, string, error) {
+	mc := o.Source.(*ManagedChart)
+	ns := mc.DefaultNamespace
+	if ns == "" {
+		ns = "default"
+	}
+	rel, err := t.c.Releases().Newest(ns, mc.Release(), cluster.SecretDriver)
+	if err != nil {
+		return "", "", "", fmt.Errorf("reading helm release %s/%s: %w", ns, mc.Release(), err)
+	}
+	if rel == nil {
+		return "", "", "", outcome.BadInput(fmt.Errorf("%s deploys no helm release %s/%s on this cluster: its Bundle targets other clusters only, "+
+			"and health gates read the cluster the upgrade runs on (Harvester's fleet-local: the local cluster)", mc.Ref(), ns, mc.Release()))
+	}
+	return ns, mc.Release(), cluster.SecretDriver, nil
+}

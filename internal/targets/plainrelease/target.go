@@ -179,3 +179,8 @@ func observe(rel *release.Release) (*upgrade.Observed, error) {
 	}
 	return o, nil
 }
+
+// HelmRelease is the release itself (the health gates read its objects).
+func (t *Target) HelmRelease(context.Context, *upgrade.Observed) (string, string, string, error) {
+	return t.namespace, t.name, cluster.SecretDriver, nil
+}

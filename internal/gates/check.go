@@ -1,0 +1,167 @@
+package gates
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/health"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+)
+
+// secrets are where Helm keeps a release's revisions (the default
+// driver): a gate on the release's objects watches them to learn which
+// objects the newest revision holds.
+var secrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// Check says, before any write, what makes a gate unusable here. Bad
+// input (exit 2): the target's release is not on this cluster; a kind the
+// cluster does not serve, unless a CRD the upgrade applies (c.CRDs)
+// defines it; a namespace on a cluster-scoped kind; a gate on the
+// release's objects of a kind c's chart does not render. A refusal (exit
+// 3): a list or watch the gates need and this process may not make, with
+// the rule to add.
+func (p *Port) Check(ctx context.Context, o *upgrade.Observed, c upgrade.Change) error {
+	if len(p.Gates) == 0 {
+		return nil
+	}
+	rel, err := p.release(ctx, o)
+	if errors.Is(err, outcome.ErrBadInput) {
+		return fmt.Errorf("%s: a health gate reads this cluster: %w", p.Gates[0].At, err)
+	}
+	if err != nil {
+		return err
+	}
+	var text string
+	var rendered1 bool
+	var missing []string // rules to add
+	need := func(gvr schema.GroupVersionResource, ns string) error {
+		ok, err := p.Access.May(ctx, gvr, ns, "list", "watch")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			missing = append(missing, listRule(gvr, ns))
+		}
+		return nil
+	}
+	for _, g := range p.Gates {
+		sc, err := p.resolve(g)
+		if meta.IsNoMatchError(err) {
+			crd, ok := definedBy(c.CRDs, g)
+			if !ok {
+				return outcome.BadInput(fmt.Errorf("%s: the cluster does not serve %s %s%s, and no CRD this upgrade applies defines it",
+					g.At, g.Kind, g.APIVersion, p.served(g)))
+			}
+			sc, err = crd, nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: mapping %s %s to its resource: %w", g.At, g.Kind, g.APIVersion, err)
+		}
+		if !sc.namespaced && g.Namespace != "" {
+			return outcome.BadInput(fmt.Errorf("%s: %s is cluster-scoped: a gate on it takes no namespace", g.At, g.Kind))
+		}
+		if !g.Rendered() {
+			if err := need(sc.gvr, namespaceOf(g, sc, rel)); err != nil {
+				return err
+			}
+			continue
+		}
+		if !rendered1 {
+			if c.Chart == nil || c.Chart.Manifest == nil {
+				return fmt.Errorf("%s: no chart to render for the gates", g.At)
+			}
+			if text, err = c.Chart.Manifest(c.Values, rel.Name, rel.Namespace); err != nil {
+				return err
+			}
+			rendered1 = true
+		}
+		objs, err := rendered(g, text, rel, sc.namespaced)
+		if err != nil {
+			return fmt.Errorf("reading the chart's manifest: %w", err)
+		}
+		if len(objs) == 0 {
+			return outcome.BadInput(fmt.Errorf("%s: the chart renders no %s (%s) as release %s/%s: a gate on objects an operator makes needs a namespace or a selector",
+				g.At, g.Kind, g.GroupVersionKind().Group, rel.Namespace, rel.Name))
+		}
+		for _, ns := range namespaces(objs) {
+			if err := need(sc.gvr, ns); err != nil {
+				return err
+			}
+		}
+		if err := need(secrets, rel.Namespace); err != nil {
+			return err
+		}
+	}
+	if len(missing) > 0 {
+		return outcome.Refused(fmt.Errorf("the health gates need reads this process may not make: %s", joinUnique(missing)))
+	}
+	return nil
+}
+
+// listRule is the RBAC rule that lets this process list and watch gvr
+// in ns ("": cluster-wide), in the words of a Role or ClusterRole.
+func listRule(gvr schema.GroupVersionResource, ns string) string {
+	where := "a ClusterRole"
+	if ns != "" {
+		where = "a Role in namespace " + ns
+	}
+	return fmt.Sprintf(`add to %s the rule {apiGroups: [%q], resources: [%s], verbs: [list, watch]}`, where, gvr.Group, gvr.Resource)
+}
+
+// definedBy finds, among the CRDs an upgrade applies, the one that
+// serves g's kind at g's version.
+func definedBy(crds []map[string]any, g health.Gate) (scope, bool) {
+	gvk := g.GroupVersionKind()
+	for _, crd := range crds {
+		u := unstructured.Unstructured{Object: crd}
+		group, _, _ := unstructured.NestedString(crd, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd, "spec", "names", "kind")
+		plural, _, _ := unstructured.NestedString(crd, "spec", "names", "plural")
+		sc, _, _ := unstructured.NestedString(crd, "spec", "scope")
+		if u.GetKind() != "CustomResourceDefinition" || group != gvk.Group || kind != gvk.Kind {
+			continue
+		}
+		versions, _, _ := unstructured.NestedSlice(crd, "spec", "versions")
+		for _, v := range versions {
+			vm, _ := v.(map[string]any)
+			if vm["name"] == gvk.Version && vm["served"] == true {
+				return scope{gvr: gvk.GroupVersion().WithResource(plural), namespaced: sc == "Namespaced"}, true
+			}
+		}
+	}
+	return scope{}, false
+}
+
+// namespaces are the namespaces objs are in, sorted, each once.
+func namespaces(objs []*unstructured.Unstructured) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range objs {
+		if !seen[o.GetNamespace()] {
+			seen[o.GetNamespace()] = true
+			out = append(out, o.GetNamespace())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func joinUnique(lines []string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range lines {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
+}

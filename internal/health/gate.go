@@ -1,0 +1,62 @@
+package health
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Gate is one health gate of a chart entry (wait.health[i]).
+type Gate struct {
+	APIVersion, Kind string
+	// Namespace and Selector choose the objects outside the release (an
+	// operator's); both empty: the objects of the kind the release
+	// renders. A selector with no namespace reads the release's.
+	Namespace string
+	Selector  labels.Selector
+	// MinCount is how many objects must exist (each current); the parser
+	// sets 1 when the spec gives none.
+	MinCount int
+	// Current must hold of each object; InProgress and Failed are
+	// optional (nil).
+	Current, InProgress, Failed *Expr
+	// At says where the spec declares it, for errors: "spec.yaml:14:
+	// charts[1].wait.health[2]".
+	At string
+}
+
+// GroupVersionKind is the gate's kind.
+func (g Gate) GroupVersionKind() schema.GroupVersionKind {
+	return schema.FromAPIVersionAndKind(g.APIVersion, g.Kind)
+}
+
+// Rendered reports whether the gate reads the objects the release renders
+// (no namespace, no selector).
+func (g Gate) Rendered() bool { return g.Namespace == "" && (g.Selector == nil || g.Selector.Empty()) }
+
+// String names the gate for people: "KubeVirt kubevirt.io/v1 (the
+// release's)", "InstanceManager longhorn.io/v1beta2 in longhorn-system
+// (longhorn.io/instance-manager-type=aio)".
+func (g Gate) String() string {
+	s := g.Kind + " " + g.APIVersion
+	if g.Rendered() {
+		return s + " (the release's)"
+	}
+	if g.Namespace != "" {
+		s += " in " + g.Namespace
+	}
+	if g.Selector != nil && !g.Selector.Empty() {
+		s += " (" + g.Selector.String() + ")"
+	}
+	return s
+}
+
+// ParseSelector parses a label selector as kubectl -l takes it.
+func ParseSelector(s string) (labels.Selector, error) {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("bad label selector %q: %w", s, err)
+	}
+	return sel, nil
+}

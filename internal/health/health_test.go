@@ -1,0 +1,127 @@
+package health
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func mustCompile(t *testing.T, src string) *Expr {
+	t.Helper()
+	e, err := Compile(src)
+	require.NoError(t, err, src)
+	return e
+}
+
+func TestCompileRefusesWhatCELRefuses(t *testing.T) {
+	for src, want := range map[string]string{
+		"status.phase ==":          "Syntax error",
+		"stat.phase == 'Deployed'": "undeclared reference to 'stat'",
+		"status.phase":             "", // dyn: accepted, checked at evaluation
+		"1 + 2":                    "not a bool",
+		"  ":                       "empty expression",
+		"version == 1":             "no matching overload",
+	} {
+		_, err := Compile(src)
+		if want == "" {
+			assert.NoError(t, err, src)
+			continue
+		}
+		require.Error(t, err, src)
+		assert.Contains(t, err.Error(), want, src)
+	}
+}
+
+func TestSelectsNameTheObjectFieldsRead(t *testing.T) {
+	e := mustCompile(t, "status.phase == 'Deployed' && status.observedKubeVirtVersion == status.targetKubeVirtVersion && has(metadata.labels) && values.image.tag == version")
+	assert.Equal(t, []string{"metadata.labels", "status.observedKubeVirtVersion", "status.phase", "status.targetKubeVirtVersion"}, e.reads)
+}
+
+func obj(name string, gen, observed int64, status map[string]any) map[string]any {
+	o := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "namespace": "ns", "generation": gen}}
+	if status != nil {
+		if observed > 0 {
+			status["observedGeneration"] = observed
+		}
+		o["status"] = status
+	}
+	return o
+}
+
+func gate(t *testing.T, current, failed, inProgress string) Gate {
+	t.Helper()
+	g := Gate{APIVersion: "example.com/v1", Kind: "Widget", MinCount: 1, Current: mustCompile(t, current)}
+	if failed != "" {
+		g.Failed = mustCompile(t, failed)
+	}
+	if inProgress != "" {
+		g.InProgress = mustCompile(t, inProgress)
+	}
+	return g
+}
+
+func TestJudge(t *testing.T) {
+	g := gate(t, "status.phase == 'Deployed' && status.version == version", "status.phase == 'Failed'", "status.phase == 'Deploying'")
+	vars := Vars{Version: "2.0.0"}
+	cases := []struct {
+		name  string
+		seen  Seen
+		min   int
+		state State
+		why   string
+	}{
+		{"current", Seen{Objects: []map[string]any{obj("a", 2, 2, map[string]any{"phase": "Deployed", "version": "2.0.0"})}}, 1, Current, ""},
+		{"stale status from before the change", Seen{Objects: []map[string]any{obj("a", 3, 2, map[string]any{"phase": "Deployed", "version": "2.0.0"})}}, 1, InProgress,
+			"Widget ns/a: status.observedGeneration 2 is below metadata.generation 3"},
+		{"a stale failure is in progress", Seen{Objects: []map[string]any{obj("a", 3, 2, map[string]any{"phase": "Failed"})}}, 1, InProgress, "below metadata.generation"},
+		{"at the old version", Seen{Objects: []map[string]any{obj("a", 2, 2, map[string]any{"phase": "Deployed", "version": "1.0.0"})}}, 1, InProgress,
+			`Widget ns/a: not current: status.phase == 'Deployed' && status.version == version is false (status.phase = "Deployed", status.version = "1.0.0")`},
+		{"failed", Seen{Objects: []map[string]any{obj("a", 2, 2, map[string]any{"phase": "Deployed", "version": "2.0.0"}), obj("b", 1, 1, map[string]any{"phase": "Failed"})}}, 1, Failed,
+			`Widget ns/b: failed: status.phase == 'Failed' (status.phase = "Failed")`},
+		{"inProgress first", Seen{Objects: []map[string]any{obj("a", 1, 0, map[string]any{"phase": "Deploying"})}}, 1, InProgress, "Widget ns/a: in progress: status.phase == 'Deploying'"},
+		{"no status yet", Seen{Objects: []map[string]any{obj("a", 1, 0, nil)}}, 1, InProgress, "cannot be evaluated yet (no such key: phase)"},
+		{"too few", Seen{Objects: []map[string]any{obj("a", 2, 2, map[string]any{"phase": "Deployed", "version": "2.0.0"})}}, 2, InProgress, "1 Widget exist, at least 2 must"},
+		{"none, none asked", Seen{}, 0, Current, ""},
+		{"none", Seen{}, 1, InProgress, "0 Widgets exist, at least 1 must"},
+		{"missing", Seen{Missing: []string{"Widget ns/x"}}, 1, InProgress, "Widget ns/x does not exist"},
+		{"set unknown", Seen{Waiting: "the release's revision at 2.0.0 is not deployed yet"}, 0, InProgress, "not deployed yet"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := g
+			g.MinCount = c.min
+			v := Judge(g, c.seen, vars)
+			assert.Equal(t, c.state, v.State, v.Why)
+			if c.why == "" {
+				assert.Empty(t, v.Why)
+				return
+			}
+			require.NotEmpty(t, v.Why)
+			assert.Contains(t, strings.Join(v.Why, "\n"), c.why)
+		})
+	}
+}
+
+func TestValuesAreVariablesAndNeverPrinted(t *testing.T) {
+	g := gate(t, "status.image == values.image.repository + ':' + values.image.tag", "", "")
+	vars := Vars{Values: map[string]any{"image": map[string]any{"repository": "r", "tag": "2"}, "password": "hunter2"}}
+	assert.Equal(t, Current, Judge(g, Seen{Objects: []map[string]any{obj("a", 1, 1, map[string]any{"image": "r:2"})}}, vars).State)
+	v := Judge(g, Seen{Objects: []map[string]any{obj("a", 1, 1, map[string]any{"image": "r:1"})}}, vars)
+	assert.Equal(t, InProgress, v.State)
+	assert.Contains(t, v.Line(), `status.image = "r:1"`)
+	assert.NotContains(t, v.Line(), "hunter2")
+}
+
+func TestGateNames(t *testing.T) {
+	sel, err := ParseSelector("longhorn.io/instance-manager-type=aio")
+	require.NoError(t, err)
+	g := Gate{APIVersion: "longhorn.io/v1beta2", Kind: "InstanceManager", Namespace: "longhorn-system", Selector: sel}
+	assert.False(t, g.Rendered())
+	assert.Equal(t, "InstanceManager longhorn.io/v1beta2 in longhorn-system (longhorn.io/instance-manager-type=aio)", g.String())
+	assert.True(t, Gate{APIVersion: "kubevirt.io/v1", Kind: "KubeVirt"}.Rendered())
+	_, err = ParseSelector("a in (b")
+	assert.ErrorContains(t, err, `bad label selector "a in (b"`)
+}

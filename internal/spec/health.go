@@ -1,0 +1,118 @@
+package spec
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+
+	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/health"
+	"github.com/chart-upgrader/chart-upgrader/internal/yamlfile"
+)
+
+// kindName is a kind as manifests spell it.
+var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+
+// gates reads wait.health: a list of gates, each
+// {apiVersion, kind, namespace?, selector?, minCount?, current, failed?,
+// inProgress?}, its expressions compiled once here. The same gate twice
+// is refused.
+func (w walker) gates(n *yaml.Node, field string) ([]health.Gate, error) {
+	items, err := w.Sequence(n, field)
+	if err != nil {
+		return nil, err
+	}
+	var out []health.Gate
+	seen := map[string]int{}
+	for i, item := range items {
+		at := fmt.Sprintf("%s[%d]", field, i+1)
+		g, err := w.gate(item, at)
+		if err != nil {
+			return nil, err
+		}
+		if j, ok := seen[g.String()]; ok {
+			return nil, w.Failf(item, at, "the same gate as %s[%d] (line %d): %s", field, j+1, items[j].Line, g)
+		}
+		seen[g.String()] = i
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func (w walker) gate(n *yaml.Node, field string) (health.Gate, error) {
+	f, err := w.Fields(n, field, "apiVersion", "kind", "namespace", "selector", "minCount", "current", "failed", "inProgress")
+	if err != nil {
+		return health.Gate{}, err
+	}
+	g := health.Gate{MinCount: 1, At: fmt.Sprintf("%s:%d: %s", w.Name, n.Line, field)}
+	var vn *yaml.Node
+	if g.APIVersion, vn, err = w.ReqString(f, "apiVersion"); err != nil {
+		return g, err
+	}
+	if gv, err := schema.ParseGroupVersion(g.APIVersion); err != nil || gv.Version == "" {
+		return g, w.Failf(vn, f.Path("apiVersion"), "want GROUP/VERSION (kubevirt.io/v1) or v1, not %q", g.APIVersion)
+	}
+	if g.Kind, vn, err = w.ReqString(f, "kind"); err != nil {
+		return g, err
+	}
+	if !kindName.MatchString(g.Kind) {
+		return g, w.Failf(vn, f.Path("kind"), "want a kind as manifests spell it (KubeVirt), not %q", g.Kind)
+	}
+	if g.Namespace, err = w.OptString(f, "namespace"); err != nil {
+		return g, err
+	}
+	if g.Namespace != "" {
+		if err := checkNamespace(g.Namespace); err != nil {
+			return g, w.Fail(f.Get("namespace"), f.Path("namespace"), err)
+		}
+	}
+	sel, err := w.OptString(f, "selector")
+	if err != nil {
+		return g, err
+	}
+	if sel != "" {
+		if g.Selector, err = health.ParseSelector(sel); err != nil {
+			return g, w.Fail(f.Get("selector"), f.Path("selector"), err)
+		}
+	}
+	if mn := f.Get("minCount"); mn != nil {
+		c, err := strconv.Atoi(mn.Value)
+		if mn.Kind != yaml.ScalarNode || mn.Tag != "!!int" || err != nil || c < 0 {
+			return g, w.Failf(mn, f.Path("minCount"), "want a whole number, 0 or more, not %s", yamlfile.Describe(mn))
+		}
+		g.MinCount = c
+	}
+	if g.Current, err = w.celExpr(f, "current", true); err != nil {
+		return g, err
+	}
+	if g.Failed, err = w.celExpr(f, "failed", false); err != nil {
+		return g, err
+	}
+	if g.InProgress, err = w.celExpr(f, "inProgress", false); err != nil {
+		return g, err
+	}
+	return g, nil
+}
+
+// celExpr compiles the CEL expression of field key (nil when optional and
+// absent); CEL's own message says what is wrong.
+func (w walker) celExpr(f *yamlfile.Fields, key string, required bool) (*health.Expr, error) {
+	var src string
+	var n *yaml.Node
+	var err error
+	if required {
+		src, n, err = w.ReqString(f, key)
+	} else if n = f.Get(key); n != nil {
+		src, err = w.String(n, f.Path(key))
+	}
+	if err != nil || n == nil {
+		return nil, err
+	}
+	e, err := health.Compile(src)
+	if err != nil {
+		return nil, w.Failf(n, f.Path(key), "the CEL expression %q does not compile (the variables are metadata, spec, status, values and version): %v", src, err)
+	}
+	return e, nil
+}
