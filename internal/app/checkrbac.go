@@ -7,66 +7,102 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/chart-upgrader/chart-upgrader/internal/chart"
 	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 )
 
-// CheckRBAC renders the chart at chartPath with the user values of
-// valuesPath ("": none) as release ("NAMESPACE/NAME") and returns the
-// read-only RBAC the conflict check of opts.ServiceAccount needs for its
-// objects (suc.CheckRBAC). With kubeconfig, the scope and resource of a
-// kind the chart does not define come from that cluster's discovery (it
-// reads nothing else); without, it reads no cluster. Bad flags are bad
-// input.
-func CheckRBAC(ctx context.Context, chartPath, valuesPath, release, kubeconfig string, opts suc.CheckRBACOptions) ([]byte, error) {
-	ns, name, ok := strings.Cut(release, "/")
+// CheckRBACInput is what `plan --check-*` grants reads of.
+type CheckRBACInput struct {
+	Chart, Values string // the chart (directory or .tgz) and user values file ("": none)
+	Release       string // NAMESPACE/NAME the chart is rendered as
+	Kubeconfig    string // a cluster whose discovery scopes kinds ("": none)
+	Spec          string // an upgrade spec whose own reads are added ("": none)
+}
+
+// CheckRBAC renders the chart of in with its user values as its release
+// and returns the read-only RBAC the conflict check of opts.ServiceAccount
+// needs for its objects (suc.CheckRBAC), with the reads in.Spec's health
+// gates make. With a kubeconfig, the scope and resource of a kind the
+// chart does not define come from that cluster's discovery (it reads
+// nothing else); without, it reads no cluster. Bad flags are bad input.
+func CheckRBAC(ctx context.Context, in CheckRBACInput, opts suc.CheckRBACOptions) ([]byte, error) {
+	ns, name, ok := strings.Cut(in.Release, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return nil, outcome.BadInput(fmt.Errorf("--check-release %q: want NAMESPACE/NAME, the release's namespace and name", release))
+		return nil, outcome.BadInput(fmt.Errorf("--check-release %q: want NAMESPACE/NAME, the release's namespace and name", in.Release))
 	}
-	if chartPath == "" {
-		return nil, outcome.BadInput(errors.New("--check-release needs --check-chart, the chart whose objects to grant reads of"))
-	}
-	c, err := chart.Load(chartPath)
-	if err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("--check-chart: %w", err))
-	}
-	vals := map[string]any{}
-	if valuesPath != "" {
-		if vals, err = readValues("--check-values", valuesPath); err != nil {
-			return nil, err
-		}
-	}
-	rendered, err := chart.Manifest(c, vals, name, ns)
-	if err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("--check-chart %s: rendering as release %s: %w", chartPath, release, err))
-	}
-	objs, err := manifest.Objects(rendered)
-	if err != nil {
-		return nil, fmt.Errorf("--check-chart %s: %w", chartPath, err)
+	if in.Chart == "" && in.Spec == "" {
+		return nil, outcome.BadInput(errors.New("--check-release needs --check-chart, the chart whose objects to grant reads of, or --check-spec"))
 	}
 	opts.ReleaseNamespace = ns
-	if kubeconfig != "" {
-		if _, err := os.Stat(kubeconfig); err != nil {
+	if in.Kubeconfig != "" {
+		if _, err := os.Stat(in.Kubeconfig); err != nil {
 			return nil, outcome.BadInput(fmt.Errorf("--check-kubeconfig: %w", err))
 		}
-		clients, err := connect(ctx, kubeconfig, nil)
+		clients, err := connect(ctx, in.Kubeconfig, nil)
 		if err != nil {
 			return nil, fmt.Errorf("--check-kubeconfig: %w", err)
 		}
 		opts.Mapper = clients.Mapper
 	}
-	for _, crd := range c.CRDObjects() {
-		defs, err := manifest.Objects(string(crd.File.Data))
-		if err != nil {
-			return nil, outcome.BadInput(fmt.Errorf("--check-chart %s: %s: %w", chartPath, crd.Filename, err))
+	var objs []*unstructured.Unstructured
+	if in.Chart != "" {
+		var err error
+		if objs, opts.CRDs, err = renderForRBAC(in, name, ns); err != nil {
+			return nil, err
 		}
-		opts.CRDs = append(opts.CRDs, defs...)
+	}
+	if in.Spec != "" {
+		sp, err := spec.LoadSpec(in.Spec, targets.Kinds())
+		if err != nil {
+			return nil, fmt.Errorf("--check-spec: %w", err)
+		}
+		opts.Spec = suc.SpecReads{}
+		for _, c := range sp.Charts {
+			opts.Spec.GateReads(c.Wait.Health, objs, ns, suc.Scope(opts.CRDs, opts.Mapper))
+		}
+		if len(opts.Spec) == 0 && in.Chart == "" {
+			return nil, outcome.BadInput(fmt.Errorf("--check-spec %s: the spec makes no reads of its own (no health gates) and no --check-chart is given", in.Spec))
+		}
 	}
 	out, err := suc.CheckRBAC(objs, opts)
 	if err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("--check-chart %s: %w", chartPath, err))
+		return nil, outcome.BadInput(fmt.Errorf("--check-chart %s: %w", in.Chart, err))
 	}
 	return out, nil
+}
+
+// renderForRBAC renders in's chart as release name in ns: its objects,
+// and the CRDs of its crds/ folders.
+func renderForRBAC(in CheckRBACInput, name, ns string) (objs, crds []*unstructured.Unstructured, err error) {
+	c, err := chart.Load(in.Chart)
+	if err != nil {
+		return nil, nil, outcome.BadInput(fmt.Errorf("--check-chart: %w", err))
+	}
+	vals := map[string]any{}
+	if in.Values != "" {
+		if vals, err = readValues("--check-values", in.Values); err != nil {
+			return nil, nil, err
+		}
+	}
+	rendered, err := chart.Manifest(c, vals, name, ns)
+	if err != nil {
+		return nil, nil, outcome.BadInput(fmt.Errorf("--check-chart %s: rendering as release %s: %w", in.Chart, in.Release, err))
+	}
+	if objs, err = manifest.Objects(rendered); err != nil {
+		return nil, nil, fmt.Errorf("--check-chart %s: %w", in.Chart, err)
+	}
+	for _, crd := range c.CRDObjects() {
+		defs, err := manifest.Objects(string(crd.File.Data))
+		if err != nil {
+			return nil, nil, outcome.BadInput(fmt.Errorf("--check-chart %s: %s: %w", in.Chart, crd.Filename, err))
+		}
+		crds = append(crds, defs...)
+	}
+	return objs, crds, nil
 }

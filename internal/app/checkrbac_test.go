@@ -31,7 +31,7 @@ func TestCheckRBACScopesAKindByASubchartsCRD(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, path), []byte(text), 0o644))
 	}
-	out, err := CheckRBAC(t.Context(), dir, "", "storage/parent", "", suc.CheckRBACOptions{Name: "plan-conflict-check", Namespace: "system-upgrade", ServiceAccount: "plan"})
+	out, err := CheckRBAC(t.Context(), CheckRBACInput{Chart: dir, Release: "storage/parent"}, suc.CheckRBACOptions{Name: "plan-conflict-check", Namespace: "system-upgrade", ServiceAccount: "plan"})
 	require.NoError(t, err)
 	kinds := map[string][]string{} // Role or ClusterRole → resources
 	for _, doc := range strings.Split(string(out), "\n---\n") {

@@ -46,6 +46,7 @@ func planCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "run-as", Value: suc.DefaultRunAs, Usage: "the `UID:GID` of the upgrade container; 0:0 runs it as root without capabilities and without the prepare container"},
 			&ucli.DurationFlag{Name: "wait-timeout", Value: suc.DefaultWaitTimeout, Usage: "the longest `DURATION` the upgrade may wait for readiness, all charts of the spec together"},
 			&ucli.StringFlag{TakesFile: true, Name: "check-chart", Usage: "also print the read-only RBAC the conflict check needs: get (and list) on each object this `CHART` (directory or .tgz) renders, bound to the ServiceAccount; regenerate it when the chart changes"},
+			&ucli.StringFlag{TakesFile: true, Name: "check-spec", Usage: "also print the reads the upgrade spec `FILE` makes of its own: list and watch on the objects its health gates (wait.health) read, in their namespaces"},
 			&ucli.StringFlag{TakesFile: true, Name: "check-values", Usage: "the user values `FILE` to render --check-chart with (default: the chart's own)"},
 			newOutputFlag("yaml", "json"),
 			&ucli.StringFlag{TakesFile: true, Name: "check-kubeconfig", Usage: "with --check-chart: read the scope and resource of each kind the chart does not define (a CRD another chart installed) from the discovery of the cluster this kubeconfig `FILE` reaches; without it such a kind is taken as namespaced"},
@@ -79,9 +80,9 @@ func planCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			if c.IsSet("check-chart") || c.IsSet("check-release") || c.IsSet("check-values") || c.IsSet("check-kubeconfig") || c.IsSet("check-crds") || c.IsSet("check-crds-migrate") {
+			if c.IsSet("check-chart") || c.IsSet("check-spec") || c.IsSet("check-release") || c.IsSet("check-values") || c.IsSet("check-kubeconfig") || c.IsSet("check-crds") || c.IsSet("check-crds-migrate") {
 				if !c.IsSet("check-release") {
-					return outcome.BadInput(fmt.Errorf("--check-chart, --check-values, --check-kubeconfig and --check-crds need --check-release NAMESPACE/NAME"))
+					return outcome.BadInput(fmt.Errorf("--check-chart, --check-spec, --check-values, --check-kubeconfig and --check-crds need --check-release NAMESPACE/NAME"))
 				}
 				policy := c.String("check-crds")
 				if !slices.Contains(kind.CRDPolicies, policy) {
@@ -91,7 +92,8 @@ func planCommand() *ucli.Command {
 					return outcome.BadInput(fmt.Errorf("--check-crds-migrate needs --check-crds createReplace (a migration is part of replacing a CRD)"))
 				}
 				name := or("name", d.Name)
-				rbac, err := app.CheckRBAC(c.Context, c.String("check-chart"), c.String("check-values"), c.String("check-release"), c.String("check-kubeconfig"), suc.CheckRBACOptions{
+				rbac, err := app.CheckRBAC(c.Context, app.CheckRBACInput{Chart: c.String("check-chart"), Values: c.String("check-values"),
+					Release: c.String("check-release"), Kubeconfig: c.String("check-kubeconfig"), Spec: c.String("check-spec")}, suc.CheckRBACOptions{
 					Name: name + "-conflict-check", Namespace: c.String("namespace"), ServiceAccount: or("service-account", d.ServiceAccount),
 					CRDPolicy: policy, CRDMigrate: c.Bool("check-crds-migrate")})
 				if err != nil {

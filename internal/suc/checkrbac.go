@@ -40,6 +40,9 @@ type CheckRBACOptions struct {
 	// a storage-version migration needs: update on each CRD's objects and
 	// on the CRDs' status (status.storedVersions), by name.
 	CRDMigrate bool
+	// Spec are the reads the upgrade spec's own settings make (health
+	// gates), added to the chart's.
+	Spec SpecReads
 }
 
 // crdRules are the rules apply.crds needs on the chart's CRDs under
@@ -166,7 +169,7 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 			names[k] = append(names[k], o.GetName())
 		}
 	}
-	if len(names) == 0 {
+	if len(names) == 0 && len(opts.Spec) == 0 {
 		return nil, fmt.Errorf("the chart renders no object to grant reads of")
 	}
 	// the namespaces other than the release's that the chart's objects go
@@ -194,6 +197,9 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 			r.Verbs = []string{"get", "list"}
 		}
 		rules[k.namespace] = append(rules[k.namespace], r)
+	}
+	for ns, rs := range opts.Spec {
+		rules[ns] = append(rules[ns], rs...)
 	}
 	crdCluster, crdNamespaced := crdRules(opts.CRDs, opts.CRDPolicy, opts.CRDMigrate)
 	namespaces := make([]string, 0, len(rules))
@@ -235,6 +241,10 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 	fmt.Fprintf(&b, "# Read-only RBAC for the conflict check of %s: get (and list) on each object\n"+
 		"# the chart renders, nothing else (chart-upgrader plan --check-chart; regenerate when the chart changes).\n",
 		opts.ServiceAccount)
+	if len(opts.Spec) > 0 {
+		fmt.Fprintf(&b, "# Also the reads of the upgrade spec (--check-spec): list and watch on the objects\n"+
+			"# its health gates (wait.health) read.\n")
+	}
 	if len(crdCluster) > 0 {
 		fmt.Fprintf(&b, "# With apply.crds: %s, also what applying the chart's CRDs needs: create on\n"+
 			"# customresourcedefinitions, and get, list, watch and patch on exactly the chart's.\n", opts.CRDPolicy)

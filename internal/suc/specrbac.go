@@ -1,0 +1,119 @@
+package suc
+
+import (
+	"slices"
+	"sort"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/health"
+)
+
+// SpecReads are the reads an upgrade spec's own settings make, beside
+// the chart's objects: each as a rule in a namespace ("": cluster-wide).
+type SpecReads map[string][]rbacv1.PolicyRule
+
+// add adds rule in ns, merging the verbs and names of an equal rule.
+func (r SpecReads) add(ns string, rule rbacv1.PolicyRule) {
+	for i, have := range r[ns] {
+		if slices.Equal(have.APIGroups, rule.APIGroups) && slices.Equal(have.Resources, rule.Resources) &&
+			(len(have.ResourceNames) == 0) == (len(rule.ResourceNames) == 0) {
+			have.Verbs = union(have.Verbs, rule.Verbs)
+			have.ResourceNames = union(have.ResourceNames, rule.ResourceNames)
+			r[ns][i] = have
+			return
+		}
+	}
+	rule.Verbs = union(nil, rule.Verbs)
+	rule.ResourceNames = union(nil, rule.ResourceNames)
+	r[ns] = append(r[ns], rule)
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// GateReads adds the reads of health gates: list and watch on each gate's
+// kind in the namespace it reads (a gate that selects: its namespace,
+// else the release's; a gate on the release's objects: each namespace of
+// rendered that holds objects of its kind, else the release's), and on
+// the release's revisions (Secrets in the release's namespace) for a gate
+// on the release's objects. scope says a kind's resource and whether it
+// is namespaced.
+func (r SpecReads) GateReads(gates []health.Gate, rendered []*unstructured.Unstructured, releaseNamespace string, scope func(schema.GroupVersionKind) (string, bool)) {
+	listWatch := []string{"list", "watch"}
+	for _, g := range gates {
+		gvk := g.GroupVersionKind()
+		resource, namespaced := scope(gvk)
+		rule := rbacv1.PolicyRule{APIGroups: []string{gvk.Group}, Resources: []string{resource}, Verbs: listWatch}
+		var namespaces []string
+		switch {
+		case !namespaced:
+			namespaces = []string{""}
+		case g.Namespace != "":
+			namespaces = []string{g.Namespace}
+		case !g.Rendered():
+			namespaces = []string{releaseNamespace}
+		default:
+			for _, o := range rendered {
+				if o.GroupVersionKind().GroupKind() != gvk.GroupKind() {
+					continue
+				}
+				ns := o.GetNamespace()
+				if ns == "" {
+					ns = releaseNamespace
+				}
+				if !slices.Contains(namespaces, ns) {
+					namespaces = append(namespaces, ns)
+				}
+			}
+			if len(namespaces) == 0 {
+				namespaces = []string{releaseNamespace}
+			}
+		}
+		for _, ns := range namespaces {
+			r.add(ns, rule)
+		}
+		if g.Rendered() {
+			r.add(releaseNamespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: listWatch})
+		}
+	}
+}
+
+// Scope is how CheckRBAC finds a kind's resource and scope: the chart's
+// CRDs, then the cluster's discovery (mapper, nil: none), then
+// Kubernetes' own cluster-scoped kinds, else namespaced with its resource
+// guessed from its name.
+func Scope(crds []*unstructured.Unstructured, mapper meta.RESTMapper) func(schema.GroupVersionKind) (string, bool) {
+	return func(gvk schema.GroupVersionKind) (string, bool) {
+		for _, c := range crds {
+			group, _, _ := unstructured.NestedString(c.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(c.Object, "spec", "names", "kind")
+			if c.GetKind() == "CustomResourceDefinition" && group == gvk.Group && kind == gvk.Kind {
+				plural, _, _ := unstructured.NestedString(c.Object, "spec", "names", "plural")
+				sc, _, _ := unstructured.NestedString(c.Object, "spec", "scope")
+				return plural, sc != "Cluster"
+			}
+		}
+		if mapper != nil {
+			if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+				return m.Resource.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace
+			}
+		}
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		return plural.Resource, !clusterScoped[gvk.Group+"/"+gvk.Kind]
+	}
+}

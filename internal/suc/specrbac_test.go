@@ -1,0 +1,40 @@
+package suc
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/health"
+)
+
+func TestGateReadsListAndWatchWhereEachGateReads(t *testing.T) {
+	cur, err := health.Compile("true")
+	require.NoError(t, err)
+	sel, err := health.ParseSelector("app=im")
+	require.NoError(t, err)
+	gates := []health.Gate{
+		{APIVersion: "kubevirt.io/v1", Kind: "KubeVirt", Current: cur},                                                          // the release's
+		{APIVersion: "longhorn.io/v1beta2", Kind: "InstanceManager", Namespace: "longhorn-system", Selector: sel, Current: cur}, // an operator's
+		{APIVersion: "apps/v1", Kind: "DaemonSet", Selector: sel, Current: cur},                                                 // the release's namespace
+		{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Selector: sel, Current: cur},                                    // cluster-scoped
+	}
+	kv := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt", "metadata": map[string]any{"name": "kv", "namespace": "virt"}}}
+	r := SpecReads{}
+	r.GateReads(gates, []*unstructured.Unstructured{kv}, "apps", Scope(nil, nil))
+	lw := []string{"list", "watch"}
+	assert.Equal(t, SpecReads{
+		"virt":            {{APIGroups: []string{"kubevirt.io"}, Resources: []string{"kubevirts"}, Verbs: lw}},
+		"apps":            {{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: lw}, {APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: lw}},
+		"longhorn-system": {{APIGroups: []string{"longhorn.io"}, Resources: []string{"instancemanagers"}, Verbs: lw}},
+		"":                {{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: lw}},
+	}, r)
+
+	// merged into the chart's RBAC, one Role per namespace
+	out, err := CheckRBAC(nil, CheckRBACOptions{Name: "p", Namespace: "system-upgrade", ServiceAccount: "p", ReleaseNamespace: "apps", Spec: r})
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "# Also the reads of the upgrade spec (--check-spec)")
+	assert.Contains(t, string(out), "namespace: longhorn-system")
+}
