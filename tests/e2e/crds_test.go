@@ -112,6 +112,13 @@ func TestCRDsUpgradedUnderAManagedChart(t *testing.T) {
 // and those `plan --check-chart` derives from the 2.0.0 chart, with
 // planArgs; it returns a kubeconfig acting as it.
 func (f *fixture) planServiceAccount(name string, planArgs ...string) string {
+	f.t.Helper()
+	return f.planServiceAccountOf(name, filepath.Join(f.charts, "demo-app-2.0.0"), planArgs...)
+}
+
+// planServiceAccountOf is planServiceAccount with the RBAC plan
+// --check-chart derives from checkChart.
+func (f *fixture) planServiceAccountOf(name, checkChart string, planArgs ...string) string {
 	t := f.t
 	t.Helper()
 	sucNS := f.env.Namespace(t)
@@ -135,7 +142,7 @@ func (f *fixture) planServiceAccount(name string, planArgs ...string) string {
 	}
 	plan := noderun.CLI(t, append([]string{"plan", "--image", "registry.example/chart-upgrader", "--version", "2.0.0",
 		"--namespace", sucNS, "--service-account", sa, "--name", "check-" + name,
-		"--check-chart", filepath.Join(f.charts, "demo-app-2.0.0"), "--check-release", f.ns + "/" + name}, planArgs...)...)
+		"--check-chart", checkChart, "--check-release", f.ns + "/" + name}, planArgs...)...)
 	plan.RequireCode(t, 0)
 	for _, o := range rbaccheck.Decode(t, plan.Stdout) {
 		if o.GetKind() != "Plan" {

@@ -68,7 +68,39 @@ type k3sPlanWorld struct {
 func (f *fixture) k3sPlan(name string, check bool, planArgs ...string) k3sPlanWorld {
 	t := f.t
 	t.Helper()
-	hcNS, relNS, sucNS := f.ns, f.env.Namespace(t), f.env.Namespace(t)
+	checkChart := ""
+	if check {
+		checkChart = f.exampleChart("2.0.0")
+	}
+	w := f.k3sPlanRBAC(name, f.env.Namespace(t), checkChart, planArgs...)
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	relNS := w.relNS
+	// the HelmChart releasing into relNS; the example policy reading there
+	spec := map[string]any{"chart": "demo-app", "version": "1.0.0", "chartContent": f.chartContent(f.exampleChart("1.0.0")),
+		"targetNamespace": relNS, "valuesContent": installerValues(t)}
+	f.create(f.helmChart(name, spec))
+	f.waitDeployed(name, "1.0.0")
+	policyText, err := os.ReadFile(filepath.Join(root, "package", "examples", "policy.yaml"))
+	require.NoError(t, err)
+	w.policy = f.writeFile("policy.yaml", strings.NewReplacer("namespace: demo-system", "namespace: "+relNS,
+		"name: demo-app-longhorn", "name: "+name+"-longhorn").Replace(string(policyText)))
+
+	rbaccheck.WaitAuthorized(t, w.kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.BatchV1().Jobs(f.ns).Get(ctx, "helm-install-"+name, metav1.GetOptions{})
+		return err
+	})
+	return w
+}
+
+// k3sPlanRBAC creates plans/k3s/10-rbac.yaml for HelmChart name of the
+// fixture's namespace releasing into relNS (and, with
+// checkChart, what `plan --check-chart` prints for that chart, with
+// planArgs); it returns the world without the HelmChart and policy.
+func (f *fixture) k3sPlanRBAC(name, relNS, checkChart string, planArgs ...string) k3sPlanWorld {
+	t := f.t
+	t.Helper()
+	hcNS, sucNS := f.ns, f.env.Namespace(t)
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(root, "plans", "k3s", "10-rbac.yaml"))
@@ -84,10 +116,10 @@ func (f *fixture) k3sPlan(name string, check bool, planArgs ...string) k3sPlanWo
 	).Replace(string(data))
 	w := k3sPlanWorld{relNS: relNS, sucNS: sucNS, sa: "system:serviceaccount:" + sucNS + ":chart-upgrader-helmchart-" + name}
 	w.objs = rbaccheck.Decode(t, text)
-	if check {
+	if checkChart != "" {
 		plan := noderun.CLI(t, append([]string{"plan", "--kind", "helmchart", "--image", "registry.example/chart-upgrader",
 			"--version", "2.0.0", "--namespace", sucNS, "--service-account", "chart-upgrader-helmchart-" + name, "--name", "check-" + name,
-			"--check-chart", f.exampleChart("2.0.0"), "--check-release", relNS + "/" + name}, planArgs...)...)
+			"--check-chart", checkChart, "--check-release", relNS + "/" + name}, planArgs...)...)
 		plan.RequireCode(t, 0)
 		for _, o := range rbaccheck.Decode(t, plan.Stdout) {
 			if o.GetKind() != "Plan" {
@@ -96,21 +128,6 @@ func (f *fixture) k3sPlan(name string, check bool, planArgs ...string) k3sPlanWo
 		}
 	}
 	rbaccheck.Create(t, f.env, w.objs)
-
-	// the HelmChart releasing into relNS; the example policy reading there
-	spec := map[string]any{"chart": "demo-app", "version": "1.0.0", "chartContent": f.chartContent(f.exampleChart("1.0.0")),
-		"targetNamespace": relNS, "valuesContent": installerValues(t)}
-	f.create(f.helmChart(name, spec))
-	f.waitDeployed(name, "1.0.0")
-	policyText, err := os.ReadFile(filepath.Join(root, "package", "examples", "policy.yaml"))
-	require.NoError(t, err)
-	w.policy = f.writeFile("policy.yaml", strings.NewReplacer("namespace: demo-system", "namespace: "+relNS,
-		"name: demo-app-longhorn", "name: "+name+"-longhorn").Replace(string(policyText)))
-
-	w.kubeconfig = rbaccheck.Impersonating(t, f.env, w.sa, sucNS)
-	rbaccheck.WaitAuthorized(t, w.kubeconfig, func(ctx context.Context, kube kubernetes.Interface) error {
-		_, err := kube.BatchV1().Jobs(hcNS).Get(ctx, "helm-install-"+name, metav1.GetOptions{})
-		return err
-	})
+	w.kubeconfig = rbaccheck.Impersonating(t, f.env, w.sa, w.sucNS)
 	return w
 }
