@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/health"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
-	"github.com/chart-upgrader/chart-upgrader/internal/health"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 )
 

@@ -102,7 +102,7 @@ type Operator struct {
 	Parts     int
 
 	mu      sync.Mutex
-	hold    bool // hold the Parts back
+	hold    bool             // hold the Parts back
 	pending map[string]int64 // widget → generation scheduled
 	writes  []Write
 	wrote   chan struct{}
