@@ -4,15 +4,18 @@ import (
 	"context"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/health"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // judgeGates judges each gate on what was seen of its objects, with the
-// target's values (what the apply wrote, once it carries that apply) and
-// the version waited for.
-func judgeGates(gates []health.Gate, seen []health.Seen, o *Observed, want Want) []health.Verdict {
-	vars := health.Vars{Version: want.Version}
+// values the chart is rendered with (defaults, the new chart's; under the
+// target's user values, what the apply wrote once it carries that apply;
+// under the overlay its controller lays on them) and the version waited
+// for.
+func judgeGates(gates []health.Gate, seen []health.Seen, defaults map[string]any, o *Observed, want Want) []health.Verdict {
+	vars := health.Vars{Version: want.Version, Values: defaults}
 	if o != nil {
-		vars.Values = o.Values
+		vars.Values = values.Overlay(values.Overlay(defaults, o.Values), o.Overlay)
 	}
 	out := make([]health.Verdict, len(gates))
 	for i, g := range gates {
@@ -68,16 +71,17 @@ func (j *jobRun) look(ctx context.Context, o *Observed, want Want) (Readiness, e
 	if err != nil {
 		return r, err
 	}
-	return withGates(r, judgeGates(j.job.Health, seen, o, want)), nil
+	return withGates(r, judgeGates(j.job.Health, seen, j.defaults, o, want)), nil
 }
 
 // gatedWatch is the target's watch with the job's health gates judged
 // over it once the target is ready; it signals a change of either.
 type gatedWatch struct {
 	Watch
-	gates   []health.Gate
-	view    GateWatch
-	changed chan struct{}
+	gates    []health.Gate
+	defaults map[string]any
+	view     GateWatch
+	changed  chan struct{}
 }
 
 // gate adds the job's health gates to the target's watch w: their
@@ -90,7 +94,7 @@ func (j *jobRun) gate(ctx context.Context, w Watch) (Watch, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := gatedWatch{Watch: w, gates: j.job.Health, view: view, changed: make(chan struct{}, 1)}
+	g := gatedWatch{Watch: w, gates: j.job.Health, defaults: j.defaults, view: view, changed: make(chan struct{}, 1)}
 	go func() {
 		for {
 			select {
@@ -114,7 +118,7 @@ func (g gatedWatch) Readiness(want Want) Readiness {
 		return r
 	}
 	o := g.Current()
-	return withGates(r, judgeGates(g.gates, g.view.Seen(o, want), o, want))
+	return withGates(r, judgeGates(g.gates, g.view.Seen(o, want), g.defaults, o, want))
 }
 
 func (g gatedWatch) Changed() <-chan struct{} { return g.changed }

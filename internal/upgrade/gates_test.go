@@ -195,3 +195,16 @@ func TestRunGatesWaitForTheTarget(t *testing.T) {
 	require.ErrorIs(t, err, outcome.ErrTimeout, "not a gate failure")
 	assert.NotContains(t, err.Error(), "gate")
 }
+
+// A gate's values are those the chart renders with: the new chart's
+// defaults under the target's values under its controller's overlay.
+func TestGateValuesAreTheRenderedValues(t *testing.T) {
+	cur, err := health.Compile("values.image.tag == '2' && values.image.repository == 'mine' && values.replicas == 3")
+	require.NoError(t, err)
+	g := health.Gate{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", MinCount: 1, Current: cur}
+	o := &Observed{Values: map[string]any{"image": map[string]any{"repository": "mine"}}, Overlay: map[string]any{"replicas": 3}}
+	defaults := map[string]any{"image": map[string]any{"repository": "theirs", "tag": "2"}, "replicas": 1}
+	seen := []health.Seen{{Objects: []map[string]any{{"metadata": map[string]any{"name": "c", "namespace": "ns"}}}}}
+	v := judgeGates([]health.Gate{g}, seen, defaults, o, Want{Version: "2.0.0"})
+	assert.Equal(t, health.Current, v[0].State, v[0].Why)
+}

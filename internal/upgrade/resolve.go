@@ -44,6 +44,7 @@ func (j *jobRun) resolve(ctx context.Context) (*Resolved, error) {
 		return nil, fmt.Errorf("loading chart %s %s from %s: %w", name, r.To, j.job.Source, err)
 	}
 	r.To = r.New.Version
+	j.defaults = r.New.Defaults
 	switch {
 	case r.From == r.To:
 		r.Old = r.New

@@ -287,6 +287,7 @@ type jobRun struct {
 	hookFailures []string
 	crdsApplied  []CRDAction
 	lastGates    []health.Verdict // as the last wait judged them
+	defaults     map[string]any   // the new chart's, for the gates' values
 }
 
 func (j *jobRun) result(p progress) *Result {

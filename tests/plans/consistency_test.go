@@ -145,6 +145,16 @@ func TestSpecSecretAgreesWithPlansAndRBAC(t *testing.T) {
 			resource := resourceOf(src.Kind)
 			assert.True(t, allows(rules, src.Namespace, group, resource, src.Name, "get"), "get %s %s/%s for rule %v", resource, src.Namespace, src.Name, r.Pattern)
 		}
+		// each health gate's kind, listed and watched where it reads
+		reads := suc.SpecReads{}
+		reads.GateReads(c.Wait.Health, nil, "harvester-system", suc.Scope(nil, nil))
+		for ns, rs := range reads {
+			for _, r := range rs {
+				for _, verb := range r.Verbs {
+					assert.True(t, allows(rules, ns, r.APIGroups[0], r.Resources[0], "", verb), "%s %s in %q for the health gates", verb, r.Resources[0], ns)
+				}
+			}
+		}
 	}
 }
 

@@ -117,11 +117,11 @@ func newWorld(t *testing.T) *world {
 		"resourceNames: [mcc-harvester-crd, mcc-harvester]", "resourceNames: ["+managedchart.BundleName(demo)+"]",
 		"resourceNames: [harvester-longhorn]", "resourceNames: ["+demo+"-longhorn]")
 	// the Roles of the Harvester spec's other live and once sources (kube-system,
-	// longhorn-system): the example spec reads none of them, so they are left
-	// out here, and TestSpecSecretAgreesWithPlansAndRBAC checks they grant what
-	// the Harvester spec reads
+	// longhorn-system) and of its health gates: the example spec reads none of
+	// them, so they are left out here, and TestSpecSecretAgreesWithPlansAndRBAC
+	// checks they grant what the Harvester spec reads
 	for _, o := range objects(t, "10-rbac.yaml", text) {
-		if o.GetName() == "chart-upgrader-sources" {
+		if o.GetName() == "chart-upgrader-sources" || o.GetName() == "chart-upgrader-gates" {
 			continue
 		}
 		w.rbac = append(w.rbac, o)
