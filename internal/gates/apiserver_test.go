@@ -113,7 +113,9 @@ func BenchmarkGateExit(b *testing.B) {
 	w, err := p.Watch(ctx, &upgrade.Observed{})
 	require.NoError(b, err)
 	want := upgrade.Want{Version: "1"}
-	judge := func() health.State { return health.Judge(g, w.Seen(nil, want)[0], health.Vars{Version: want.Version}).State }
+	judge := func() health.State {
+		return health.Judge(g, w.Seen(nil, want)[0], health.Vars{Version: want.Version}).State
+	}
 	waitFor := func(s health.State) {
 		for judge() != s {
 			select {
