@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -24,6 +25,7 @@ type Rollout struct {
 	Object    string // Kind namespace/name
 	Kind      string
 	Namespace string
+	Name      string
 	// Template is the pod template as the chart renders it (its
 	// namespace set), with Replicas the pods it runs at the end of the
 	// rollout (a DaemonSet's: one per node it runs on, 0 here; a Job's
@@ -32,6 +34,9 @@ type Rollout struct {
 	Template *corev1.PodTemplateSpec
 	Replicas int64
 	Surge    int64
+	// Selector selects the workload's pods (nil for a Job, a CronJob and
+	// a Pod).
+	Selector *metav1.LabelSelector
 	// Old is the template of the deployed revision, nil for a new
 	// workload, with OldReplicas its replicas: the pods the rollout
 	// replaces.
@@ -44,7 +49,7 @@ func (r Rollout) Pod() *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: *r.Template.ObjectMeta.DeepCopy(), Spec: *r.Template.Spec.DeepCopy()}
 	p.Namespace = r.Namespace
 	if p.Name == "" {
-		p.Name = r.Object
+		p.Name = r.Name
 	}
 	return p
 }
@@ -84,7 +89,7 @@ func workload(o *unstructured.Unstructured, releaseNamespace string) (Rollout, b
 	if ns == "" {
 		ns = releaseNamespace
 	}
-	r := Rollout{Kind: o.GetKind(), Namespace: ns, Object: fmt.Sprintf("%s %s/%s", o.GetKind(), ns, o.GetName()), Replicas: 1}
+	r := Rollout{Kind: o.GetKind(), Namespace: ns, Name: o.GetName(), Object: fmt.Sprintf("%s %s/%s", o.GetKind(), ns, o.GetName()), Replicas: 1}
 	gvk := o.GroupVersionKind()
 	from := func(into any) bool {
 		return runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into) == nil
@@ -95,7 +100,7 @@ func workload(o *unstructured.Unstructured, releaseNamespace string) (Rollout, b
 		if !from(&d) {
 			return r, false
 		}
-		r.Template, r.Replicas = &d.Spec.Template, replicas(d.Spec.Replicas)
+		r.Template, r.Replicas, r.Selector = &d.Spec.Template, replicas(d.Spec.Replicas), d.Spec.Selector
 		if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 			surge := intstr.FromString("25%")
 			if d.Spec.Strategy.RollingUpdate != nil && d.Spec.Strategy.RollingUpdate.MaxSurge != nil {
@@ -111,19 +116,19 @@ func workload(o *unstructured.Unstructured, releaseNamespace string) (Rollout, b
 		if !from(&st) {
 			return r, false
 		}
-		r.Template, r.Replicas = &st.Spec.Template, replicas(st.Spec.Replicas)
+		r.Template, r.Replicas, r.Selector = &st.Spec.Template, replicas(st.Spec.Replicas), st.Spec.Selector
 	case gvk.Group == "apps" && gvk.Kind == "ReplicaSet":
 		var rs appsv1.ReplicaSet
 		if !from(&rs) {
 			return r, false
 		}
-		r.Template, r.Replicas = &rs.Spec.Template, replicas(rs.Spec.Replicas)
+		r.Template, r.Replicas, r.Selector = &rs.Spec.Template, replicas(rs.Spec.Replicas), rs.Spec.Selector
 	case gvk.Group == "apps" && gvk.Kind == "DaemonSet":
 		var ds appsv1.DaemonSet
 		if !from(&ds) {
 			return r, false
 		}
-		r.Template, r.Replicas = &ds.Spec.Template, 0
+		r.Template, r.Replicas, r.Selector = &ds.Spec.Template, 0, ds.Spec.Selector
 	case gvk.Group == "batch" && gvk.Kind == "Job":
 		var j batchv1.Job
 		if !from(&j) {
@@ -147,7 +152,7 @@ func workload(o *unstructured.Unstructured, releaseNamespace string) (Rollout, b
 		if !from(&rc) || rc.Spec.Template == nil {
 			return r, false
 		}
-		r.Template, r.Replicas = rc.Spec.Template, replicas(rc.Spec.Replicas)
+		r.Template, r.Replicas, r.Selector = rc.Spec.Template, replicas(rc.Spec.Replicas), &metav1.LabelSelector{MatchLabels: rc.Spec.Selector}
 	default:
 		return r, false
 	}
