@@ -8,6 +8,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,6 +67,12 @@ func (w WebhookCalled) String() string {
 // each webhook against each write of the upgrade: a create or update of
 // each object of the new chart, a delete of each object it drops.
 func checkWebhooks(ctx context.Context, s Scope, res *Result) error {
+	// the namespaces written to are read whether or not a webhook is
+	// there to match their labels: the same reads in every cluster
+	writes, lister, err := s.admissionWrites(ctx, res)
+	if err != nil {
+		return err
+	}
 	var hooks []webhook.WebhookAccessor
 	kinds := map[string]string{}
 	for _, gvr := range []schema.GroupVersionResource{validatingWebhooks, mutatingWebhooks} {
@@ -92,10 +99,6 @@ func checkWebhooks(ctx context.Context, s Scope, res *Result) error {
 	}
 	if len(hooks) == 0 {
 		return nil
-	}
-	writes, lister, err := s.admissionWrites(ctx, res)
-	if err != nil {
-		return err
 	}
 	nsMatcher := namespace.Matcher{NamespaceLister: lister}
 	called := map[string]*WebhookCalled{}
@@ -253,7 +256,7 @@ func (s Scope) admissionWrites(ctx context.Context, res *Result) ([]admissionWri
 				continue // a kind no longer served: nothing to delete through admission
 			}
 			o := old.DeepCopy()
-			if m.Scope.Name() == "namespace" && o.GetNamespace() == "" {
+			if m.Scope.Name() == meta.RESTScopeNameNamespace && o.GetNamespace() == "" {
 				o.SetNamespace(s.Request.Namespace)
 			}
 			if err := add(nil, o, m.Resource, admission.Delete); err != nil {

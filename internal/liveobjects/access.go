@@ -5,18 +5,73 @@ import (
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	rbacv1helpers "k8s.io/kubernetes/pkg/apis/rbac/v1"
 )
 
-// SelfAccess answers Access with SelfSubjectAccessReviews (which every
-// authenticated user may create), once per resource, namespace and verb.
+// SelfAccess answers Access with SelfSubjectRulesReviews and
+// SelfSubjectAccessReviews (which every authenticated user may create):
+// a question about a kind in a namespace, from the rules one rules review
+// of that namespace lists, when the API server's authorizers list them
+// all (RBAC, the Node authorizer for others than nodes); any other
+// question, and every question where they do not, with an access review,
+// once per resource, namespace and verb.
 type SelfAccess struct {
 	Kube kubernetes.Interface
 
 	mu    sync.Mutex
 	known map[authorizationv1.ResourceAttributes]bool
+	rules map[string]namespaceRules // by namespace
+}
+
+// namespaceRules are the rules a rules review of one namespace listed,
+// and whether they are all the authorizers' (the review is complete).
+type namespaceRules struct {
+	rules    []authorizationv1.ResourceRule
+	complete bool
+}
+
+// rulesIn reviews this process's rules in namespace once.
+func (s *SelfAccess) rulesIn(ctx context.Context, namespace string) ([]authorizationv1.ResourceRule, bool, error) {
+	s.mu.Lock()
+	r, ok := s.rules[namespace]
+	s.mu.Unlock()
+	if ok {
+		return r.rules, r.complete, nil
+	}
+	review, err := s.Kube.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx,
+		&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: namespace}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, false, err
+	}
+	r = namespaceRules{rules: review.Status.ResourceRules, complete: !review.Status.Incomplete && review.Status.EvaluationError == ""}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rules == nil {
+		s.rules = map[string]namespaceRules{}
+	}
+	s.rules[namespace] = r
+	return r.rules, r.complete, nil
+}
+
+// allows says whether one of rules lets attrs (a request without a
+// name) through, matched as the RBAC authorizer matches its rules.
+func allows(rules []authorizationv1.ResourceRule, attrs authorizationv1.ResourceAttributes) bool {
+	resource := attrs.Resource
+	if attrs.Subresource != "" {
+		resource += "/" + attrs.Subresource
+	}
+	for _, r := range rules {
+		rule := rbacv1.PolicyRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames}
+		if rbacv1helpers.VerbMatches(&rule, attrs.Verb) && rbacv1helpers.APIGroupMatches(&rule, attrs.Group) &&
+			rbacv1helpers.ResourceMatches(&rule, resource, attrs.Subresource) && rbacv1helpers.ResourceNameMatches(&rule, attrs.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // May says whether this process may do each of verbs on resource in
@@ -45,6 +100,15 @@ func (s *SelfAccess) may(ctx context.Context, attrs authorizationv1.ResourceAttr
 	s.mu.Unlock()
 	if seen {
 		return ok, nil
+	}
+	if attrs.Namespace != "" && attrs.Name == "" {
+		rules, complete, err := s.rulesIn(ctx, attrs.Namespace)
+		if err != nil {
+			return false, err
+		}
+		if complete {
+			return allows(rules, attrs), nil
+		}
 	}
 	a := attrs
 	review, err := s.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,

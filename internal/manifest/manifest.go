@@ -9,6 +9,7 @@ import (
 
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -47,4 +48,17 @@ func Documents(manifest string) []string {
 		out[i] = docs[k]
 	}
 	return out
+}
+
+// MakesPods reports whether objects of gk make pods from a template of
+// their own (workloads, Jobs, CronJobs) or are one (a Pod).
+func MakesPods(gk schema.GroupKind) bool {
+	switch gk {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
+		schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
+		schema.GroupKind{Group: "batch", Kind: "Job"}, schema.GroupKind{Group: "batch", Kind: "CronJob"},
+		schema.GroupKind{Kind: "Pod"}, schema.GroupKind{Kind: "ReplicationController"}:
+		return true
+	}
+	return false
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 )
 
 // CheckRBACOptions say whose read-only access CheckRBAC grants.
@@ -139,6 +141,8 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 		}
 	}
 	names := map[ruleKey][]string{}
+	written := map[string]bool{} // the namespaces of the chart's namespaced objects
+	podsIn := map[string]bool{}  // those its workloads make pods in
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		if gvk.Kind == "" || o.GetName() == "" {
@@ -164,6 +168,10 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 			if k.namespace = o.GetNamespace(); k.namespace == "" {
 				k.namespace = opts.ReleaseNamespace
 			}
+			written[k.namespace] = true
+			if manifest.MakesPods(gvk.GroupKind()) {
+				podsIn[k.namespace] = true
+			}
 		}
 		if !slices.Contains(names[k], o.GetName()) {
 			names[k] = append(names[k], o.GetName())
@@ -177,7 +185,7 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 	// namespace exists (one the chart creates is one of its objects)
 	var others []string
 	for k := range names {
-		if ns := k.namespace; ns != "" && ns != opts.ReleaseNamespace && !slices.Contains(others, ns) {
+		if ns := k.namespace; ns != "" && !slices.Contains(others, ns) {
 			others = append(others, ns)
 		}
 	}
@@ -198,6 +206,22 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 		}
 		rules[k.namespace] = append(rules[k.namespace], r)
 	}
+	// what preflight reads to judge the rollout: each namespace's quotas,
+	// the LimitRanges where pods are made, the nodes and the pods bound
+	// to them, the admission policies and webhooks
+	for ns := range written {
+		rules[ns] = append(rules[ns], rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"list"}})
+		if podsIn[ns] {
+			rules[ns] = append(rules[ns], rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"limitranges"}, Verbs: []string{"list"}})
+		}
+	}
+	admissionReads := []rbacv1.PolicyRule{
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingadmissionpolicies",
+			"validatingadmissionpolicybindings", "validatingwebhookconfigurations"}, Verbs: []string{"list"}}}
+	if len(podsIn) > 0 {
+		admissionReads = append(admissionReads, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"list"}})
+	}
+	rules[""] = append(rules[""], admissionReads...)
 	for ns, rs := range opts.Spec {
 		rules[ns] = append(rules[ns], rs...)
 	}

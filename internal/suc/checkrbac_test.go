@@ -60,7 +60,8 @@ func TestCheckRBACScopesOtherChartsKindsByDiscovery(t *testing.T) {
 
 	out, err := CheckRBAC(objs, opts)
 	require.NoError(t, err)
-	assert.Equal(t, map[string][]string{"apps": {"/configmaps", "cert-manager.io/clusterissuers", "cert-manager.io/issuers", "example.com/widgets"}},
+	assert.Equal(t, map[string][]string{"apps": {"/configmaps", "/resourcequotas", "cert-manager.io/clusterissuers", "cert-manager.io/issuers", "example.com/widgets"},
+		"": {"/namespaces", "admissionregistration.k8s.io/mutatingwebhookconfigurations"}},
 		rulesByRole(t, out), "without discovery: namespaced, the resource guessed")
 
 	mapper := meta.NewDefaultRESTMapper(nil)
@@ -77,14 +78,16 @@ func TestCheckRBACScopesOtherChartsKindsByDiscovery(t *testing.T) {
 	out, err = CheckRBAC(objs, opts)
 	require.NoError(t, err)
 	assert.Equal(t, map[string][]string{
-		"apps": {"/configmaps", "cert-manager.io/issuers"},
-		"":     {"cert-manager.io/clusterissuers", "example.com/widgetry"},
+		"apps": {"/configmaps", "/resourcequotas", "cert-manager.io/issuers"},
+		"":     {"/namespaces", "admissionregistration.k8s.io/mutatingwebhookconfigurations", "cert-manager.io/clusterissuers", "example.com/widgetry"},
 	}, rulesByRole(t, out), "with discovery: the cluster's scope and resource; ConfigMap, which the mapper does not know, by Kubernetes' own table")
 }
 
-// A namespace other than the release's that the chart's objects go into
-// is granted get by name (never list): preflight reads it to know a new
-// object's namespace exists; one the chart creates is one of its objects.
+// Each namespace the chart's objects go into is granted get by name
+// (never list): preflight reads it to know a new object's namespace
+// exists, and the labels admission matches (Pod Security, webhooks and
+// policies); one the chart creates is one of its objects. The release's
+// too.
 func TestCheckRBACGrantsTheNamespacesTheChartNames(t *testing.T) {
 	in := func(ns string, o *unstructured.Unstructured) *unstructured.Unstructured { o.SetNamespace(ns); return o }
 	objs := []*unstructured.Unstructured{
@@ -96,8 +99,7 @@ func TestCheckRBACGrantsTheNamespacesTheChartNames(t *testing.T) {
 	}
 	out, err := CheckRBAC(objs, CheckRBACOptions{Name: "p", Namespace: "system-upgrade", ServiceAccount: "p", ReleaseNamespace: "apps"})
 	require.NoError(t, err)
-	assert.Contains(t, string(out), "resourceNames:\n  - kube-system\n  - longhorn-system\n  - made\n  resources:\n  - namespaces\n  verbs:\n  - get\n")
-	assert.NotContains(t, string(out), "- apps\n  resources:\n  - namespaces", "the release's namespace holds the release")
+	assert.Contains(t, string(out), "resourceNames:\n  - apps\n  - kube-system\n  - longhorn-system\n  - made\n  resources:\n  - namespaces\n  verbs:\n  - get\n")
 }
 
 // apply.crds adds rules on exactly the chart's CRDs: none for skip;
@@ -126,11 +128,11 @@ spec:
 		cluster []string
 		text    []string
 	}{
-		{"skip", false, nil, nil},
-		{"create", false, []string{"apiextensions.k8s.io/customresourcedefinitions", "apiextensions.k8s.io/customresourcedefinitions"}, nil},
-		{"createReplace", false, []string{"apiextensions.k8s.io/customresourcedefinitions", "apiextensions.k8s.io/customresourcedefinitions", "example.com/widgets"},
+		{"skip", false, []string{"/namespaces", "admissionregistration.k8s.io/mutatingwebhookconfigurations"}, nil},
+		{"create", false, []string{"/namespaces", "admissionregistration.k8s.io/mutatingwebhookconfigurations", "apiextensions.k8s.io/customresourcedefinitions", "apiextensions.k8s.io/customresourcedefinitions"}, nil},
+		{"createReplace", false, []string{"/namespaces", "admissionregistration.k8s.io/mutatingwebhookconfigurations", "apiextensions.k8s.io/customresourcedefinitions", "apiextensions.k8s.io/customresourcedefinitions", "example.com/widgets"},
 			[]string{"resourceNames:\n  - widget-conv\n  resources:\n  - services\n  verbs:\n  - get"}},
-		{"createReplace", true, []string{"apiextensions.k8s.io/customresourcedefinitions", "apiextensions.k8s.io/customresourcedefinitions",
+		{"createReplace", true, []string{"/namespaces", "admissionregistration.k8s.io/mutatingwebhookconfigurations", "apiextensions.k8s.io/customresourcedefinitions", "apiextensions.k8s.io/customresourcedefinitions",
 			"apiextensions.k8s.io/customresourcedefinitions/status", "example.com/widgets"},
 			[]string{"resources:\n  - widgets\n  verbs:\n  - list\n  - update"}},
 	} {
@@ -144,4 +146,23 @@ spec:
 			assert.Contains(t, string(out), "resourceNames:\n  - widgets.example.com\n  resources:\n  - customresourcedefinitions\n  verbs:\n  - get\n  - list\n  - patch\n  - watch")
 		}
 	}
+}
+
+// A chart with a workload is granted what preflight reads to judge its
+// pods: the LimitRanges of its namespace, the nodes and the pods bound to
+// them; every chart, the quotas of its namespaces and the admission
+// policies and webhooks. All are lists, none a write.
+func TestCheckRBACGrantsWhatTheRolloutChecksRead(t *testing.T) {
+	out, err := CheckRBAC([]*unstructured.Unstructured{object("apps/v1", "Deployment", "web"), object("v1", "ConfigMap", "c")},
+		CheckRBACOptions{Name: "p", Namespace: "system-upgrade", ServiceAccount: "p", ReleaseNamespace: "apps"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{
+		"apps": {"/configmaps", "/limitranges", "/resourcequotas", "apps/deployments"},
+		"":     {"/namespaces", "/nodes", "admissionregistration.k8s.io/mutatingwebhookconfigurations"},
+	}, rulesByRole(t, out))
+	for _, want := range []string{"resources:\n  - nodes\n  - pods\n  verbs:\n  - list",
+		"resources:\n  - mutatingwebhookconfigurations\n  - validatingadmissionpolicies\n  - validatingadmissionpolicybindings\n  - validatingwebhookconfigurations\n  verbs:\n  - list"} {
+		assert.Contains(t, string(out), want)
+	}
+	assert.NotRegexp(t, `verbs:\n(  - (get|list|watch)\n)*  - (create|update|patch|delete)`, string(out))
 }
