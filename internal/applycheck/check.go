@@ -60,6 +60,19 @@ func (s Scope) Memo(key any, build func() any) any {
 	return one.value
 }
 
+// memoized is what Memo built for key, if it did: a manifest check's
+// reads, for the object checks, which run after every manifest check.
+func (s Scope) memoized(key any) (any, bool) {
+	if s.memo == nil {
+		return nil, false
+	}
+	m, ok := s.memo.Load(key)
+	if !ok {
+		return nil, false
+	}
+	return m.(*memoized).value, true
+}
+
 // A manifestCheck looks at the whole new manifest: it adds what it finds
 // to res (Findings; NotChecked, for what it could not see; Requests, for
 // the API requests it made). An error ends the check (the cluster could

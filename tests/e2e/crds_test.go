@@ -133,6 +133,7 @@ func (f *fixture) planServiceAccountOf(name, checkChart string, planArgs ...stri
 		"resourceNames: [harvester-crd, harvester]", "resourceNames: ["+name+"]",
 		"resourceNames: [mcc-harvester-crd, mcc-harvester]", "resourceNames: ["+managedchart.BundleName(name)+"]",
 		"resourceNames: [harvester-longhorn]", "resourceNames: ["+name+"-longhorn]",
+		"resourceNames: [harvester-system]", "resourceNames: ["+f.ns+"]",
 	).Replace(string(data))
 	var objs []*unstructured.Unstructured
 	for _, o := range rbaccheck.Decode(t, text) {

@@ -112,6 +112,7 @@ func (f *fixture) k3sPlanRBAC(name, relNS, checkChart string, planArgs ...string
 		"resourceNames: [demo-app]", "resourceNames: ["+name+"]",
 		"resourceNames: [helm-install-demo-app]", "resourceNames: [helm-install-"+name+"]",
 		"resourceNames: [demo-app-longhorn]", "resourceNames: ["+name+"-longhorn]",
+		"resourceNames: [demo-system]", "resourceNames: ["+relNS+"]",
 		"name: chart-upgrader-helmchart\n", "name: chart-upgrader-helmchart-"+name+"\n",
 	).Replace(string(data))
 	w := k3sPlanWorld{relNS: relNS, sucNS: sucNS, sa: "system:serviceaccount:" + sucNS + ":chart-upgrader-helmchart-" + name}

@@ -78,6 +78,7 @@ func (f *fixture) releasePlanRBAC(name string, extra ...string) (sucNS, sa strin
 		"namespace: demo-system", "namespace: " + f.ns,
 		"namespace: system-upgrade", "namespace: " + sucNS,
 		"resourceNames: [demo-app-longhorn]", "resourceNames: [" + name + "-longhorn]",
+		"resourceNames: [demo-system]", "resourceNames: [" + f.ns + "]",
 		"name: chart-upgrader-release\n", "name: chart-upgrader-release-" + name + "\n",
 	}, extra...)...).Replace(string(data))
 	objs = rbaccheck.Decode(f.t, text)

@@ -115,7 +115,8 @@ func newWorld(t *testing.T) *world {
 		"namespace: system-upgrade", "namespace: "+w.suc,
 		"resourceNames: [harvester-crd, harvester]", "resourceNames: ["+demo+"]",
 		"resourceNames: [mcc-harvester-crd, mcc-harvester]", "resourceNames: ["+managedchart.BundleName(demo)+"]",
-		"resourceNames: [harvester-longhorn]", "resourceNames: ["+demo+"-longhorn]")
+		"resourceNames: [harvester-longhorn]", "resourceNames: ["+demo+"-longhorn]",
+		"resourceNames: [harvester-system]", "resourceNames: ["+w.release+"]")
 	// the Roles of the Harvester spec's other live and once sources (kube-system,
 	// longhorn-system) and of its health gates: the example spec reads none of
 	// them, so they are left out here, and TestSpecSecretAgreesWithPlansAndRBAC
