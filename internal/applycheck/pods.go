@@ -42,6 +42,9 @@ type Rollout struct {
 	// replaces.
 	Old         *corev1.PodTemplateSpec
 	OldReplicas int64
+	// Scale: the template is the deployed one, only the replicas grow;
+	// the pods there stay, and Replicas-OldReplicas are added.
+	Scale bool
 }
 
 // Pod is a pod of r's new template, as its controller makes it.
@@ -74,6 +77,7 @@ func (s Scope) rollouts() []Rollout {
 						continue // no new pod
 					}
 					r.Old, r.OldReplicas = or.Template, or.Replicas
+					r.Scale = reflect.DeepEqual(or.Template, r.Template)
 				}
 			}
 			out = append(out, r)

@@ -206,6 +206,9 @@ func rollOut(quotas map[string][]corev1.ResourceQuota, r Rollout, p admittedPod,
 		old = 0
 	}
 	surge := min(r.Surge, want)
+	if r.Scale { // the pods there stay: only the added ones are made
+		want, old, surge = max(0, want-r.OldReplicas), 0, 0
+	}
 	release := func() error {
 		if old == 0 {
 			return nil
@@ -213,7 +216,7 @@ func rollOut(quotas map[string][]corev1.ResourceQuota, r Rollout, p admittedPod,
 		old--
 		return giveBack(quotas[ns], p.Old, ev)
 	}
-	admit := func(n int64) error {
+	admit := func() error {
 		attr := admission.NewAttributesRecord(p.Pod, nil, api.Kind("Pod").WithVersion(""), ns, p.Pod.Name,
 			api.Resource("pods").WithVersion(""), "", admission.Create, nil, false, nil)
 		next, err := rqadmission.CheckRequest(quotas[ns], attr, ev, nil)
@@ -228,7 +231,7 @@ func rollOut(quotas map[string][]corev1.ResourceQuota, r Rollout, p admittedPod,
 		return &QuotaExceeded{Object: r.Object, Pods: true, Why: fmt.Sprintf("pod %d of %d: %v", created+1, want, err), Adds: adds(r, p, ev, want, surge)}
 	}
 	for ; created < surge; created++ {
-		if err := admit(created); err != nil {
+		if err := admit(); err != nil {
 			return fail(err), nil
 		}
 	}
@@ -238,7 +241,7 @@ func rollOut(quotas map[string][]corev1.ResourceQuota, r Rollout, p admittedPod,
 				return nil, err
 			}
 		}
-		if err := admit(created); err != nil {
+		if err := admit(); err != nil {
 			return fail(err), nil
 		}
 		if surge > 0 {
@@ -280,7 +283,7 @@ func adds(r Rollout, p admittedPod, ev quota.Evaluator, want, surge int64) strin
 	}
 	var oldUsage corev1.ResourceList
 	old := r.OldReplicas
-	if p.Old == nil {
+	if p.Old == nil || r.Scale {
 		old = 0
 	} else if oldUsage, err = ev.Usage(p.Old); err != nil {
 		return ""

@@ -172,8 +172,11 @@ func checkScheduling(ctx context.Context, s Scope, res *Result) error {
 			continue
 		}
 		want := r.Replicas
-		if r.Kind == "Pod" {
+		switch {
+		case r.Kind == "Pod":
 			want = 1
+		case r.Scale: // the pods there stay, on their nodes
+			want = max(0, r.Replicas-r.OldReplicas)
 		}
 		var placed int64
 		var lastErr error
@@ -246,7 +249,7 @@ func (s Scope) nodesAndPods(ctx context.Context, res *Result) ([]corev1.Node, []
 func replacedPods(rollouts []Rollout, pods []corev1.Pod) map[types.UID]bool {
 	out := map[types.UID]bool{}
 	for _, r := range rollouts {
-		if r.Old == nil || r.Selector == nil {
+		if r.Old == nil || r.Scale || r.Selector == nil {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(r.Selector)

@@ -24,37 +24,41 @@ type SelfAccess struct {
 
 	mu    sync.Mutex
 	known map[authorizationv1.ResourceAttributes]bool
-	rules map[string]namespaceRules // by namespace
+	rules map[string]*namespaceRules // by namespace
 }
 
 // namespaceRules are the rules a rules review of one namespace listed,
 // and whether they are all the authorizers' (the review is complete).
 type namespaceRules struct {
+	once     sync.Once
 	rules    []authorizationv1.ResourceRule
 	complete bool
+	err      error
 }
 
-// rulesIn reviews this process's rules in namespace once.
+// rulesIn reviews this process's rules in namespace once, however many
+// ask at the same time.
 func (s *SelfAccess) rulesIn(ctx context.Context, namespace string) ([]authorizationv1.ResourceRule, bool, error) {
 	s.mu.Lock()
-	r, ok := s.rules[namespace]
-	s.mu.Unlock()
-	if ok {
-		return r.rules, r.complete, nil
-	}
-	review, err := s.Kube.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx,
-		&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: namespace}}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, false, err
-	}
-	r = namespaceRules{rules: review.Status.ResourceRules, complete: !review.Status.Incomplete && review.Status.EvaluationError == ""}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.rules == nil {
-		s.rules = map[string]namespaceRules{}
+		s.rules = map[string]*namespaceRules{}
 	}
-	s.rules[namespace] = r
-	return r.rules, r.complete, nil
+	r, ok := s.rules[namespace]
+	if !ok {
+		r = &namespaceRules{}
+		s.rules[namespace] = r
+	}
+	s.mu.Unlock()
+	r.once.Do(func() {
+		review, err := s.Kube.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx,
+			&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: namespace}}, metav1.CreateOptions{})
+		if err != nil {
+			r.err = err
+			return
+		}
+		r.rules, r.complete = review.Status.ResourceRules, !review.Status.Incomplete && review.Status.EvaluationError == ""
+	})
+	return r.rules, r.complete, r.err
 }
 
 // allows says whether one of rules lets attrs (a request without a
