@@ -54,7 +54,7 @@ var kwokStages []byte
 
 // controllers are the kube-controller-manager controllers of the workloads
 // mode: the workload controllers, garbage collection, namespace deletion,
-// service accounts and endpoints. Not the node lifecycle controller (the
+// service accounts, endpoints and resource quotas (their status.used). Not the node lifecycle controller (the
 // fake Nodes never go NotReady) nor any cloud, volume or certificate one.
 var controllers = []string{
 	"deployment-controller",
@@ -73,6 +73,7 @@ var controllers = []string{
 	"endpoints-controller",
 	"endpointslice-controller",
 	"disruption-controller",
+	"resourcequota-controller",
 }
 
 // workloadBinaries are what the workloads mode runs beyond envtest's.
