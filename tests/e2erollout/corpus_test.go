@@ -33,7 +33,7 @@ import (
 // rolloutTimeout is how long an applier's upgrade may take to roll out
 // before the oracle calls it failed: KWOK's pods are Ready within a
 // second or two of being scheduled.
-const rolloutTimeout = 20 * time.Second
+const rolloutTimeout = 15 * time.Second
 
 // rolloutCase is one upgrade of the corpus: 2.0.0's values over 1.0.0's,
 // the cluster's state (made after 1.0.0 is installed, or before when
@@ -333,4 +333,41 @@ func policy(group, res, expression, message string) func(*testing.T, *testenv.En
 
 func schemaGVR(group, version, resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
+}
+
+// Admission webhooks stay unseen: preflight names, per webhook of the
+// cluster, the objects of the upgrade it will be called for (its rules,
+// namespace and object selectors matched as the API server matches
+// them), as a warning, and passes; a webhook whose selector leaves the
+// release's namespace out is not named.
+func TestPreflightNamesTheWebhooksItCannotJudge(t *testing.T) {
+	env := testenv.ForTest(t)
+	shared(t, env)
+	ns := env.Namespace(t)
+	chart, rel := name("r"), name("rel")
+	writeCharts(t, chart, map[string]any{"replicas": 2})
+	preflight, _ := releaseKind(t, env, chart, ns, rel)
+	ignore, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
+	url := "https://127.0.0.1:1/never-called"
+	hook := func(name, nsName string) admissionregistrationv1.ValidatingWebhook {
+		return admissionregistrationv1.ValidatingWebhook{Name: name, FailurePolicy: &ignore, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig:      admissionregistrationv1.WebhookClientConfig{URL: &url},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": nsName}},
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps", ""}, APIVersions: []string{"*"}, Resources: []string{"deployments", "configmaps"}}}}}
+	}
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{hook("check.example.com", ns), hook("elsewhere.example.com", ns+"-other")}}
+	_, err := env.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), cfg, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	r := preflight("-o", "json")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, `"kind": "admission-webhook"`)
+	assert.Contains(t, r.Stdout, "2 objects of the upgrade go through admission webhook ValidatingWebhookConfiguration "+ns+": check.example.com (failurePolicy Ignore)")
+	assert.Contains(t, r.Stdout, "Deployment "+ns+"/"+rel+"-web (UPDATE)")
+	assert.Contains(t, r.Stdout, "ConfigMap "+ns+"/"+rel+"-config (UPDATE)")
+	assert.NotContains(t, r.Stdout, "elsewhere.example.com")
 }
