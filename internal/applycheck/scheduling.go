@@ -35,8 +35,11 @@ import (
 // stays Pending: the upgrade's wait runs out.
 
 // WarnDaemonSetUnschedulable: a DaemonSet's pod fits no node it would
-// run on.
-const WarnDaemonSetUnschedulable values.WarningKind = "daemonset-unschedulable"
+// run on; WarnSchedulingNotChecked: the cluster lists no node.
+const (
+	WarnDaemonSetUnschedulable values.WarningKind = "daemonset-unschedulable"
+	WarnSchedulingNotChecked   values.WarningKind = "scheduling-not-checked"
+)
 
 // The resources the check reads.
 var (
@@ -81,7 +84,7 @@ type NoNodes struct{ Rollouts int }
 
 // Verdict is a warning, whoever applies.
 func (n NoNodes) Verdict(Applier) (string, *values.Warning) {
-	return "", &values.Warning{Kind: WarnDaemonSetUnschedulable, Path: "nodes",
+	return "", &values.Warning{Kind: WarnSchedulingNotChecked, Path: "nodes",
 		Message: fmt.Sprintf("scheduling not checked: the cluster lists no node, so the pods of %d workloads of the upgrade were placed nowhere", n.Rollouts)}
 }
 

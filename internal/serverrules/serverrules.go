@@ -8,8 +8,10 @@
 // writes nothing and needs nothing from the cluster: the preflight's
 // prediction of the server's verdict, computed from reads alone.
 //
-// Its limits: admission (webhooks, quota, LimitRange, Pod Security) is
-// not run; the feature gates are the library's defaults, not the
+// Its limits: admission is not run here (package applycheck runs the
+// admission that can be computed from reads, each with the API server's
+// own code: Pod Security, ResourceQuota, LimitRange, ValidatingAdmission
+// Policies; webhooks are only named); the feature gates are the library's defaults, not the
 // cluster's; privileged containers are taken as allowed (the API server's
 // --allow-privileged, which every common distribution sets, cannot be
 // read); a Service's IP allocation is not run (the allocator, not the
