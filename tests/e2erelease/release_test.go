@@ -194,7 +194,7 @@ func TestPreflightRefusesAReleaseNotReady(t *testing.T) {
 }
 
 // A new chart with an object the cluster's admission refuses (a
-// ValidatingAdmissionPolicy, which preflight cannot see): Helm's upgrade
+// webhook, which preflight names and cannot judge): Helm's upgrade
 // makes a failed revision, which is rolled back to the revision the run
 // started from; exit 1 naming both.
 func TestAdmissionRefusalRollsBack(t *testing.T) {

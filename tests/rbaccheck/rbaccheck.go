@@ -149,8 +149,8 @@ func Requests(t *testing.T, env *testenv.Env, sa string) (used map[string]bool, 
 			continue
 		}
 		scope := e.ObjectRef.Namespace
-		if scope == "" {
-			scope = "cluster"
+		if scope == "" || (e.ObjectRef.APIGroup == "" && e.ObjectRef.Resource == "namespaces") {
+			scope = "cluster" // a Namespace is cluster-scoped, though the audit names it as its own namespace
 		}
 		p := Permission(scope, e.ObjectRef.APIGroup, e.ObjectRef.Resource, e.Verb)
 		if e.ResponseStatus != nil && e.ResponseStatus.Code == 403 {
