@@ -193,7 +193,7 @@ func TestPreflightAgreesWithHelm(t *testing.T) {
 					"- apiGroups: [autoscaling]\n  resources: [horizontalpodautoscalers]\n  verbs: [get, list, watch, create, update, patch, delete]\n"+
 					"- apiGroups: [rbac.authorization.k8s.io, policy, networking.k8s.io, batch]\n  resources: [rolebindings, poddisruptionbudgets, ingresses, networkpolicies, cronjobs]\n  verbs: [get, list]\n- apiGroups: [coordination.k8s.io]",
 				"  resources: [nodes]\n  verbs: [list]\n",
-				"  resources: [nodes]\n  verbs: [list]\n- apiGroups: ["+widgetGroup+"]\n  resources: [widgets]\n  verbs: [get, list]\n- apiGroups: [\"\"]\n  resources: [namespaces]\n  resourceNames: ["+f.ns+"-absent, "+f.ns+"-present]\n  verbs: [get]\n"+
+				"  resources: [nodes]\n  verbs: [list]\n- apiGroups: [\"\"]\n  resources: [resourcequotas]\n  verbs: [list]\n- apiGroups: ["+widgetGroup+"]\n  resources: [widgets]\n  verbs: [get, list]\n- apiGroups: [\"\"]\n  resources: [namespaces]\n  resourceNames: ["+f.ns+"-absent, "+f.ns+"-present]\n  verbs: [get]\n"+
 					"- apiGroups: [\"\"]\n  resources: [configmaps]\n  resourceNames: ["+name+"-other]\n  verbs: [get]\n")
 			f.install(name)
 			if tc.live != nil {

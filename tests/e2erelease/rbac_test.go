@@ -65,6 +65,24 @@ func TestReleasePlanRBACIsSufficientAndTight(t *testing.T) {
 	assert.Empty(t, unused, "granted and never used (used: %v)", rbaccheck.Keys(used))
 }
 
+// withPods are the replacements of plans/release/10-rbac.yaml that grant
+// what preflight reads to judge the pods of a chart with a workload (the
+// LimitRanges of the release's namespace, the pods bound to nodes), as
+// plan --check-chart grants them.
+var withPods = []string{"  resources: [resourcequotas]\n", "  resources: [resourcequotas, limitranges]\n",
+	"- apiGroups: [admissionregistration.k8s.io]\n", "- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [list]\n- apiGroups: [admissionregistration.k8s.io]\n"}
+
+// hasWorkload says whether the fixture's chart 2.0.0 has a Deployment.
+func (f *fixture) hasWorkload() bool {
+	files, _ := filepath.Glob(filepath.Join(f.charts, "demo-app-2.0.0", "templates", "*"))
+	for _, file := range files {
+		if data, err := os.ReadFile(file); err == nil && strings.Contains(string(data), "kind: Deployment") {
+			return true
+		}
+	}
+	return false
+}
+
 // releasePlanRBAC creates plans/release/10-rbac.yaml for release name,
 // moved to the fixture's namespace and a new SUC namespace, with extra
 // (old, new) replacements of its text; it returns that namespace, the
@@ -74,6 +92,9 @@ func (f *fixture) releasePlanRBAC(name string, extra ...string) (sucNS, sa strin
 	sucNS = f.env.Namespace(f.t)
 	data, err := os.ReadFile(filepath.Join(f.root, "plans", "release", "10-rbac.yaml"))
 	require.NoError(f.t, err)
+	if f.hasWorkload() {
+		extra = append(extra, withPods...)
+	}
 	text := strings.NewReplacer(append([]string{
 		"namespace: demo-system", "namespace: " + f.ns,
 		"namespace: system-upgrade", "namespace: " + sucNS,
