@@ -27,8 +27,8 @@ type CheckRBACInput struct {
 
 // CheckRBAC renders the chart of in with its user values as its release
 // and returns the read-only RBAC the conflict check of opts.ServiceAccount
-// needs for its objects (suc.CheckRBAC), with the reads in.Spec's health
-// gates make. With a kubeconfig, the scope and resource of a kind the
+// needs for its objects (suc.CheckRBAC), with the reads in.Spec makes of
+// its own (its live and once rules' sources, its health gates' objects). With a kubeconfig, the scope and resource of a kind the
 // chart does not define come from that cluster's discovery (it reads
 // nothing else); without, it reads no cluster. Bad flags are bad input.
 func CheckRBAC(ctx context.Context, in CheckRBACInput, opts suc.CheckRBACOptions) ([]byte, error) {
@@ -65,9 +65,10 @@ func CheckRBAC(ctx context.Context, in CheckRBACInput, opts suc.CheckRBACOptions
 		opts.Spec = suc.SpecReads{}
 		for _, c := range sp.Charts {
 			opts.Spec.GateReads(c.Wait.Health, objs, ns, suc.Scope(opts.CRDs, opts.Mapper))
+			opts.Spec.RuleReads(c.Rules, suc.Scope(opts.CRDs, opts.Mapper))
 		}
 		if len(opts.Spec) == 0 && in.Chart == "" {
-			return nil, outcome.BadInput(fmt.Errorf("--check-spec %s: the spec makes no reads of its own (no health gates) and no --check-chart is given", in.Spec))
+			return nil, outcome.BadInput(fmt.Errorf("--check-spec %s: the spec makes no reads of its own (no live or once rule, no health gate) and no --check-chart is given", in.Spec))
 		}
 	}
 	out, err := suc.CheckRBAC(objs, opts)

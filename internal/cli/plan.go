@@ -46,7 +46,7 @@ func planCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "run-as", Value: suc.DefaultRunAs, Usage: "the `UID:GID` of the upgrade container; 0:0 runs it as root without capabilities and without the prepare container"},
 			&ucli.DurationFlag{Name: "wait-timeout", Value: suc.DefaultWaitTimeout, Usage: "the longest `DURATION` the upgrade may wait for readiness, all charts of the spec together"},
 			&ucli.StringFlag{TakesFile: true, Name: "check-chart", Usage: "also print the read-only RBAC the conflict check needs: get (and list) on each object this `CHART` (directory or .tgz) renders, bound to the ServiceAccount; regenerate it when the chart changes"},
-			&ucli.StringFlag{TakesFile: true, Name: "check-spec", Usage: "also print the reads the upgrade spec `FILE` makes of its own: list and watch on the objects its health gates (wait.health) read, in their namespaces"},
+			&ucli.StringFlag{TakesFile: true, Name: "check-spec", Usage: "also print the reads the upgrade spec `FILE` makes of its own: get on the source of each live and once rule, by name; list and watch on the objects its health gates (wait.health) read, in their namespaces"},
 			&ucli.StringFlag{TakesFile: true, Name: "check-values", Usage: "the user values `FILE` to render --check-chart with (default: the chart's own)"},
 			newOutputFlag("yaml", "json"),
 			&ucli.StringFlag{TakesFile: true, Name: "check-kubeconfig", Usage: "with --check-chart: read the scope and resource of each kind the chart does not define (a CRD another chart installed) from the discovery of the cluster this kubeconfig `FILE` reaches; without it such a kind is taken as namespaced"},

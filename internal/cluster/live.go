@@ -10,11 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
+	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // Live reads the source objects of live and once rules. A missing object
 // (or a kind the cluster does not serve) is left out: the merge reports it.
+// One this process may not read is an *upgrade.ForbiddenSource naming the
+// RBAC rule that lets it.
 func (c *Cluster) Live(ctx context.Context, refs []values.ObjectRef) (values.LiveObjects, error) {
 	live := values.LiveObjects{}
 	for _, ref := range refs {
@@ -42,6 +46,13 @@ func (c *Cluster) Live(ctx context.Context, refs []values.ObjectRef) (values.Liv
 		}
 		if apierrors.IsNotFound(err) {
 			continue
+		}
+		if apierrors.IsForbidden(err) {
+			ns := ""
+			if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+				ns = ref.Namespace
+			}
+			return nil, &upgrade.ForbiddenSource{Ref: ref, Grant: liveobjects.Rule(mapping.Resource, ns, ref.Name, "get"), Err: err}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading live source %s: %w", ref, err)

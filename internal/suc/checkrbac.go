@@ -42,8 +42,8 @@ type CheckRBACOptions struct {
 	// a storage-version migration needs: update on each CRD's objects and
 	// on the CRDs' status (status.storedVersions), by name.
 	CRDMigrate bool
-	// Spec are the reads the upgrade spec's own settings make (health
-	// gates), added to the chart's.
+	// Spec are the reads the upgrade spec's own settings make (its rules'
+	// sources, its health gates), added to the chart's.
 	Spec SpecReads
 }
 
@@ -266,8 +266,8 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 		"# the chart renders, nothing else (chart-upgrader plan --check-chart; regenerate when the chart changes).\n",
 		opts.ServiceAccount)
 	if len(opts.Spec) > 0 {
-		fmt.Fprintf(&b, "# Also the reads of the upgrade spec (--check-spec): list and watch on the objects\n"+
-			"# its health gates (wait.health) read.\n")
+		fmt.Fprintf(&b, "# Also the reads of the upgrade spec (--check-spec): get on the source of each of\n"+
+			"# its live and once rules, by name; list and watch on the objects its health gates read.\n")
 	}
 	if len(crdCluster) > 0 {
 		fmt.Fprintf(&b, "# With apply.crds: %s, also what applying the chart's CRDs needs: create on\n"+

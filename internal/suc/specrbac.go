@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/health"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // SpecReads are the reads an upgrade spec's own settings make, beside
@@ -90,6 +91,24 @@ func (r SpecReads) GateReads(gates []health.Gate, rendered []*unstructured.Unstr
 		if g.Rendered() {
 			r.add(releaseNamespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: listWatch})
 		}
+	}
+}
+
+// RuleReads adds the reads of the spec's live and once rules: get on
+// each source object by name, in its namespace (a cluster-scoped one
+// cluster-wide).
+func (r SpecReads) RuleReads(rules []values.Rule, scope func(schema.GroupVersionKind) (string, bool)) {
+	for _, rule := range rules {
+		if rule.Source == nil {
+			continue
+		}
+		gvk := schema.FromAPIVersionAndKind(rule.Source.APIVersion, rule.Source.Kind)
+		resource, namespaced := scope(gvk)
+		ns := ""
+		if namespaced {
+			ns = rule.Source.Namespace
+		}
+		r.add(ns, rbacv1.PolicyRule{APIGroups: []string{gvk.Group}, Resources: []string{resource}, ResourceNames: []string{rule.Source.Name}, Verbs: []string{"get"}})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/health"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 func TestGateReadsListAndWatchWhereEachGateReads(t *testing.T) {
@@ -37,4 +38,31 @@ func TestGateReadsListAndWatchWhereEachGateReads(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(out), "# Also the reads of the upgrade spec (--check-spec)")
 	assert.Contains(t, string(out), "namespace: longhorn-system")
+}
+
+// The sources of live and once rules are granted get by name, in their
+// namespace; a cluster-scoped one cluster-wide.
+func TestRuleReadsGetEachSourceByName(t *testing.T) {
+	expr, err := values.ParseExpr(".value")
+	require.NoError(t, err)
+	rule := func(path, apiVersion, kind, ns, name string) values.Rule {
+		p, err := values.ParsePattern(path)
+		require.NoError(t, err)
+		r, err := values.NewRule(p, values.PolicyLive, &values.ObjectRef{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}, expr)
+		require.NoError(t, err)
+		return r
+	}
+	r := SpecReads{}
+	r.RuleReads([]values.Rule{
+		rule("a", "longhorn.io/v1beta2", "Setting", "longhorn-system", "node-drain-policy"),
+		rule("b", "longhorn.io/v1beta2", "Setting", "longhorn-system", "detach-manually-attached-volumes-when-cordoned"),
+		rule("c", "storage.k8s.io/v1", "StorageClass", "", "harvester-longhorn"),
+		rule("d", "v1", "Secret", "kube-system", "snapshot-validation-webhook-tls"),
+	}, Scope(nil, nil))
+	get := []string{"get"}
+	assert.Equal(t, SpecReads{
+		"longhorn-system": {{APIGroups: []string{"longhorn.io"}, Resources: []string{"settings"}, ResourceNames: []string{"detach-manually-attached-volumes-when-cordoned", "node-drain-policy"}, Verbs: get}},
+		"":                {{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, ResourceNames: []string{"harvester-longhorn"}, Verbs: get}},
+		"kube-system":     {{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"snapshot-validation-webhook-tls"}, Verbs: get}},
+	}, r)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/health"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // fakeGates serves one gate's objects from memory: the operator's status
@@ -207,4 +208,25 @@ func TestGateValuesAreTheRenderedValues(t *testing.T) {
 	seen := []health.Seen{{Objects: []map[string]any{{"metadata": map[string]any{"name": "c", "namespace": "ns"}}}}}
 	v := judgeGates([]health.Gate{g}, seen, defaults, o, Want{Version: "2.0.0"})
 	assert.Equal(t, health.Current, v[0].State, v[0].Why)
+}
+
+// A live rule's source this process may not read refuses the upgrade
+// (exit 3) naming the rule and the RBAC rule that lets it, before any
+// write.
+func TestRunAForbiddenLiveSourceIsRefusedNamingTheRule(t *testing.T) {
+	e := newEnv(t)
+	p, err := values.ParsePattern("storage.class")
+	require.NoError(t, err)
+	expr, err := values.ParseExpr(".value")
+	require.NoError(t, err)
+	src := values.ObjectRef{APIVersion: "longhorn.io/v1beta2", Kind: "Setting", Namespace: "longhorn-system", Name: "node-drain-policy"}
+	live, err := values.NewRule(p, values.PolicyLive, &src, expr)
+	require.NoError(t, err)
+	e.job.Rules = append(e.job.Rules, live)
+	e.cluster.setErr("Live", &ForbiddenSource{Ref: src, Grant: "add to a Role in namespace longhorn-system the rule {...}", Err: assert.AnError})
+	_, err = e.run(GoalUpgrade)
+	require.Error(t, err)
+	assert.Equal(t, outcome.ExitRefused, outcome.Code(err))
+	assert.ErrorContains(t, err, "which rule 2 (storage.class, live) reads: this process may not read it: add to a Role in namespace longhorn-system the rule {...}")
+	assert.Empty(t, e.target.writes)
 }

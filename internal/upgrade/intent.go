@@ -2,9 +2,12 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -51,6 +54,11 @@ func (j *jobRun) merged(ctx context.Context, r Resolved, o *Observed) (*Intent, 
 		return nil, fmt.Errorf("%s: no chart to merge with", j.ref)
 	}
 	live, err := j.Cluster.Live(ctx, liveRefs(j.job.Rules))
+	var forbidden *ForbiddenSource
+	if errors.As(err, &forbidden) {
+		return nil, outcome.Refused(fmt.Errorf("%s, which %s reads: this process may not read it: %s (chart-upgrader plan --check-spec prints every read of the spec)",
+			forbidden.Ref, rulesReading(j.job.Rules, forbidden.Ref), forbidden.Grant))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +182,18 @@ func mergeKey(o *Observed) string {
 }
 
 // liveRefs are the source objects of the live and once rules, each once.
+// rulesReading names the rules whose source is ref: "rule 9
+// (longhorn.defaultSettings.nodeDrainPolicy, live)".
+func rulesReading(rules []values.Rule, ref values.ObjectRef) string {
+	var out []string
+	for i, r := range rules {
+		if r.Source != nil && *r.Source == ref {
+			out = append(out, fmt.Sprintf("rule %d (%s, %s)", i+1, r.Pattern, r.Policy))
+		}
+	}
+	return strings.Join(out, " and ")
+}
+
 func liveRefs(rules []values.Rule) []values.ObjectRef {
 	var out []values.ObjectRef
 	seen := map[values.ObjectRef]bool{}

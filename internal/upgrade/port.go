@@ -3,6 +3,7 @@ package upgrade
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/health"
@@ -359,6 +360,18 @@ type Cluster interface {
 	// Event records an Event on a target; failures are only logged.
 	Event(ctx context.Context, e Event)
 }
+
+// ForbiddenSource is Cluster.Live's error when this process may not read
+// the source of a live or once rule: the upgrade is refused, naming the
+// rule and Grant, the RBAC rule that lets it read the source.
+type ForbiddenSource struct {
+	Ref   values.ObjectRef
+	Grant string
+	Err   error
+}
+
+func (e *ForbiddenSource) Error() string { return fmt.Sprintf("reading live source %s: %v", e.Ref, e.Err) }
+func (e *ForbiddenSource) Unwrap() error { return e.Err }
 
 // Lease makes one process in the cluster the one that applies a target.
 type Lease interface {
