@@ -370,7 +370,9 @@ type ForbiddenSource struct {
 	Err   error
 }
 
-func (e *ForbiddenSource) Error() string { return fmt.Sprintf("reading live source %s: %v", e.Ref, e.Err) }
+func (e *ForbiddenSource) Error() string {
+	return fmt.Sprintf("reading live source %s: %v", e.Ref, e.Err)
+}
 func (e *ForbiddenSource) Unwrap() error { return e.Err }
 
 // Lease makes one process in the cluster the one that applies a target.
