@@ -70,7 +70,7 @@ func (w walker) rules(n *yaml.Node, field string) ([]values.Rule, error) {
 }
 
 func (w walker) rule(n *yaml.Node, field string) (values.Rule, error) {
-	f, err := w.Fields(n, field, "path", "policy", "source", "expr")
+	f, err := w.Fields(n, field, "path", "policy", "source", "expr", "unless")
 	if err != nil {
 		return values.Rule{}, err
 	}
@@ -104,7 +104,44 @@ func (w walker) rule(n *yaml.Node, field string) (values.Rule, error) {
 	if err != nil {
 		return values.Rule{}, w.Fail(n, field, err)
 	}
+	if un := f.Get("unless"); un != nil {
+		if r, err = w.unless(r, un, f.Path("unless")); err != nil {
+			return values.Rule{}, err
+		}
+	}
 	return r, nil
+}
+
+// unless reads a live rule's unless: {equals: VALUE, then: VALUE} or
+// {equals: VALUE, thenDefault: true}.
+func (w walker) unless(r values.Rule, n *yaml.Node, field string) (values.Rule, error) {
+	f, err := w.Fields(n, field, "equals", "then", "thenDefault")
+	if err != nil {
+		return r, err
+	}
+	var u values.Unless
+	en, err := w.Required(f, "equals")
+	if err != nil {
+		return r, err
+	}
+	if err := en.Decode(&u.Equals); err != nil || en.Kind != yaml.ScalarNode {
+		return r, w.Failf(en, f.Path("equals"), "want the live value to replace (a string, number or bool), not %s", yamlfile.Describe(en))
+	}
+	if tn := f.Get("then"); tn != nil {
+		if err := tn.Decode(&u.Then); err != nil {
+			return r, w.Failf(tn, f.Path("then"), "want the value instead: %v", err)
+		}
+	}
+	if dn := f.Get("thenDefault"); dn != nil {
+		if u.ThenDefault, err = w.Bool(dn, f.Path("thenDefault")); err != nil {
+			return r, err
+		}
+	}
+	out, err := r.WithUnless(u)
+	if err != nil {
+		return r, w.Fail(n, field, err)
+	}
+	return out, nil
 }
 
 // objectRef parses the source of a live or once rule.

@@ -227,7 +227,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown top-level field", false, doc(`rules: []`, `apiVersion: v1`),
 			`policy.yaml:2: apiVersion: `, `unknown field (want one of rules, migrations)`},
 		{"unknown rule field", false, doc(`rules:`, `- path: a`, `  polcy: chart`),
-			`policy.yaml:3: rules[1].polcy: `, `unknown field (want one of path, policy, source, expr)`},
+			`policy.yaml:3: rules[1].polcy: `, `unknown field (want one of path, policy, source, expr, unless)`},
 		{"unknown field with special characters", false, doc(`rules:`, `- {path: a, policy: chart, "a.b": 1}`),
 			`policy.yaml:2: rules[1]["a.b"]: `, `unknown field`},
 		{"unknown source field", false, doc(
@@ -334,6 +334,16 @@ func TestBadInput(t *testing.T) {
 			`spec.yaml:4: charts: `, `want a list, not a map`},
 		{"unknown chart field", true, doc(specHead, target1, chart1, `  waitt: {timeout: 1m}`),
 			`spec.yaml:6: charts[1].waitt: `, `unknown field (want one of target, chart, rules, migrations, wait, apply, helmchart, release)`},
+		{"unless on a once rule", false, doc(`rules:`, `- path: a`, `  policy: once`, `  source: {apiVersion: v1, kind: Secret, namespace: x, name: y}`, `  expr: .data`, `  unless: {equals: x, then: y}`),
+			`policy.yaml:6: rules[1].unless: `, `only a live rule takes unless, not a once rule`},
+		{"unless without equals", false, doc(`rules:`, `- path: a`, `  policy: live`, `  source: {apiVersion: v1, kind: ConfigMap, namespace: x, name: y}`, `  expr: .data.a`, `  unless: {then: y}`),
+			`policy.yaml:6: rules[1].unless: `, `missing required field "equals"`},
+		{"unless with both then and thenDefault", false, doc(`rules:`, `- path: a`, `  policy: live`, `  source: {apiVersion: v1, kind: ConfigMap, namespace: x, name: y}`, `  expr: .data.a`, `  unless: {equals: x, then: y, thenDefault: true}`),
+			`policy.yaml:6: rules[1].unless: `, `one of the two`},
+		{"unless with an unknown field", false, doc(`rules:`, `- path: a`, `  policy: live`, `  source: {apiVersion: v1, kind: ConfigMap, namespace: x, name: y}`, `  expr: .data.a`, `  unless: {equals: x, otherwise: y}`),
+			`policy.yaml:6: rules[1].unless.otherwise: `, `unknown field (want one of equals, then, thenDefault)`},
+		{"unless equals a map", false, doc(`rules:`, `- path: a`, `  policy: live`, `  source: {apiVersion: v1, kind: ConfigMap, namespace: x, name: y}`, `  expr: .data.a`, `  unless: {equals: {a: b}, then: y}`),
+			`policy.yaml:6: rules[1].unless.equals: `, `want the live value to replace`},
 		{"health gate unknown field", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: kubevirt.io/v1, kind: KubeVirt, current: "true", ready: "true"}`),
 			`spec.yaml:8: charts[1].wait.health[1].ready: `, `unknown field (want one of apiVersion, kind, namespace, selector, minCount, current, failed, inProgress)`},
 		{"health gate CEL that does not compile", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - apiVersion: kubevirt.io/v1`, `      kind: KubeVirt`, `      current: "status.phase =="`),
@@ -610,4 +620,37 @@ charts:
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, CRDs: "create"}, sp.Charts[7].Apply)
 	assert.Equal(t, kind.DefaultApply, sp.Charts[8].Apply, "skip is the default")
 	assert.Equal(t, kind.Apply{ServerSide: kind.ServerSideAuto, CRDs: "createReplace", MigrateCRDs: true}, sp.Charts[9].Apply)
+}
+
+func TestParseUnless(t *testing.T) {
+	p, err := ParsePolicy("policy.yaml", doc(`rules:`,
+		`- path: longhorn.defaultSettings.nodeDrainPolicy`,
+		`  policy: live`,
+		`  source: {apiVersion: longhorn.io/v1beta2, kind: Setting, namespace: longhorn-system, name: node-drain-policy}`,
+		`  expr: .value`,
+		`  unless: {equals: block-if-contains-last-replica, then: allow-if-replica-is-stopped}`,
+		`- path: longhorn.defaultSettings.detachManuallyAttachedVolumesWhenCordoned`,
+		`  policy: live`,
+		`  source: {apiVersion: longhorn.io/v1beta2, kind: Setting, namespace: longhorn-system, name: detach-manually-attached-volumes-when-cordoned}`,
+		`  expr: '.value == "true"'`,
+		`  unless: {equals: false, thenDefault: true}`))
+	require.NoError(t, err)
+	require.Len(t, p.Rules, 2)
+	assert.Equal(t, &values.Unless{Equals: "block-if-contains-last-replica", Then: "allow-if-replica-is-stopped"}, p.Rules[0].Unless)
+	assert.Equal(t, &values.Unless{Equals: false, ThenDefault: true}, p.Rules[1].Unless)
+}
+
+// The Harvester policy of package/examples parses, with the rules of the
+// Harvester spec in plans/20-spec-secret.yaml.
+func TestHarvesterPolicyExample(t *testing.T) {
+	p, err := LoadPolicy(filepath.Join("..", "..", "package", "examples", "harvester-policy.yaml"))
+	require.NoError(t, err)
+	var unless int
+	for _, r := range p.Rules {
+		if r.Unless != nil {
+			unless++
+		}
+	}
+	assert.Equal(t, 2, unless, "Longhorn's two settings, as Harvester's script moves them")
+	assert.Len(t, p.Migrations, 1)
 }

@@ -201,6 +201,19 @@ func (m *merger) decideBound(d *Decision, u, nw node, keep, drop func(string) no
 func (m *merger) decideLive(d *Decision, decided int, u node) node {
 	r := &m.in.Rules[decided]
 	lv := m.live[decided]
+	if lv.value.Set && r.Unless != nil && equal(lv.value.V, r.Unless.Equals) {
+		was := fmt.Sprintf("live %s is %s, the value unless replaces", r.Source, show(lv.value.V, d.Secret))
+		switch {
+		case u.set:
+			d.Action, d.Reason = ActionKeep, was+", but the user values set it: user value kept"
+			return u
+		case r.Unless.ThenDefault:
+			d.Action, d.Reason = ActionDefault, was+": the new chart's default applies (unless.thenDefault)"
+			return node{}
+		}
+		d.Action, d.Reason = ActionSet, fmt.Sprintf("%s: set to %s (unless.then)", was, show(r.Unless.Then, d.Secret))
+		return node{r.Unless.Then, true}
+	}
 	if lv.value.Set {
 		d.Action = ActionSet
 		if r.Policy == PolicyOnce {

@@ -279,3 +279,52 @@ func TestRedactedLeavesOriginalAlone(t *testing.T) {
 	require.NoError(t, res.WriteTable(&b))
 	assert.NotContains(t, b.String(), "hunter2")
 }
+
+// A live rule's unless replaces one live value (a setting left at its
+// old default) by another, or by the new chart's default, unless the user
+// values set it; any other live value is kept. The report says which.
+func TestMergeLiveUnless(t *testing.T) {
+	settings := `
+apiVersion: longhorn.io/v1beta2
+kind: Setting
+metadata: {name: node-drain-policy, namespace: longhorn-system}
+value: %s
+`
+	ref := values.ObjectRef{APIVersion: "longhorn.io/v1beta2", Kind: "Setting", Namespace: "longhorn-system", Name: "node-drain-policy"}
+	rule := liveRule(t, "longhorn.defaultSettings.nodeDrainPolicy", "live", ref, ".value")
+	withThen, err := rule.WithUnless(values.Unless{Equals: "block-if-contains-last-replica", Then: "allow-if-replica-is-stopped"})
+	require.NoError(t, err)
+	withDefault, err := rule.WithUnless(values.Unless{Equals: "block-if-contains-last-replica", ThenDefault: true})
+	require.NoError(t, err)
+	defaults := vals(t, `{longhorn: {defaultSettings: {nodeDrainPolicy: from-the-chart}}}`)
+	for _, tc := range []struct {
+		name, live, user string
+		rule             values.Rule
+		want             any
+		reason           string
+	}{
+		{"the old default moved", "block-if-contains-last-replica", `{}`, withThen, "allow-if-replica-is-stopped",
+			"is block-if-contains-last-replica, the value unless replaces: set to allow-if-replica-is-stopped (unless.then)"},
+		{"the old default, to the chart's", "block-if-contains-last-replica", `{}`, withDefault, nil,
+			"the new chart's default applies (unless.thenDefault)"},
+		{"the operator's choice kept", "always-allow", `{}`, withThen, "always-allow", "derived from live"},
+		{"the user values set it", "block-if-contains-last-replica", `{longhorn: {defaultSettings: {nodeDrainPolicy: block-if-contains-last-replica}}}`, withThen,
+			"block-if-contains-last-replica", "but the user values set it: user value kept"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mustMerge(t, values.Input{User: vals(t, tc.user), OldDefaults: defaults, NewDefaults: defaults,
+				Rules: []values.Rule{tc.rule}, Live: parseLive(t, strings.ReplaceAll(settings, "%s", tc.live))})
+			got, _ := values.Lookup(res.Values, []string{"longhorn", "defaultSettings", "nodeDrainPolicy"})
+			assert.Equal(t, tc.want, got)
+			var reasons []string
+			for _, d := range res.Decisions {
+				reasons = append(reasons, d.Reason)
+			}
+			assert.Contains(t, strings.Join(reasons, "\n"), tc.reason)
+		})
+	}
+	_, err = liveRule(t, "a", "once", ref, ".value").WithUnless(values.Unless{Equals: "x", Then: "y"})
+	assert.ErrorContains(t, err, "only a live rule takes unless")
+	_, err = rule.WithUnless(values.Unless{Equals: "x"})
+	assert.ErrorContains(t, err, "one of the two")
+}

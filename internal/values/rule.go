@@ -74,6 +74,35 @@ type Rule struct {
 	Policy  Policy
 	Source  *ObjectRef // live and once only
 	Expr    *Expr      // live and once only
+	// Unless, for a live rule, replaces one live value by another: what
+	// a migration script does to a setting left at its old default.
+	Unless *Unless
+}
+
+// Unless is a live rule's exception: when the live value equals Equals
+// and no user value is set, the value is Then, or, with ThenDefault, the
+// new chart's default.
+type Unless struct {
+	Equals      any
+	Then        any
+	ThenDefault bool
+}
+
+// WithUnless is r with the exception u; only a live rule takes one, with
+// Then or ThenDefault, not both.
+func (r Rule) WithUnless(u Unless) (Rule, error) {
+	if r.Policy != PolicyLive {
+		return r, fmt.Errorf("only a live rule takes unless, not a %s rule", r.Policy)
+	}
+	if (u.Then == nil) == !u.ThenDefault {
+		return r, fmt.Errorf("unless takes then (the value instead) or thenDefault: true (the new chart's default), one of the two")
+	}
+	if u.Equals == nil {
+		return r, fmt.Errorf("unless needs equals: the live value it replaces")
+	}
+	u.Equals, u.Then = normalize(u.Equals), normalize(u.Then)
+	r.Unless = &u
+	return r, nil
 }
 
 // NewRule checks that the parts of a rule fit together: live and once need a
