@@ -142,15 +142,21 @@ func (o *DriftOptions) fromSpec(t spec.Target) error {
 	return outcome.BadInput(fmt.Errorf("--spec %s: no chart has target %s", o.Spec, t))
 }
 
+// noChart is the note of a drift made with no chart at hand.
+const noChart = "compared with the release's stored manifest, as helm-diff compares; each row without its values: give --chart-source (or --spec with a chart for this target) holding the deployed version for values terms"
+
 // deployedChart is the chart of the deployed version: the one the target
 // holds (a release's, a HelmChart's), unless --chart-source (or the
 // spec's source) is given; else the chart source's. Helm's release record
 // keeps a chart without its subcharts: a held chart that lists
-// dependencies is read from the source instead, and the note says so; with no
-// source, that is bad input naming the flags that give one.
+// dependencies is read from the source instead, and the note says so.
+// With no chart at hand (no source names it, or the only one is such a
+// record), it is nil, and the note says how to get values terms: the
+// drift compares the live objects with the stored manifest alone.
 func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name, version string, r chartpkg.Renderer) (*upgrade.Chart, string, error) {
 	lacking := "" // the held chart without its subcharts, when it is
-	if h, ok := tg.(chartHolder); ok && o.ChartSource == "" {
+	h, holder := tg.(chartHolder)
+	if holder && o.ChartSource == "" {
 		c, err := h.DeployedChart(ctx)
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: reading the deployed chart: %w", tg.Ref(), err)
@@ -165,10 +171,12 @@ func deployedChart(ctx context.Context, tg upgrade.Target, o DriftOptions, name,
 				return nil, "", err
 			}
 			if own == nil {
-				return nil, "", outcome.BadInput(fmt.Errorf("%s: Helm's release record holds %s: give --chart-source (or --spec with a chart for this target) holding that version",
-					tg.Ref(), lacking))
+				return nil, fmt.Sprintf("Helm's release record holds %s, and no chart source is given: %s", lacking, noChart), nil
 			}
 		}
+	}
+	if !holder && o.ChartSource == "" {
+		return nil, "no chart source is given: " + noChart, nil
 	}
 	var src upgrade.ChartSource
 	if o.ChartSource != "" {

@@ -288,7 +288,8 @@ func sameField(a, b any) bool {
 
 // ValuesDrift is Drift with each field read back in values terms against
 // trace (the deployed chart rendered with the deployed values), as the
-// core reports it; values of a Secret are redacted.
+// core reports it; values of a Secret are redacted. With no trace (no
+// chart at hand), each field says so instead.
 func (c Checker) ValuesDrift(ctx context.Context, r DriftRequest, trace *provenance.Map) (upgrade.DriftReport, error) {
 	res, err := c.Drift(ctx, r)
 	if err != nil {
@@ -305,7 +306,9 @@ func (c Checker) ValuesDrift(ctx context.Context, r DriftRequest, trace *provena
 		if d.Secret {
 			f.Live, f.Rendered = provenance.Redacted, provenance.Redacted
 		}
-		if trace != nil {
+		if trace == nil {
+			f.Reading.Reason = "no chart at hand to read it in values terms"
+		} else {
 			id := provenance.ObjectID{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name}
 			if f.Reading, f.Secret = readField(trace, id, d.Steps, d.Live, d.LiveSet, d.Secret); f.Secret {
 				f.Live, f.Rendered = provenance.Redacted, provenance.Redacted

@@ -157,3 +157,26 @@ func TestFieldDriftOfEmptyAndNullFields(t *testing.T) {
 		})
 	}
 }
+
+// A Role the chart renders with rules: [] is stored without rules (the
+// API server omits an empty list): no drift, whether or not the applier's
+// entry names the field.
+func TestFieldDriftOfAnEmptyRoleRules(t *testing.T) {
+	role := func(rules any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+			"metadata": map[string]any{"name": "r", "namespace": "app"}}}
+		if rules != nil {
+			u.Object["rules"] = rules
+		}
+		return u
+	}
+	live := role(nil)
+	live.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationApply,
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:rules":{}}`)}}})
+	fields, err := FieldDrift(managedfields.NewDeducedTypeConverter(), nil, role([]any{}), live, "helm")
+	require.NoError(t, err)
+	assert.Empty(t, fields)
+	fields, err = FieldDrift(managedfields.NewDeducedTypeConverter(), nil, role([]any{}), role([]any{}), "helm")
+	require.NoError(t, err)
+	assert.Empty(t, fields)
+}

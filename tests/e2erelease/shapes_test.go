@@ -159,8 +159,9 @@ const (
 // the value that renders it (a key with dots is never split), and an
 // upgrade with adopt rules on those values goes through without force.
 // The chart has a subchart (storeSubchart): drift without a chart source
-// is bad input naming --chart-source (Helm's release record holds no
-// subcharts), with one it compares the subchart's objects too; an
+// compares the stored manifest alone (Helm's release record holds no
+// subcharts), each row without its values, saying --chart-source gives
+// them; with one it compares in values terms; an
 // install-time value under a null default and one under a map the
 // subchart renders whole are kept, no orphan warned.
 // All as the release Plan's ServiceAccount, with the rules its chart
@@ -203,12 +204,16 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 		return f.cli(node, command, append(args, "--kubeconfig", kubeconfig)...)
 	}
 
-	// Helm's release record holds the chart without its subchart: drift
-	// needs the chart source, and says so
+	// Helm's release record holds the chart without its subchart: without
+	// a chart source drift compares the stored manifest alone, and says
+	// how to get values terms
 	r := cli("drift", "--target", f.target(name), "-o", "json")
-	r.RequireCode(t, outcome.ExitBadInput)
-	assert.Contains(t, r.Stderr, "without its subcharts (store)")
-	assert.Contains(t, r.Stderr, "--chart-source")
+	r.RequireCode(t, 0)
+	var bare app.DriftOutput
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &bare), r.Stdout)
+	assert.Empty(t, bare.Fields, "the untouched release, by its stored manifest")
+	assert.Contains(t, bare.Note, "without its subcharts (store)")
+	assert.Contains(t, bare.Note, "--chart-source")
 
 	r = cli("drift", "--target", f.target(name), "--chart-source", f.charts, "-o", "json")
 	r.RequireCode(t, 0)
@@ -228,6 +233,12 @@ func TestAChartOfRealShapesUpgradesWithoutForce(t *testing.T) {
 	require.NoError(t, err)
 	before := len(f.writesBy())
 
+	// without a chart: each row, no values
+	r = cli("drift", "--target", f.target(name))
+	r.RequireCode(t, 0)
+	for _, want := range []string{dottedKeyField, roleAnnotation, "not adoptable: no chart at hand to read it in values terms"} {
+		assert.Contains(t, r.Stdout, want)
+	}
 	r = cli("drift", "--target", f.target(name), "--chart-source", f.charts, "-o", "json")
 	require.Equal(t, 0, r.Code, r.Stderr)
 	drift = app.DriftOutput{}
