@@ -141,7 +141,7 @@ func releaseKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(..
 	require.NoError(t, err)
 	sucNS := env.Namespace(t)
 	sa := "chart-upgrader-release-" + rel
-	kubeconfig := planServiceAccount(t, env, "release/10-rbac.yaml", "release", sa, sucNS, chart, ns, rel, nil,
+	kubeconfig := planServiceAccount(t, env, "release/10-rbac.yaml", "release", sa, sucNS, chart, ns, rel, nil, nil,
 		"namespace: demo-system", "namespace: "+ns, "namespace: system-upgrade", "namespace: "+sucNS,
 		"resourceNames: [demo-system]", "resourceNames: ["+ns+"]", "name: chart-upgrader-release\n", "name: "+sa+"\n")
 	n := noderun.New(t, "node-1")
@@ -173,7 +173,7 @@ func helmChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(
 	require.NoError(t, err)
 	require.NoError(t, waitHelmChart(t, env, hcNS, rel, "1.0.0", 2*rolloutTimeout), "the install rolls out")
 	sa := "chart-upgrader-helmchart-" + rel
-	kubeconfig := planServiceAccount(t, env, "k3s/10-rbac.yaml", "helmchart", sa, sucNS, chart, ns, rel, nil,
+	kubeconfig := planServiceAccount(t, env, "k3s/10-rbac.yaml", "helmchart", sa, sucNS, chart, ns, rel, nil, nil,
 		"name: chart-upgrader-helmchart\n", "name: "+sa+"\n",
 		"namespace: kube-system", "namespace: "+hcNS, "namespace: demo-system", "namespace: "+ns, "namespace: system-upgrade", "namespace: "+sucNS,
 		"resourceNames: [demo-app]", "resourceNames: ["+rel+"]", "resourceNames: [helm-install-demo-app]", "resourceNames: [helm-install-"+rel+"]",
@@ -220,7 +220,7 @@ func managedChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (fu
 		ReleaseNamespace: ns, Values: map[string]any{}}, 2*rolloutTimeout)
 	require.NoError(t, err, "the install rolls out")
 	kubeconfig := planServiceAccount(t, env, "10-rbac.yaml", "managedchart", "chart-upgrader-"+rel, sucNS, chart, ns, rel,
-		[]string{"chart-upgrader-sources", "chart-upgrader-gates"},
+		[]string{"chart-upgrader-sources", "chart-upgrader-gates"}, nil,
 		"namespace: fleet-local", "namespace: "+mcNS, "namespace: harvester-system", "namespace: "+ns, "namespace: system-upgrade", "namespace: "+sucNS,
 		"resourceNames: [harvester-crd, harvester]", "resourceNames: ["+rel+"]",
 		"resourceNames: [mcc-harvester-crd, mcc-harvester]", "resourceNames: ["+managedchart.BundleName(rel)+"]",

@@ -210,10 +210,11 @@ func chartContent(t *testing.T, name, version string) string {
 }
 
 // planServiceAccount creates the Plan RBAC of file (under plans/) with
-// its names moved by replacements, and what plan --check-chart derives
-// for chart name 2.0.0 as release relNS/release; it returns a kubeconfig
-// acting as the ServiceAccount, once it is authorized.
-func planServiceAccount(t *testing.T, env *testenv.Env, file, kind, sa, sucNS, chart, relNS, release string, skip []string, replacements ...string) string {
+// its names moved by replacements (its objects named in skip left out),
+// and what plan --check-chart derives for chart name 2.0.0 as release
+// relNS/release, with planArgs; it returns a kubeconfig acting as the
+// ServiceAccount.
+func planServiceAccount(t *testing.T, env *testenv.Env, file, kind, sa, sucNS, chart, relNS, release string, skip, planArgs []string, replacements ...string) string {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
@@ -225,8 +226,8 @@ func planServiceAccount(t *testing.T, env *testenv.Env, file, kind, sa, sucNS, c
 			objs = append(objs, o)
 		}
 	}
-	plan := noderun.CLI(t, "plan", "--kind", kind, "--image", "registry.example/chart-upgrader", "--version", "2.0.0", "--namespace", sucNS,
-		"--service-account", sa, "--name", "check-"+release, "--check-chart", chartDir(chart, "2.0.0"), "--check-release", relNS+"/"+release)
+	plan := noderun.CLI(t, append([]string{"plan", "--kind", kind, "--image", "registry.example/chart-upgrader", "--version", "2.0.0", "--namespace", sucNS,
+		"--service-account", sa, "--name", "check-" + release, "--check-chart", chartDir(chart, "2.0.0"), "--check-release", relNS + "/" + release}, planArgs...)...)
 	plan.RequireCode(t, 0)
 	for _, o := range rbaccheck.Decode(t, plan.Stdout) {
 		if o.GetKind() != "Plan" {
