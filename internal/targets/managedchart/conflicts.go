@@ -43,10 +43,7 @@ func (t *Target) Conflicts(ctx context.Context, o *upgrade.Observed, c upgrade.C
 // Checker when there is no such release.
 func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (*applycheck.Checker, applycheck.Release, applycheck.Applier, error) {
 	mc := o.Source.(*ManagedChart)
-	ns := mc.DefaultNamespace
-	if ns == "" {
-		ns = "default"
-	}
+	ns := mc.ReleaseNamespace()
 	rel, err := t.c.Releases().Newest(ns, mc.Release(), cluster.SecretDriver)
 	if err != nil || rel == nil {
 		return nil, applycheck.Release{Namespace: ns}, applycheck.Applier{}, err
@@ -68,10 +65,7 @@ func (t *Target) applyCheck(o *upgrade.Observed, c upgrade.Change) (*applycheck.
 // Modified, with its patches, are the second source (Reported).
 func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgrade.Chart) (upgrade.DriftReport, error) {
 	mc := o.Source.(*ManagedChart)
-	ns := mc.DefaultNamespace
-	if ns == "" {
-		ns = "default"
-	}
+	ns := mc.ReleaseNamespace()
 	rel, err := t.c.Releases().Newest(ns, mc.Release(), cluster.SecretDriver)
 	if err != nil {
 		return upgrade.DriftReport{}, err

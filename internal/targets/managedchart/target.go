@@ -90,10 +90,7 @@ func (t *Target) Health(ctx context.Context, o *upgrade.Observed) (upgrade.Healt
 	if len(health.Problems) > 0 {
 		problems = append(problems, "the managedchart is not healthy; fix it before upgrading:\n  "+strings.Join(health.Problems, "\n  "))
 	}
-	ns := mc.DefaultNamespace
-	if ns == "" {
-		ns = "default"
-	}
+	ns := mc.ReleaseNamespace()
 	pending, revision, err := t.c.Releases().NewestStatus(ctx, ns, mc.Release())
 	if err != nil {
 		return upgrade.Health{}, err
@@ -191,10 +188,7 @@ func (t *Target) Watch(ctx context.Context) (upgrade.Watch, error) {
 	if mc == nil {
 		return w, nil
 	}
-	ns := mc.DefaultNamespace
-	if ns == "" {
-		ns = "default"
-	}
+	ns := mc.ReleaseNamespace()
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	if ok, err := (&liveobjects.SelfAccess{Kube: t.c.Kube}).May(ctx, secrets, ns, "list", "watch"); err != nil || !ok {
 		if t.c.Log != nil {
@@ -308,10 +302,7 @@ func (w observerWatch) Changed() <-chan struct{} { return w.o.Changed() }
 // only, or never deployed here) is bad input for them.
 func (t *Target) HelmRelease(_ context.Context, o *upgrade.Observed) (string, string, string, error) {
 	mc := o.Source.(*ManagedChart)
-	ns := mc.DefaultNamespace
-	if ns == "" {
-		ns = "default"
-	}
+	ns := mc.ReleaseNamespace()
 	rel, err := t.c.Releases().Newest(ns, mc.Release(), cluster.SecretDriver)
 	if err != nil {
 		return "", "", "", fmt.Errorf("reading helm release %s/%s: %w", ns, mc.Release(), err)

@@ -70,6 +70,15 @@ func (m *ManagedChart) Release() string {
 	return fleetReleaseName(BundleName(m.Name))
 }
 
+// ReleaseNamespace is the namespace Fleet deploys the release into:
+// spec.defaultNamespace, else "default".
+func (m *ManagedChart) ReleaseNamespace() string {
+	if m.DefaultNamespace == "" {
+		return "default"
+	}
+	return m.DefaultNamespace
+}
+
 // ValuesHash is the hash of the values it holds now (values.Hash).
 func (m *ManagedChart) ValuesHash() string {
 	if m.valuesHash != "" {
