@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -77,8 +78,12 @@ func Manifest(c *chart.Chart, userValues map[string]any, name, namespace string)
 }
 
 // render is Check's work: the chart's objects, as release name ("": the
-// chart's name) in namespace; without the schema check when skipSchema.
-func (r Renderer) render(c *chart.Chart, userValues map[string]any, release, namespace string, skipSchema bool) ([]releaseutil.Manifest, error) {
+// chart's name) in namespace. marked is a render of values marked for
+// tracing (provenance.Mark): without the schema check (a marker is a
+// string where the schema may want a number) and without NOTES.txt, which
+// makes no object and whose checks (bitnami's `common.errors.insecureImages`
+// fails on an image it does not know) would refuse every marker.
+func (r Renderer) render(c *chart.Chart, userValues map[string]any, release, namespace string, marked bool) ([]releaseutil.Manifest, error) {
 	if c == nil || c.Metadata == nil {
 		return nil, outcome.BadInput(errors.New("checking chart: no chart"))
 	}
@@ -105,6 +110,9 @@ func (r Renderer) render(c *chart.Chart, userValues map[string]any, release, nam
 	}
 
 	cp := clone(c)
+	if marked {
+		dropNotes(cp)
+	}
 	vals := copyMap(userValues)
 	if vals == nil {
 		vals = map[string]any{}
@@ -121,7 +129,7 @@ func (r Renderer) render(c *chart.Chart, userValues map[string]any, release, nam
 		Revision:  checkRevision,
 		IsUpgrade: true,
 	}
-	top, err := chartvalues.ToRenderValuesWithSchemaValidation(cp, vals, opts, caps, skipSchema)
+	top, err := chartvalues.ToRenderValuesWithSchemaValidation(cp, vals, opts, caps, marked)
 	if err != nil {
 		return nil, outcome.Refused(fmt.Errorf("validating the merged values against chart %s: %w", name, trimmed{err}))
 	}
@@ -140,6 +148,15 @@ func (r Renderer) render(c *chart.Chart, userValues map[string]any, release, nam
 		return nil, outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
 	}
 	return ms, nil
+}
+
+// dropNotes takes the NOTES.txt templates out of c (a clone) and its
+// subcharts.
+func dropNotes(c *chart.Chart) {
+	c.Templates = slices.DeleteFunc(c.Templates, func(f *common.File) bool { return f != nil && path.Base(f.Name) == "NOTES.txt" })
+	for _, d := range c.Dependencies() {
+		dropNotes(d)
+	}
 }
 
 // checkDependencies fails when Chart.yaml lists a dependency that charts/

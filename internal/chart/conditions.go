@@ -158,8 +158,49 @@ func templateTests(name, text string) []test {
 			// a range over null ranges over nothing, over a marker fails:
 			// asked, like a condition, only whether it is empty
 			out = append(out, pipeTests(x.Pipe, true)...)
+		case *parse.ActionNode:
+			// a test outside a condition picks a text all the same
+			// (`(empty $config.uplink) | ternary "a" "b"`)
+			out = append(out, inlineTests(x.Pipe)...)
 		}
 	})
+	return out
+}
+
+// comparisons tell of their arguments what they are, not only whether
+// they are empty.
+var comparisons = map[string]bool{"eq": true, "ne": true, "lt": true, "le": true, "gt": true, "ge": true}
+
+// inlineTests are the values an action's pipeline tests without printing
+// them: the arguments of an emptiness function (`empty`, `not`, `hasKey`,
+// `kindIs "invalid"`) and of a comparison, at any depth of its
+// parentheses. A value it only prints is none.
+func inlineTests(p *parse.PipeNode) []test {
+	if p == nil {
+		return nil
+	}
+	var out []test
+	for _, c := range p.Cmds {
+		args := c.Args
+		id, ok := args[0].(*parse.IdentifierNode)
+		switch {
+		case ok && (emptinessFuncs[id.Ident] || id.Ident == "kindIs" && len(args) == 3 && isString(args[1], "invalid")):
+			for _, a := range args[1:] {
+				out = append(out, argTests(a, true)...)
+			}
+			continue
+		case ok && comparisons[id.Ident]:
+			for _, a := range args[1:] {
+				out = append(out, argTests(a, false)...)
+			}
+			continue
+		}
+		for _, a := range args {
+			if sub, ok := a.(*parse.PipeNode); ok {
+				out = append(out, inlineTests(sub)...)
+			}
+		}
+	}
 	return out
 }
 

@@ -51,17 +51,27 @@ func (h hotfix) String() string {
 //   - recall: of the hotfixes, those answered rightly.
 //
 // docs/performance.md holds the figures; the goals are issue 37's.
+//
+// PROVENANCE_CHARTS, a list of chart directories separated by the path
+// list separator, measures those charts instead (scripts/provenance-recall:
+// public charts fetched by hand, which the repository does not carry).
 func TestProvenanceOnTheCorpus(t *testing.T) {
-	entries, err := os.ReadDir(filepath.Join("testdata", "corpus"))
-	require.NoError(t, err)
+	dirs := filepath.SplitList(os.Getenv("PROVENANCE_CHARTS"))
+	if len(dirs) == 0 {
+		entries, err := os.ReadDir(filepath.Join("testdata", "corpus"))
+		require.NoError(t, err)
+		for _, e := range entries {
+			dirs = append(dirs, filepath.Join("testdata", "corpus", e.Name()))
+		}
+	}
 	var cases, answered, right int
 	var wrong, missed []string
 	reasons := map[string]int{}
-	for _, e := range entries {
-		c, err := Load(filepath.Join("testdata", "corpus", e.Name()))
-		require.NoError(t, err, e.Name())
+	for _, dir := range dirs {
+		c, err := Load(dir)
+		require.NoError(t, err, dir)
 		base, err := Trace(c, nil, "rel", "ns")
-		require.NoError(t, err, e.Name())
+		require.NoError(t, err, dir)
 		for _, h := range corpusHotfixes(t, c) {
 			cases++
 			r := base.Read(h.id, h.steps, h.live, true, false)
@@ -82,7 +92,7 @@ func TestProvenanceOnTheCorpus(t *testing.T) {
 	require.Positive(t, cases)
 	precision := float64(right) / float64(max(answered, 1))
 	recall := float64(right) / float64(cases)
-	t.Logf("%d hotfixes over %d charts: %d answered, %d rightly: precision %.2f, recall %.2f", cases, len(entries), answered, right, precision, recall)
+	t.Logf("%d hotfixes over %d charts: %d answered, %d rightly: precision %.2f, recall %.2f", cases, len(dirs), answered, right, precision, recall)
 	for why, n := range reasons {
 		t.Logf("unanswered, %d: %s", n, why)
 	}
@@ -103,6 +113,14 @@ func corpusHotfixes(t *testing.T, c *chart.Chart) []hotfix {
 	require.NoError(t, err)
 	effective := map[string]any(coalesced)
 	base := renderObjects(t, c, nil)
+	// a field two renders of the same values render differently (a
+	// certificate genCA makes) is no value's: no hotfix
+	random := map[string]bool{}
+	for id, obj := range renderObjects(t, c, nil) {
+		diffLeaves(base[id], obj, nil, func(steps []any, _ any) {
+			random[id.Kind+"/"+id.Name+provenance.PathString(steps)] = true
+		})
+	}
 	var out []hotfix
 	eachLeaf(effective, nil, func(at []any, v any) {
 		changed, ok := changedLeaf(v)
@@ -120,6 +138,9 @@ func corpusHotfixes(t *testing.T, c *chart.Chart) []hotfix {
 				continue
 			}
 			diffLeaves(old, obj, nil, func(steps []any, live any) {
+				if random[id.Kind+"/"+id.Name+provenance.PathString(steps)] {
+					return
+				}
 				out = append(out, hotfix{chart: c.Name(), value: provenance.PathString(at), id: id, steps: steps, live: live})
 			})
 		}

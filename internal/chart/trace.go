@@ -2,6 +2,7 @@ package chart
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	chartvalues "helm.sh/helm/v4/pkg/chart/common/util"
@@ -17,11 +18,11 @@ import (
 // schema check: a marker is a string where the schema may want a number;
 // the values its templates test in a condition left as they are,
 // conditionValues),
-// and pairs the two: which values render which fields. A chart that does
-// not render with its numbers marked is traced by its strings alone; one
-// that does not render with its strings marked either gives a Map that
-// says so for every field; one that does not render at all gives
-// Manifest's error.
+// and pairs the two: which values render which fields. A value whose
+// marker the chart refuses (a number given to until, a version to
+// semverCompare) is found (traceRefusing) and left unmarked; a chart
+// that refuses more than MaxRefused gives a Map that says so for every
+// field; one that does not render at all gives Manifest's error.
 func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*provenance.Map, error) {
 	return Renderer{}.Trace(c, userValues, name, namespace)
 }
@@ -41,10 +42,10 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 	marked, marks := provenance.Mark(effective, conditions...)
 	traced, err := r.render(c, marked, name, namespace, true)
 	if err != nil {
-		// a template may want a number where a marker is text (until, a
-		// comparison): try again with the strings alone marked
-		marked, marks = provenance.MarkStrings(effective, fmt.Sprintf("with them marked, the chart does not render (%s)", firstLine(marks.Unmark(err.Error()))), conditions...)
-		if traced, err = r.render(c, marked, name, namespace, true); err != nil {
+		// a template may refuse a marker (a number given to until or a
+		// comparison, a version to semverCompare): find those values and
+		// leave them unmarked
+		if traced, marks, err = r.traceRefusing(c, effective, conditions, marks, err, name, namespace); err != nil {
 			m, ferr := provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%s)", firstLine(marks.Unmark(err.Error()))), effective)
 			if m != nil {
 				m.CheckWith(r.renderer(c, name, namespace)) // probing still finds values by rendering
@@ -59,6 +60,62 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 	// an answer is checked by rendering it, as Helm will
 	m.CheckWith(r.renderer(c, name, namespace))
 	return m, nil
+}
+
+// MaxRefused is how many values a chart may refuse a marker in before
+// tracing gives up on it: each is found by bisection, in about log2 of
+// the number of values renders.
+const MaxRefused = 8
+
+// traceRefusing finds the values whose markers make c fail to render
+// (failure, with marks), one at a time by bisection over the values in
+// marking order (Marks.Units: the first n marked fail, the first n-1
+// render: the nth is refused), and renders c with all but those marked.
+// With more than MaxRefused such values it gives up with failure; marks
+// stay those of failure.
+func (r Renderer) traceRefusing(c *chart.Chart, effective map[string]any, keep [][]string, marks *provenance.Marks, failure error, name, namespace string) ([]releaseutil.Manifest, *provenance.Marks, error) {
+	units := marks.Units()
+	keep = slices.Clone(keep)
+	firstMarks := marks
+	// markedUpTo renders c with the first n units marked
+	markedUpTo := func(n int) ([]releaseutil.Manifest, *provenance.Marks, error) {
+		marked, m := provenance.Mark(effective, append(slices.Clone(keep), units[n:]...)...)
+		ms, err := r.render(c, marked, name, namespace, true)
+		return ms, m, err
+	}
+	var refused []string
+	for range MaxRefused {
+		lo, hi := 0, len(units) // the first lo render, the first hi fail
+		for hi-lo > 1 {
+			mid := (lo + hi) / 2
+			if _, _, err := markedUpTo(mid); err != nil {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		if hi == 0 {
+			break // with nothing marked it still fails: not a marker's doing
+		}
+		unit := units[hi-1]
+		keep = append(keep, unit)
+		refused = append(refused, provenance.PathString(stepsOf(unit)))
+		units = slices.Delete(units, hi-1, hi)
+		ms, m, err := markedUpTo(len(units))
+		if err == nil {
+			m.Refused(fmt.Sprintf("the chart refuses a marker in %s (%s), so %s not traced", strings.Join(refused, ", "), firstLine(firstMarks.Unmark(failure.Error())), map[bool]string{true: "it is", false: "they are"}[len(refused) == 1]))
+			return ms, m, nil
+		}
+	}
+	return nil, firstMarks, failure
+}
+
+func stepsOf(keys []string) []provenance.Step {
+	out := make([]provenance.Step, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out
 }
 
 // renderer renders c as release name in namespace with the values given.

@@ -220,32 +220,40 @@ func TestTraceOfAWholeList(t *testing.T) {
 	require.Equal(t, []string{"{path: web.args, policy: adopt}"}, r.Rules)
 }
 
-// A chart that wants a number where a marker is text (gt of a string
-// fails, here outside a condition's own pipeline) is traced by its
-// strings; a field a number renders then says numbers are not traced.
-func TestTraceOfAChartThatNeedsItsNumbers(t *testing.T) {
+// A chart that refuses a marker in some values (a version given to
+// semverCompare, through a helper or not, outside a condition's own
+// pipeline) is traced with those values alone unmarked: found by
+// bisection, named in the reason of a field they render.
+func TestTraceOfAChartThatRefusesSomeMarkers(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "loop")
 	writeFiles(t, dir, map[string]string{
 		"Chart.yaml":  chartfile("loop", "1.0.0"),
-		"values.yaml": "workers: 2\nimage: registry.example/w:1\n",
+		"values.yaml": "workers: 2\nimage: registry.example/w:1\nport: 8080\nkubeVersion: \"\"\nversion: 1.0.0\n",
+		"templates/_helpers.tpl": `{{- define "loop.kubeVersion" -}}
+{{- default .Capabilities.KubeVersion.Version .Values.kubeVersion -}}
+{{- end -}}`,
 		"templates/cm.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata: {name: loop}
 data:
   image: {{ .Values.image | quote }}
+  port: {{ .Values.port | quote }}
   workers: {{ .Values.workers | quote }}
-{{- $pool := gt .Values.workers 1.0 }}
-{{- if $pool }}
-  pool: "on"
-{{- end }}
+  kube: {{ include "loop.kubeVersion" . | quote }}
+  version: {{ .Values.version | quote }}
+{{- $old := semverCompare "<1.25-0" (include "loop.kubeVersion" .) }}
+{{- $new := semverCompare ">=2.0.0" .Values.version }}
 `,
 	})
 	m := traceOf(t, dir, nil)
 	cm := provenance.ObjectID{Kind: "ConfigMap", Name: "loop"}
 	require.Equal(t, map[string]any{"image": "registry.example/w:2"}, assignments(m.Explain(cm, []any{"data", "image"}, "registry.example/w:2", true)))
-	workers := m.Explain(cm, []any{"data", "workers"}, "3", true)
-	require.False(t, workers.Mapped())
-	require.Contains(t, workers.Reason, "numbers are not traced in this chart")
+	require.Equal(t, map[string]any{"workers": int64(3)}, assignments(m.Explain(cm, []any{"data", "workers"}, "3", true)))
+	for _, field := range []string{"version", "kube"} {
+		src := m.Explain(cm, []any{"data", field}, "3.0.0", true)
+		require.False(t, src.Mapped(), field)
+		require.Contains(t, src.Reason, "the chart refuses a marker in kubeVersion, version (", field)
+	}
 }
 
 // Two elements of one list in one field are adopted as one list with both
@@ -326,4 +334,69 @@ data:
 	require.Equal(t, map[string]any{"backend.port": int64(9090)}, assignments(port), "a number keeps its type")
 	mode := m.Explain(provenance.ObjectID{Kind: "ConfigMap", Name: "backend"}, []any{"data", "mode"}, "batch", true)
 	require.Equal(t, map[string]any{"backend.mode": "batch"}, assignments(mode), "a value with binds is traced")
+}
+
+// A value a condition tests is left unmarked, and found by rendering:
+// inside an argument with text around it (a port, a protocol the
+// template lowers), or as the empty value a `default` falls back from,
+// named as the field is (traefik's ports and namespaceOverride).
+func TestReadOfValuesAConditionTests(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "edge")
+	writeFiles(t, dir, map[string]string{
+		"Chart.yaml":  chartfile("edge", "1.0.0"),
+		"values.yaml": "namespaceOverride: \"\"\nports:\n  web: {port: 8000, protocol: TCP}\n  admin: {port: 9000, protocol: TCP}\n",
+		"templates/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: edge
+  namespace: {{ .Values.namespaceOverride | default .Release.Namespace }}
+spec:
+  template:
+    spec:
+      containers:
+      - name: edge
+        args:
+        {{- if gt (int .Values.ports.web.port) 1024 }}
+        - "--entryPoints.web.address=:{{ .Values.ports.web.port }}/{{ .Values.ports.web.protocol | lower }}"
+        {{- end }}
+        - "--entryPoints.admin.address=:{{ .Values.ports.admin.port }}/{{ .Values.ports.admin.protocol | lower }}"
+`,
+		"templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: edge}
+data:
+  {{- if eq .Values.ports.admin.protocol "UDP" }}
+  datagrams: "on"
+  {{- end }}
+  port: "{{ .Values.ports.web.port }}"
+`,
+		"templates/ns.yaml": `{{- if .Values.namespaceOverride }}
+apiVersion: v1
+kind: Namespace
+metadata: {name: {{ .Values.namespaceOverride }}}
+{{- end }}
+`,
+	})
+	m := traceOf(t, dir, nil)
+	dep := provenance.ObjectID{Kind: "Deployment", Name: "edge"}
+	args := []any{"spec", "template", "spec", "containers", 0, "args"}
+
+	port := m.Read(dep, append(args, 0), "--entryPoints.web.address=:8080/tcp", true, false)
+	require.True(t, port.Mapped(), port.Reason)
+	require.Equal(t, []string{"--set ports.web.port=8080"}, port.Set)
+	require.Equal(t, provenance.ProbeNote, port.Note)
+	require.Equal(t, []string{"ConfigMap edge .data.port"}, port.AlsoChanges)
+
+	protocol := m.Read(dep, append(args, 1), "--entryPoints.admin.address=:9000/udp", true, false)
+	require.True(t, protocol.Mapped(), protocol.Reason)
+	require.Equal(t, []string{"--set-string ports.admin.protocol=udp"}, protocol.Set)
+
+	ns := m.Read(dep, []any{"metadata", "namespace"}, "edge-system", true, false)
+	require.True(t, ns.Mapped(), ns.Reason)
+	require.Equal(t, []string{"--set-string namespaceOverride=edge-system"}, ns.Set)
+	require.Equal(t, []string{"Deployment edge-system/edge (a new object)", "Namespace edge-system (a new object)"}, ns.AlsoChanges)
+
+	// a text the value cannot render is not read back
+	other := m.Read(dep, append(args, 0), "--entryPoints.web.address=8080", true, false)
+	require.False(t, other.Mapped())
 }

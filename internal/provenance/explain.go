@@ -70,7 +70,7 @@ func (m *Map) Explain(id ObjectID, steps []Step, live any, liveSet bool) Source 
 			if len(parts) == 1 {
 				return m.whole(parts[0].mark, live, liveSet)
 			}
-			return m.fit(parts, live, liveSet, "")
+			return m.fit(parts, rv, live, liveSet, "")
 		}
 		if decoded, err := base64.StdEncoding.DecodeString(v); err == nil {
 			if parts := split(string(decoded)); hasMark(parts) {
@@ -79,7 +79,13 @@ func (m *Map) Explain(id ObjectID, steps []Step, live any, liveSet bool) Source 
 				if ok {
 					dl, ok = decodeB64(lv)
 				}
-				return m.fit(parts, string(dl), liveSet && ok, "base64 (b64enc) of the value")
+				var real any
+				if rs, isText := rv.(string); isText {
+					if dr, ok := decodeB64(rs); ok {
+						real = string(dr)
+					}
+				}
+				return m.fit(parts, real, string(dl), liveSet && ok, "base64 (b64enc) of the value")
 			}
 		}
 	case map[string]any:
@@ -94,8 +100,8 @@ func (m *Map) Explain(id ObjectID, steps []Step, live any, liveSet bool) Source 
 		}
 	}
 	if reflect.DeepEqual(values.Normalize(mv), values.Normalize(rv)) {
-		if m.marks.stringsOnly != "" {
-			return Source{Reason: ReasonNoValue + "; numbers are not traced in this chart: " + m.marks.stringsOnly}
+		if m.marks.refused != "" {
+			return Source{Reason: ReasonNoValue + "; " + m.marks.refused}
 		}
 		return Source{Reason: ReasonNoValue}
 	}

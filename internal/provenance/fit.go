@@ -12,8 +12,11 @@ import (
 )
 
 // fit splits a live string along the literal text of the template; of
-// several splits, the one that changes the fewest values.
-func (m *Map) fit(parts []part, live any, liveSet bool, note string) Source {
+// several splits, the one that changes the fewest values. real is the
+// field as the chart renders it now: a piece of the live string that is
+// the piece real has there keeps its value as it is (a protocol the
+// template lowers reads back `tcp`; the value stays `TCP`).
+func (m *Map) fit(parts []part, real, live any, liveSet bool, note string) Source {
 	src := Source{Note: note}
 	if !liveSet {
 		for _, p := range parts {
@@ -23,11 +26,42 @@ func (m *Map) fit(parts []part, live any, liveSet bool, note string) Source {
 		}
 		return src
 	}
-	s, ok := live.(string)
+	// the pieces real splits into (none when it does not: each piece is
+	// then compared with its value's text)
+	was, _ := m.split(parts, fieldText(real), nil)
+	best, ok := m.split(parts, fieldText(live), was)
 	if !ok {
-		b, _ := json.Marshal(live)
-		s = string(b)
+		return Source{Reason: ReasonNoFit + " (" + literals(parts) + ")", Note: note}
 	}
+	i := 0
+	for _, p := range parts {
+		if p.mark < 0 {
+			continue
+		}
+		v := coerce(best[i], m.marks.orig[p.mark])
+		if was != nil && best[i] == was[i] {
+			v = m.marks.orig[p.mark]
+		}
+		src.Assignments = append(src.Assignments, m.assign(m.marks.at[p.mark], v, true))
+		i++
+	}
+	return src
+}
+
+// fieldText is a field's value as fit splits it: a string as it is, any
+// other value as JSON.
+func fieldText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// split is the way s splits along parts that changes the fewest values:
+// a piece changes its value when it is not the piece of was there (was
+// nil: when it is not its value's text).
+func (m *Map) split(parts []part, s string, was []string) ([]string, bool) {
 	var best []string
 	bestChanged := -1
 	matchParts(parts, s, nil, func(pieces []string) bool {
@@ -36,7 +70,12 @@ func (m *Map) fit(parts []part, live any, liveSet bool, note string) Source {
 			if p.mark < 0 {
 				continue
 			}
-			if text(coerce(pieces[i], m.marks.orig[p.mark])) != text(m.marks.orig[p.mark]) {
+			switch {
+			case was != nil:
+				if pieces[i] != was[i] {
+					changed++
+				}
+			case text(coerce(pieces[i], m.marks.orig[p.mark])) != text(m.marks.orig[p.mark]):
 				changed++
 			}
 			i++
@@ -46,18 +85,7 @@ func (m *Map) fit(parts []part, live any, liveSet bool, note string) Source {
 		}
 		return changed > 0
 	})
-	if best == nil {
-		return Source{Reason: ReasonNoFit + " (" + literals(parts) + ")", Note: note}
-	}
-	i := 0
-	for _, p := range parts {
-		if p.mark < 0 {
-			continue
-		}
-		src.Assignments = append(src.Assignments, m.assign(m.marks.at[p.mark], coerce(best[i], m.marks.orig[p.mark]), true))
-		i++
-	}
-	return src
+	return best, best != nil
 }
 
 // part is a literal text (mark -1) or a marker.

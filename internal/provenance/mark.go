@@ -43,8 +43,9 @@ type Step = any
 type Marks struct {
 	at   [][]Step // where each mark is in the values
 	orig []any    // the value it replaced
-	// stringsOnly: numbers were kept (MarkStrings), and why.
-	stringsOnly string
+	// refused says which values were left unmarked because the chart
+	// refuses a marker in them, and with what error (Refused).
+	refused string
 	// keep are the paths of values left unmarked, and everything under
 	// them: the values templates test in a condition (if eq .Values.kind
 	// "Deployment"), which a marker would turn the other way.
@@ -88,13 +89,35 @@ func Mark(vals map[string]any, keep ...[]string) (map[string]any, *Marks) {
 	return out, m
 }
 
-// MarkStrings is Mark keeping numbers too, for a chart that does not
-// render with its numbers marked (one passed to until, say); why says so,
-// and each field a number renders then names it.
-func MarkStrings(vals map[string]any, why string, keep ...[]string) (map[string]any, *Marks) {
-	m := &Marks{stringsOnly: why, keep: keep}
-	out, _ := m.mark(vals, nil).(map[string]any)
-	return out, m
+// Refused notes that some values were kept unmarked (passed to Mark in
+// keep) because the chart refuses a marker in them (a number given to
+// until, a version to semverCompare); why names them and the chart's
+// error, and each field no marker reached then says it.
+func (m *Marks) Refused(why string) { m.refused = why }
+
+// Units are the places a marked tree can keep unmarked (Mark's keep), in
+// marking order, each once: a mark's path up to its first list index (a
+// list is kept whole).
+func (m *Marks) Units() [][]string {
+	var out [][]string
+	seen := map[string]bool{}
+	for _, at := range m.at {
+		var unit []string
+		for _, s := range at {
+			k, ok := s.(string)
+			if !ok {
+				break
+			}
+			unit = append(unit, k)
+		}
+		key := strings.Join(unit, "\x00")
+		if len(unit) == 0 || seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, unit)
+	}
+	return out
 }
 
 // Unmark replaces, in s (a render error of the marked values, say), each
@@ -136,9 +159,6 @@ func (m *Marks) mark(v any, at []Step) any {
 		// traced) unless a condition or a range tests it: those are kept
 		// above
 	case int, int64, float64, int32, uint64, float32, uint, uint32:
-		if m.stringsOnly != "" {
-			return v
-		}
 	default:
 		return v
 	}

@@ -53,8 +53,8 @@ func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Re
 	if !src.Mapped() && liveSet && m.render != nil {
 		// no marker reached the field: a value that renders it may still
 		// be found by rendering (probe.go)
-		for _, at := range m.probes(id, steps, live) {
-			found := Source{Assignments: []Assignment{m.assign(at, live, true)}, Note: ProbeNote}
+		for _, p := range m.probes(id, steps, live) {
+			found := Source{Assignments: []Assignment{m.assign(p.at, p.value, true)}, Note: ProbeNote}
 			if r := m.reading(found, id, steps, live, secret); r.Mapped() {
 				return r
 			}

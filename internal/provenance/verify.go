@@ -142,12 +142,20 @@ func (m *Map) regenerated() map[string]bool {
 
 // changedFields calls changed with each leaf of objs (a render) that
 // differs from the real render, and its name for people: `Kind name
-// .field`.
+// .field`; an object the real render does not hold (a namespace or a
+// name changed) once, at no field: `Kind namespace/name (a new object)`.
 func (m *Map) changedFields(objs []parsed, changed func(o parsed, at []Step, field string)) {
 	for _, o := range objs {
 		var before map[string]any
 		if t := m.find(o.id); t != nil {
 			before = t.real
+		} else {
+			name := o.id.Name
+			if o.id.Namespace != "" {
+				name = o.id.Namespace + "/" + name
+			}
+			changed(o, nil, o.id.Kind+" "+name+" (a new object)")
+			continue
 		}
 		diffLeaves(before, o.obj, nil, func(at []Step) { changed(o, at, o.id.Kind+" "+o.id.Name+" "+FieldString(at)) })
 	}
