@@ -400,3 +400,63 @@ metadata: {name: {{ .Values.namespaceOverride }}}
 	other := m.Read(dep, append(args, 0), "--entryPoints.web.address=8080", true, false)
 	require.False(t, other.Mapped())
 }
+
+// An image's digest or tag a condition tests, and an existing secret a
+// name falls back from, are found by rendering (bitnami's and grafana's
+// image helpers, `existingSecret`).
+func TestReadOfAnImagesDigestAndAnExistingSecret(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "web")
+	writeFiles(t, dir, map[string]string{
+		"Chart.yaml":  chartfile("web", "1.0.0") + "appVersion: 1.0.0\n",
+		"values.yaml": "image: {registry: registry.example, repository: team/web, tag: \"\", digest: \"\"}\nauth: {existingSecret: \"\"}\n",
+		"templates/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+    spec:
+      containers:
+      - name: web
+        image: {{ .Values.image.registry }}/{{ .Values.image.repository }}{{ if .Values.image.digest }}@{{ .Values.image.digest }}{{ else }}:{{ .Values.image.tag | default .Chart.AppVersion }}{{ end }}
+      volumes:
+      - name: auth
+        secret:
+          secretName: {{ .Values.auth.existingSecret | default (printf "%s-auth" .Release.Name) }}
+`,
+		"templates/secret.yaml": `{{- if not .Values.auth.existingSecret }}
+apiVersion: v1
+kind: Secret
+metadata: {name: {{ .Release.Name }}-auth}
+{{- end }}
+{{- if .Values.image.tag }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: pinned}
+{{- end }}
+`,
+	})
+	m := traceOf(t, dir, nil)
+	dep := provenance.ObjectID{Kind: "Deployment", Name: "web"}
+	image := []any{"spec", "template", "spec", "containers", 0, "image"}
+
+	digest := m.Read(dep, image, "registry.example/team/web@sha256:0123", true, false)
+	require.True(t, digest.Mapped(), digest.Reason)
+	require.Equal(t, []string{"--set-string image.digest=sha256:0123"}, digest.Set)
+
+	tag := m.Read(dep, image, "registry.example/team/web:1.0.1", true, false)
+	require.True(t, tag.Mapped(), tag.Reason)
+	require.Equal(t, []string{"--set-string image.tag=1.0.1"}, tag.Set)
+	require.Contains(t, tag.AlsoChanges, "ConfigMap pinned (a new object)")
+
+	label := m.Read(dep, []any{"spec", "template", "metadata", "labels", "app.kubernetes.io/version"}, "1.0.1", true, false)
+	require.True(t, label.Mapped(), label.Reason)
+	require.Equal(t, []string{"--set-string image.tag=1.0.1"}, label.Set)
+
+	secret := m.Read(dep, []any{"spec", "template", "spec", "volumes", 0, "secret", "secretName"}, "web-credentials", true, false)
+	require.True(t, secret.Mapped(), secret.Reason)
+	require.Equal(t, []string{"--set-string auth.existingSecret=web-credentials"}, secret.Set)
+}

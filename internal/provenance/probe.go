@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
@@ -24,8 +25,12 @@ import (
 //     surrounding text;
 //   - that is empty and named as the field is (`namespaceOverride` for
 //     `.metadata.namespace`, `serviceAccount.name` for
-//     `.serviceAccountName`): the `default` a template falls back from,
-//     tried with the live value.
+//     `.serviceAccountName`, an `existingSecret` for a `secretName`):
+//     the `default` a template falls back from, tried with the live value;
+//   - that is empty and beside a value an image field is rendered from
+//     (`image.tag` under `default .Chart.AppVersion`, `image.digest`,
+//     `image.sha`, a `repository` a helper builds from other values):
+//     tried with that part of the live image reference.
 //
 // The chart is rendered with the candidate set (Map.check), and the first
 // with which the field renders the live value is the answer, with the
@@ -42,10 +47,14 @@ const (
 	MaxProbeRenders = 128
 )
 
-// probe is one candidate: the value at at, set to value.
+// probe is one candidate: the value at at, set to value. Those named as
+// the field is are tried first, each group in the order of rank: a value
+// that holds the field's value, then one in its text, then one of its
+// image, then an empty one.
 type probe struct {
 	at    []Step
 	value any
+	rank  int
 }
 
 // probes are the candidates for the field at steps of id, whose live
@@ -68,6 +77,10 @@ func (m *Map) probes(id ObjectID, steps []Step, live any) []probe {
 	name, _ := steps[len(steps)-1].(string)
 	rendered, liveText := text(values.Normalize(rv)), text(values.Normalize(live))
 	_, liveIsText := live.(string)
+	if flag, ok := flagOf(rendered, liveText); ok && liveIsText {
+		// an argument `--flag=value` is named by its flag, and read after it
+		name, rendered, liveText = flag, rendered[len(flag)+3:], liveText[len(flag)+3:]
+	}
 	var out []probe
 	var walk func(at []Step, v any)
 	walk = func(at []Step, v any) {
@@ -87,13 +100,13 @@ func (m *Map) probes(id ObjectID, steps []Step, live any) []probe {
 		}
 		here := append([]Step(nil), at...)
 		if values.Equal(values.Normalize(v), values.Normalize(rv)) {
-			out = append(out, probe{here, live})
+			out = append(out, probe{here, live, 0})
 			return
 		}
 		vt := text(values.Normalize(v))
 		if vt == "" {
 			if namedAs(here, name) {
-				out = append(out, probe{here, live})
+				out = append(out, probe{here, live, 3})
 			}
 			return
 		}
@@ -102,25 +115,100 @@ func (m *Map) probes(id ObjectID, steps []Step, live any) []probe {
 		}
 		for _, fold := range []func(string) string{func(s string) string { return s }, strings.ToLower} {
 			if piece, ok := between(rendered, fold(vt), liveText); ok {
-				out = append(out, probe{here, coerce(piece, v)})
+				out = append(out, probe{here, coerce(piece, v), 1})
 				return
 			}
 		}
 	}
 	walk(nil, m.values)
+	if strings.HasSuffix(strings.ToLower(name), "image") && liveIsText {
+		out = append(out, m.imageProbes(rendered, liveText)...)
+	}
 	named := func(p probe) int {
 		if k, _ := p.at[len(p.at)-1].(string); name != "" && k == name || namedAs(p.at, name) {
 			return 0
 		}
 		return 1
 	}
-	slices.SortStableFunc(out, func(a, b probe) int { return cmp.Compare(named(a), named(b)) })
+	slices.SortStableFunc(out, func(a, b probe) int {
+		return cmp.Or(cmp.Compare(named(a), named(b)), cmp.Compare(a.rank, b.rank))
+	})
 	n := min(len(out), MaxProbes, MaxProbeRenders-m.probed)
 	if n <= 0 {
 		return nil
 	}
 	m.probed += n
 	return out[:n]
+}
+
+// imageProbes are the candidates of an image field rendered as rendered,
+// live now: the empty values beside a value whose text the image holds,
+// each tried with the part of the live reference its name says it is.
+func (m *Map) imageProbes(rendered, live string) []probe {
+	was, now := imageRef(rendered), imageRef(live)
+	var out []probe
+	var walk func(at []Step, v any)
+	walk = func(at []Step, v any) {
+		x, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		beside := false // a value of x is in the rendered image
+		for _, e := range x {
+			if t := text(values.Normalize(e)); e != nil && t != "" && strings.Contains(rendered, t) {
+				if _, isMap := e.(map[string]any); !isMap {
+					beside = true
+				}
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			here := append(at[:len(at):len(at)], k)
+			if sub, isMap := x[k].(map[string]any); isMap {
+				walk(here, sub)
+				continue
+			}
+			if !beside || (x[k] != nil && text(values.Normalize(x[k])) != "") {
+				continue
+			}
+			var tries []string
+			switch strings.ToLower(k) {
+			case "tag", "version":
+				if now.tag != was.tag {
+					tries = []string{now.tag}
+				}
+			case "digest":
+				tries = []string{now.digest}
+			case "sha":
+				tries = []string{strings.TrimPrefix(now.digest, "sha256:"), now.digest}
+			case "repository":
+				if now.name != was.name {
+					tries = []string{now.name}
+				}
+			}
+			for _, t := range tries {
+				if t != "" {
+					out = append(out, probe{append([]Step(nil), here...), t, 2})
+				}
+			}
+		}
+	}
+	walk(nil, m.values)
+	return out
+}
+
+// reference is an image reference's name, tag and digest.
+type reference struct{ name, tag, digest string }
+
+// imageRef splits an image reference: the digest after `@`, the tag after
+// the last `:` past the last `/`.
+func imageRef(s string) reference {
+	var r reference
+	s, r.digest, _ = strings.Cut(s, "@")
+	if i := strings.LastIndex(s, ":"); i > strings.LastIndex(s, "/") {
+		s, r.tag = s[:i], s[i+1:]
+	}
+	r.name = s
+	return r
 }
 
 // between is the part of live that stands where vt stands in rendered,
@@ -138,24 +226,48 @@ func between(rendered, vt, live string) (string, bool) {
 	return piece, piece != ""
 }
 
+// flagOf is the flag of an argument `--flag=value` that rendered and live
+// both are.
+func flagOf(rendered, live string) (string, bool) {
+	flag, _, ok := strings.Cut(strings.TrimPrefix(rendered, "--"), "=")
+	if !ok || !strings.HasPrefix(rendered, "--") || flag == "" || !strings.HasPrefix(live, "--"+flag+"=") {
+		return "", false
+	}
+	return flag, true
+}
+
 // namedAs says whether the value at at is named as the field name is: its
 // key, or its last two keys run together, is the name or starts it
-// (`namespaceOverride`, `serviceAccount.name` for `serviceAccountName`),
-// letters' case aside.
+// (`namespaceOverride`, `serviceAccount.name` for `serviceAccountName`,
+// `clusterResourceNamespace` for `--cluster-resource-namespace`), letters'
+// case and dashes aside; an `existing…` value names a field of a name, a
+// tag or a version a field of a version (`app.kubernetes.io/version`).
 func namedAs(at []Step, name string) bool {
 	if name == "" {
 		return false
 	}
-	name = strings.ToLower(name)
+	name = strings.ToLower(strings.ReplaceAll(name, "-", ""))
 	var keys []string
 	for _, s := range at[max(0, len(at)-2):] {
 		if k, ok := s.(string); ok {
-			keys = append(keys, strings.ToLower(k))
+			keys = append(keys, k)
 		}
 	}
 	if len(keys) == 0 {
 		return false
 	}
-	last := keys[len(keys)-1]
-	return last == name || strings.HasPrefix(last, name) || strings.Join(keys, "") == name
+	key := keys[len(keys)-1]
+	// the name starts the key at a word's end: namespace|Override, not
+	// name|space
+	if len(key) > len(name) && strings.EqualFold(key[:len(name)], name) && unicode.IsUpper(rune(key[len(name)])) {
+		return true
+	}
+	last := strings.ToLower(key)
+	switch {
+	case strings.HasPrefix(last, "existing") && strings.HasSuffix(name, "name"):
+		return true // existingSecret for a secretName, existingClaim for a claimName
+	case (last == "tag" || last == "version") && strings.HasSuffix(name, "/version"):
+		return true // the recommended label app.kubernetes.io/version
+	}
+	return last == name || strings.ToLower(strings.Join(keys, "")) == name
 }
