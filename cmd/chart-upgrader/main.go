@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,6 +17,10 @@ import (
 var beforeExit = func() {}
 
 func main() {
+	// Helm's library logs its chatter through the default logger at info
+	// (a hook type it skips, in the render of marked values that tracing
+	// makes): the tool prints its own progress; Helm's warnings stay
+	slog.SetLogLoggerLevel(slog.LevelWarn)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()

@@ -174,6 +174,12 @@ func FieldDrift(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]f
 				}
 			}
 		}
+		if d.Differs && len(d.Managers) == 0 && rv == "" {
+			// rendered empty, filled and owned by no other manager: the
+			// API server's default for a field an empty string leaves
+			// unset (a Service's externalTrafficPolicy: "" is Cluster)
+			d.Differs = false
+		}
 		if !d.Differs && len(d.Managers) == 0 {
 			return
 		}
@@ -212,10 +218,13 @@ func skipDrift(fp fieldpath.Path, secret bool) bool {
 }
 
 // covers says whether the live value is the rendered one, with what the
-// API server adds to it: the keys a map rendered whole (an atomic map,
+// API server adds to it (an empty value it stores as null): the keys a map rendered whole (an atomic map,
 // fieldRef) gains by defaulting (apiVersion: v1), each compared the same
 // way; lists element by element; leaves by sameField.
 func covers(rendered, live any) bool {
+	if live == nil && emptyValue(rendered) {
+		return true // a ClusterRole's rules: [] stored as rules: null
+	}
 	switch r := rendered.(type) {
 	case map[string]any:
 		l, ok := live.(map[string]any)

@@ -84,10 +84,12 @@ func TestFieldDriftLeavesOutWhatTheServerSets(t *testing.T) {
 	require.Len(t, fields, 1, "%+v", fields)
 	assert.Equal(t, ".spec.group", fields[0].Field)
 
-	// without a status subresource, status is the object's own field
+	// without a status subresource, status is the object's own field (its
+	// names rendered "" and filled by no recorded manager are taken as
+	// the server's defaults)
 	fields, err = FieldDrift(managedfields.NewDeducedTypeConverter(), nil, rendered, live, "helm")
 	require.NoError(t, err)
-	assert.Len(t, fields, 4, "%+v", fields) // spec.group, acceptedNames.kind and .plural, storedVersions
+	assert.Len(t, fields, 2, "%+v", fields) // spec.group, storedVersions
 }
 
 // A value named like a secret, rendered into a ConfigMap, is read back
@@ -118,24 +120,27 @@ func TestReadFieldRedactsSecretValues(t *testing.T) {
 }
 
 // What Harvester's chart renders and the API server leaves out or fills
-// in is no drift: a field rendered null (the server defaults it), and an
-// empty or zero value its types omit; the same fields set otherwise are.
+// in is no drift: a field rendered null or "" (the server defaults it;
+// no other manager owns it), and an empty or zero value its types omit;
+// the same fields set otherwise are.
 func TestFieldDriftOfEmptyAndNullFields(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		rendered, live any // the field's values; live nil: unset
 		drift          bool
+		editor         bool // another manager (kubectl edit) owns the field
 	}{
-		{"rendered null, the server's default live", nil, int64(1), false},
-		{"rendered null, a map live", nil, map[string]any{"a": "b"}, false},
-		{"false, unset live", false, nil, false},
-		{"empty string, unset live", "", nil, false},
-		{"zero, unset live", int64(0), nil, false},
-		{"empty list, unset live", []any{}, nil, false},
-		{"true, unset live", true, nil, true},
-		{"a string, unset live", "x", nil, true},
-		{"false, true live", false, true, true},
-		{"empty string, a value live", "", "x", true},
+		{"rendered null, the server's default live", nil, int64(1), false, false},
+		{"rendered null, a map live", nil, map[string]any{"a": "b"}, false, false},
+		{"false, unset live", false, nil, false, false},
+		{"empty string, unset live", "", nil, false, false},
+		{"zero, unset live", int64(0), nil, false, false},
+		{"empty list, unset live", []any{}, nil, false, false},
+		{"true, unset live", true, nil, true, false},
+		{"a string, unset live", "x", nil, true, false},
+		{"false, true live", false, true, true, false},
+		{"empty string, a value another manager set", "", "x", true, true},
+		{"empty string, the server's default live", "", "Cluster", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := func(v any, set bool) *unstructured.Unstructured {
@@ -146,7 +151,12 @@ func TestFieldDriftOfEmptyAndNullFields(t *testing.T) {
 				return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
 					"metadata": map[string]any{"name": "w", "namespace": "app"}, "spec": spec}}
 			}
-			fields, err := FieldDrift(managedfields.NewDeducedTypeConverter(), nil, obj(tc.rendered, true), obj(tc.live, tc.live != nil), "helm")
+			live := obj(tc.live, tc.live != nil)
+			if tc.editor {
+				live.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate,
+					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:field":{}}}`)}}})
+			}
+			fields, err := FieldDrift(managedfields.NewDeducedTypeConverter(), nil, obj(tc.rendered, true), live, "helm")
 			require.NoError(t, err)
 			if !tc.drift {
 				assert.Empty(t, fields)
@@ -159,8 +169,8 @@ func TestFieldDriftOfEmptyAndNullFields(t *testing.T) {
 }
 
 // A Role the chart renders with rules: [] is stored without rules (the
-// API server omits an empty list): no drift, whether or not the applier's
-// entry names the field.
+// API server omits an empty list) or, for a ClusterRole, with rules:
+// null: no drift, whether or not the applier's entry names the field.
 func TestFieldDriftOfAnEmptyRoleRules(t *testing.T) {
 	role := func(rules any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -179,4 +189,14 @@ func TestFieldDriftOfAnEmptyRoleRules(t *testing.T) {
 	fields, err = FieldDrift(managedfields.NewDeducedTypeConverter(), nil, role([]any{}), role([]any{}), "helm")
 	require.NoError(t, err)
 	assert.Empty(t, fields)
+	// a ClusterRole's rules have no omitempty: the server stores null
+	stored := role(nil)
+	stored.Object["rules"] = nil
+	fields, err = FieldDrift(managedfields.NewDeducedTypeConverter(), nil, role([]any{}), stored, "helm")
+	require.NoError(t, err)
+	assert.Empty(t, fields)
+	// and a list with rules against null is drift
+	fields, err = FieldDrift(managedfields.NewDeducedTypeConverter(), nil, role([]any{map[string]any{"verbs": []any{"get"}}}), stored, "helm")
+	require.NoError(t, err)
+	assert.NotEmpty(t, fields)
 }
