@@ -49,6 +49,7 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 			m, ferr := provenance.Failed(docs(real), fmt.Sprintf("the values cannot be traced: the chart does not render with each value marked (%s)", firstLine(marks.Unmark(err.Error()))), effective)
 			if m != nil {
 				m.CheckWith(r.renderer(c, name, namespace)) // probing still finds values by rendering
+				fallbacks(m, c, namespace)
 			}
 			return m, ferr
 		}
@@ -59,7 +60,26 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 	}
 	// an answer is checked by rendering it, as Helm will
 	m.CheckWith(r.renderer(c, name, namespace))
+	fallbacks(m, c, namespace)
 	return m, nil
+}
+
+// fallbacks tells m the texts c's templates write for an empty value, as
+// Helm's own scaffold writes them: the release namespace for a
+// namespace's override, the chart's appVersion (and each subchart's) for
+// an image's tag or a version.
+func fallbacks(m *provenance.Map, c *chart.Chart, namespace string) {
+	m.FallsBackTo(namespace, "namespace")
+	var walk func(c *chart.Chart)
+	walk = func(c *chart.Chart) {
+		if c.Metadata != nil {
+			m.FallsBackTo(c.Metadata.AppVersion, "tag", "version")
+		}
+		for _, d := range c.Dependencies() {
+			walk(d)
+		}
+	}
+	walk(c)
 }
 
 // MaxRefused is how many values a chart may refuse a marker in before

@@ -339,7 +339,8 @@ data:
 // A value a condition tests is left unmarked, and found by rendering:
 // inside an argument with text around it (a port, a protocol the
 // template lowers), or as the empty value a `default` falls back from,
-// named as the field is (traefik's ports and namespaceOverride).
+// named as the field is or standing where the release namespace stands
+// (traefik's ports, namespaceOverride and published service).
 func TestReadOfValuesAConditionTests(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "edge")
 	writeFiles(t, dir, map[string]string{
@@ -360,6 +361,7 @@ spec:
         - "--entryPoints.web.address=:{{ .Values.ports.web.port }}/{{ .Values.ports.web.protocol | lower }}"
         {{- end }}
         - "--entryPoints.admin.address=:{{ .Values.ports.admin.port }}/{{ .Values.ports.admin.protocol | lower }}"
+        - "--publishedService={{ .Values.namespaceOverride | default .Release.Namespace }}/edge"
 `,
 		"templates/cm.yaml": `apiVersion: v1
 kind: ConfigMap
@@ -395,6 +397,11 @@ metadata: {name: {{ .Values.namespaceOverride }}}
 	require.True(t, ns.Mapped(), ns.Reason)
 	require.Equal(t, []string{"--set-string namespaceOverride=edge-system"}, ns.Set)
 	require.Equal(t, []string{"Deployment edge-system/edge (a new object)", "Namespace edge-system (a new object)"}, ns.AlsoChanges)
+
+	// the release namespace a default falls back to, inside a flag
+	published := m.Read(dep, append(args, 2), "--publishedService=edge-system/edge", true, false)
+	require.True(t, published.Mapped(), published.Reason)
+	require.Equal(t, []string{"--set-string namespaceOverride=edge-system"}, published.Set)
 
 	// a text the value cannot render is not read back
 	other := m.Read(dep, append(args, 0), "--entryPoints.web.address=8080", true, false)

@@ -27,6 +27,10 @@ import (
 //     `.metadata.namespace`, `serviceAccount.name` for
 //     `.serviceAccountName`, an `existingSecret` for a `secretName`):
 //     the `default` a template falls back from, tried with the live value;
+//   - that is empty and named as a text the templates write in its place
+//     (Map.FallsBackTo: the release namespace for a `namespaceOverride`,
+//     the chart's appVersion for a `tag`) and the field's text holds:
+//     tried with the part of the live text in that text's place;
 //   - that is empty and beside a value an image field is rendered from
 //     (`image.tag` under `default .Chart.AppVersion`, `image.digest`,
 //     `image.sha`, a `repository` a helper builds from other values):
@@ -124,6 +128,9 @@ func (m *Map) probes(id ObjectID, steps []Step, live any) []probe {
 	if strings.HasSuffix(strings.ToLower(name), "image") && liveIsText {
 		out = append(out, m.imageProbes(rendered, liveText)...)
 	}
+	if liveIsText {
+		out = append(out, m.fallbackProbes(rendered, liveText)...)
+	}
 	named := func(p probe) int {
 		if k, _ := p.at[len(p.at)-1].(string); name != "" && k == name || namedAs(p.at, name) {
 			return 0
@@ -193,6 +200,58 @@ func (m *Map) imageProbes(rendered, live string) []probe {
 		}
 	}
 	walk(nil, m.values)
+	return out
+}
+
+// fallback is a text templates write when a value named by one of keys
+// is empty (FallsBackTo).
+type fallback struct {
+	text string
+	keys []string
+}
+
+// FallsBackTo tells probing that templates write text where a value whose
+// key starts with one of keys (letters' case aside) is empty: the release
+// namespace for a `namespaceOverride`, the chart's appVersion for a
+// `tag`. An empty such value is then a candidate of a field whose
+// rendered text holds text once, tried with the part of the live text in
+// its place.
+func (m *Map) FallsBackTo(text string, keys ...string) {
+	if text != "" && len(keys) > 0 {
+		m.fallbacks = append(m.fallbacks, fallback{text: text, keys: keys})
+	}
+}
+
+// fallbackProbes are the candidates FallsBackTo gives a field rendered as
+// rendered, live now.
+func (m *Map) fallbackProbes(rendered, live string) []probe {
+	var out []probe
+	for _, f := range m.fallbacks {
+		piece, ok := between(rendered, f.text, live)
+		if !ok {
+			continue
+		}
+		var walk func(at []Step, v any)
+		walk = func(at []Step, v any) {
+			if x, isMap := v.(map[string]any); isMap {
+				for _, k := range slices.Sorted(maps.Keys(x)) {
+					walk(append(at[:len(at):len(at)], k), x[k])
+				}
+				return
+			}
+			if len(at) == 0 || v != nil && text(values.Normalize(v)) != "" {
+				return
+			}
+			key, _ := at[len(at)-1].(string)
+			for _, k := range f.keys {
+				if strings.HasPrefix(strings.ToLower(key), strings.ToLower(k)) {
+					out = append(out, probe{append([]Step(nil), at...), piece, 2})
+					return
+				}
+			}
+		}
+		walk(nil, m.values)
+	}
 	return out
 }
 

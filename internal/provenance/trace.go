@@ -56,6 +56,9 @@ type Map struct {
 	checked map[string][]parsed
 	// probed counts the renders probes allowed (probe.go).
 	probed int
+	// fallbacks are the texts templates write for an empty value
+	// (FallsBackTo).
+	fallbacks []fallback
 	// regen are the fields each render makes anew (regenerated).
 	regen map[string]bool
 }
