@@ -134,6 +134,10 @@ func TestEveryOutputCommandPrintsEachFormat(t *testing.T) {
 	assert.Equal(t, "List", list.Kind)
 	assert.Greater(t, len(list.Items), 2, "the Plan, then its Role(s), ClusterRole and bindings")
 	assert.Equal(t, "Plan", list.Items[0]["kind"])
+	// named for the release, so two charts' sets stand side by side
+	for _, item := range list.Items[1:] {
+		assert.Equal(t, "chart-upgrader-demo-conflict-check", item["metadata"].(map[string]any)["name"], item["kind"])
+	}
 }
 
 // "-" reads standard input wherever a file is read, as helm -f - does;

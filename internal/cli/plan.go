@@ -91,7 +91,10 @@ func planCommand() *ucli.Command {
 				if c.Bool("check-crds-migrate") && policy != "createReplace" {
 					return outcome.BadInput(fmt.Errorf("--check-crds-migrate needs --check-crds createReplace (a migration is part of replacing a CRD)"))
 				}
-				name := or("name", d.Name)
+				// one set of these per release: a spec of several charts
+				// applies each chart's, and none may replace another's
+				_, release, _ := strings.Cut(c.String("check-release"), "/")
+				name := or("name", d.Name) + "-" + release
 				rbac, err := app.CheckRBAC(c.Context, app.CheckRBACInput{Chart: c.String("check-chart"), Values: c.String("check-values"),
 					Release: c.String("check-release"), Kubeconfig: c.String("check-kubeconfig"), Spec: c.String("check-spec")}, suc.CheckRBACOptions{
 					Name: name + "-conflict-check", Namespace: c.String("namespace"), ServiceAccount: or("service-account", d.ServiceAccount),
