@@ -119,7 +119,7 @@ func (r Renderer) traceRefusing(c *chart.Chart, effective map[string]any, keep [
 		}
 		unit := units[hi-1]
 		keep = append(keep, unit)
-		refused = append(refused, provenance.PathString(stepsOf(unit)))
+		refused = append(refused, provenance.PathString(provenance.StepsOf(unit)))
 		units = slices.Delete(units, hi-1, hi)
 		ms, m, err := markedUpTo(len(units))
 		if err == nil {
@@ -128,14 +128,6 @@ func (r Renderer) traceRefusing(c *chart.Chart, effective map[string]any, keep [
 		}
 	}
 	return nil, firstMarks, failure
-}
-
-func stepsOf(keys []string) []provenance.Step {
-	out := make([]provenance.Step, len(keys))
-	for i, k := range keys {
-		out[i] = k
-	}
-	return out
 }
 
 // renderer renders c as release name in namespace with the values given.

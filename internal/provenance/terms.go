@@ -80,7 +80,7 @@ func (m *Map) reading(src Source, id ObjectID, steps []Step, live any, secret bo
 			continue
 		}
 		unit := Unit(a.At)
-		path := PathString(stepsOf(unit))
+		path := PathString(StepsOf(unit))
 		if i, ok := byUnit[path]; ok {
 			// two elements of one list: one list with both replaced
 			r.Adopt[i].Value = setIn(r.Adopt[i].Value, a.At[len(unit):], a.Value)
@@ -114,7 +114,7 @@ func (m *Map) reading(src Source, id ObjectID, steps []Step, live any, secret bo
 // at keys: the path plain when it is letters, digits, dots, dashes and
 // underscores, else single-quoted.
 func AdoptRule(keys []string) string {
-	path := PathString(stepsOf(keys))
+	path := PathString(StepsOf(keys))
 	if !plainPath.MatchString(path) {
 		path = "'" + strings.ReplaceAll(path, "'", "''") + "'"
 	}
@@ -123,7 +123,8 @@ func AdoptRule(keys []string) string {
 
 var plainPath = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 
-func stepsOf(keys []string) []Step {
+// StepsOf are the steps of a path of map keys (Marks.Units, Adopted.Keys).
+func StepsOf(keys []string) []Step {
 	out := make([]Step, len(keys))
 	for i, k := range keys {
 		out[i] = k

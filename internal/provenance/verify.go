@@ -34,7 +34,7 @@ const MaxAlso = 10
 func (m *Map) check(r Reading, id ObjectID, steps []Step, live any) (ok bool, also []string, err error) {
 	vals := values.DeepCopy(m.values).(map[string]any)
 	for _, a := range r.Adopt {
-		vals, _ = setIn(vals, stepsOf(a.Keys), a.Value).(map[string]any)
+		vals, _ = setIn(vals, StepsOf(a.Keys), a.Value).(map[string]any)
 	}
 	key := fmt.Sprint(vals)
 	c, cached := m.checked[key]
