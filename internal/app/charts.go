@@ -53,6 +53,9 @@ func describe(c *chart.Chart, r chartpkg.Renderer) (*upgrade.Chart, error) {
 		Manifest: func(v map[string]any, name, namespace string) (string, error) {
 			return r.Manifest(c, v, name, namespace)
 		},
+		WithHooks: func(v map[string]any, name, namespace string) (string, error) {
+			return r.WithHooks(c, v, name, namespace)
+		},
 		Trace: func(v map[string]any, name, namespace string) (*provenance.Map, error) {
 			return r.Trace(c, v, name, namespace)
 		},

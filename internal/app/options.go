@@ -53,6 +53,14 @@ type Options struct {
 	// CAFile holds extra CA certificates for Helm repository URLs.
 	CAFile string
 
+	// RegistriesConfig is the node's registries.yaml the image check
+	// resolves pulls with ("": the node's under HostRoot, if any);
+	// SkipImageCheck checks no image; ImageTimeout bounds each registry
+	// endpoint's answer (0: imagecheck.DefaultTimeout).
+	RegistriesConfig string
+	SkipImageCheck   bool
+	ImageTimeout     time.Duration
+
 	// SecretsDir is where system-upgrade-controller mounts the Plan's
 	// secrets: without SpecFile and Target, the spec is found there.
 	SecretsDir string

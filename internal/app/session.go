@@ -12,6 +12,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/gates"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
+	"github.com/chart-upgrader/chart-upgrader/internal/imagecheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
@@ -36,6 +37,10 @@ type session struct {
 	clients *cluster.Clients
 	cluster *cluster.Cluster
 	log     *slog.Logger
+	// images asks the registries for the image check of every chart of
+	// the run (one cache); nil checks none, noImages says why.
+	images   *imagecheck.Puller
+	noImages string
 }
 
 // crds is the session's client of CRDs (an upgrade's apply.crds, a
@@ -150,6 +155,7 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 	if c.Apply.CRDs != "" {
 		j.CRDs = crds.Port{Policy: crds.Policy(c.Apply.CRDs), Client: s.crds(c.Apply.MigrateCRDs)}
 	}
+	j.Images, j.NoImages = s.imagePort(tg, c)
 	var src upgrade.ChartSource
 	if c.Chart.Source != "" {
 		if src, err = openSource(c.Chart.Source, caFile, rendererOf(s.clients)); err != nil {
@@ -163,6 +169,45 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 		return upgrade.Job{}, err
 	}
 	return j, nil
+}
+
+// imagePort is the image check of c on target t, or why there is none.
+func (s *session) imagePort(t upgrade.Target, c spec.Chart) (upgrade.Images, string) {
+	switch r, ok := t.(imagecheck.Rendered); {
+	case s.images == nil:
+		return nil, s.noImages
+	case c.Images.Skip:
+		return nil, "the spec says images.check: false"
+	case !ok:
+		return nil, fmt.Sprintf("a %s renders no release here", c.Target.Kind)
+	default:
+		declared := make([]imagecheck.Declared, len(c.Images.Values))
+		for i, v := range c.Images.Values {
+			declared[i] = imagecheck.Declared{Image: v.Image, Registry: v.Registry, Repository: v.Repository, Tag: v.Tag, Digest: v.Digest, At: v.At}
+		}
+		return &imagecheck.Port{Kube: s.clients.Kube, Puller: s.images, Target: r, Declared: declared, Discover: c.Images.Discover, Log: s.log}, ""
+	}
+}
+
+// openImages is the image check's puller for opts: the registries.yaml
+// of --registries-config, else the node's under --host-root; nil, with
+// why, for --skip-image-check. A registries.yaml that does not read is
+// bad input.
+func openImages(opts Options) (*imagecheck.Puller, string, error) {
+	if opts.SkipImageCheck {
+		return nil, "--skip-image-check", nil
+	}
+	var r *imagecheck.Registries
+	var err error
+	if opts.RegistriesConfig != "" {
+		r, err = imagecheck.LoadRegistries(opts.RegistriesConfig, opts.HostRoot)
+	} else {
+		r, err = imagecheck.DefaultRegistries(opts.HostRoot)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("--registries-config: %w", err)
+	}
+	return imagecheck.NewPuller(r, opts.ImageTimeout), "", nil
 }
 
 // gates is the port to the objects of c's health gates on target t.

@@ -39,11 +39,19 @@ func runCharts(ctx context.Context, opts Options, goal upgrade.Goal, verb string
 	if opts.Version == "" {
 		opts.Version = os.Getenv(upgrade.LatestVersionEnv)
 	}
+	images, noImages, err := openImages(opts)
+	if err != nil {
+		return err
+	}
 	sess, err := openSession(ctx, opts.local(), opts.NodeName, opts.LeaseDuration)
 	if err != nil {
 		return err
 	}
 	defer sess.close()
+	sess.images, sess.noImages = images, noImages
+	if images != nil {
+		defer images.Close()
+	}
 	runner := sess.runner(ctx, upgrade.Settings{Version: opts.Version, AllowDowngrade: opts.AllowDowngrade, Unpause: opts.Unpause,
 		RequireNodesReady: opts.RequireNodesReady, LeaseDuration: opts.LeaseDuration, Heartbeat: opts.Heartbeat,
 		Node: opts.NodeName, JobName: opts.SUC.String(), LeaseAnnotations: leaseAnnotations(opts.NodeName, opts.SUC),
@@ -86,6 +94,9 @@ func runCharts(ctx context.Context, opts Options, goal upgrade.Goal, verb string
 		for _, h := range res.HookFailures {
 			fmt.Fprintf(opts.Out, "warning: %s\n", h)
 		}
+		if goal == upgrade.GoalCheck && res.Images != nil {
+			fmt.Fprintln(opts.Out, res.Images.Note)
+		}
 		line := fmt.Sprintf("%s %s %s → %s", verb, c.Target, res.From, res.To)
 		if goal == upgrade.GoalUpgrade && res.Situation == upgrade.SituationDone && !res.Leader {
 			line = fmt.Sprintf("%s is at %s and ready: nothing to do", c.Target, res.To)
@@ -121,6 +132,16 @@ type checked struct {
 	Changes []upgrade.ObjectChange `json:"changes"`
 	// CRDs are the verdicts on the chart's CRDs (apply.crds).
 	CRDs []upgrade.CRDAction `json:"crds,omitempty"`
+	// Images is the image check: each image, where it was found, the
+	// endpoints asked and the verdict; or why none was checked.
+	Images *checkedImages `json:"images,omitempty"`
+}
+
+// checkedImages is the image check in -o json.
+type checkedImages struct {
+	Checked bool                  `json:"checked"`
+	Note    string                `json:"note"`
+	Images  []upgrade.ImageReport `json:"images"`
 }
 
 // writeChecked prints what preflight found for target as one JSON object:
@@ -132,6 +153,12 @@ func writeChecked(w io.Writer, target string, res *upgrade.Result) error {
 	}
 	if res.Changes != nil {
 		out.Changes = res.Changes()
+	}
+	if res.Images != nil {
+		out.Images = &checkedImages{Checked: res.Images.Checked, Note: res.Images.Note, Images: res.Images.Images}
+		if out.Images.Images == nil {
+			out.Images.Images = []upgrade.ImageReport{}
+		}
 	}
 	return WriteObject(w, "json", out)
 }

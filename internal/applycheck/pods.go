@@ -67,12 +67,12 @@ func (s Scope) rollouts() []Rollout {
 		}
 		var out []Rollout
 		for _, o := range s.Objects {
-			r, ok := workload(o, s.Request.Namespace)
+			r, ok := Workload(o, s.Request.Namespace)
 			if !ok {
 				continue
 			}
 			if old, found := olds[identity(o, s.Request.Namespace)]; found {
-				if or, ok := workload(old, s.Request.Namespace); ok {
+				if or, ok := Workload(old, s.Request.Namespace); ok {
 					if reflect.DeepEqual(or.Template, r.Template) && or.Replicas >= r.Replicas {
 						continue // no new pod
 					}
@@ -86,9 +86,9 @@ func (s Scope) rollouts() []Rollout {
 	}).([]Rollout)
 }
 
-// workload reads o as a workload: its pod template, replicas and surge;
+// Workload reads o as a workload: its pod template, replicas and surge;
 // false for an object that makes no pods (or that does not decode).
-func workload(o *unstructured.Unstructured, releaseNamespace string) (Rollout, bool) {
+func Workload(o *unstructured.Unstructured, releaseNamespace string) (Rollout, bool) {
 	ns := o.GetNamespace()
 	if ns == "" {
 		ns = releaseNamespace

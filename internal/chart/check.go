@@ -13,6 +13,7 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
+	helmrelease "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -84,29 +85,53 @@ func Manifest(c *chart.Chart, userValues map[string]any, name, namespace string)
 // makes no object and whose checks (bitnami's `common.errors.insecureImages`
 // fails on an image it does not know) would refuse every marker.
 func (r Renderer) render(c *chart.Chart, userValues map[string]any, release, namespace string, marked bool) ([]releaseutil.Manifest, error) {
+	ms, _, err := r.renderWithHooks(c, userValues, release, namespace, marked)
+	return ms, err
+}
+
+// WithHooks renders c as Manifest does and returns the objects Helm would
+// apply and, after them, its hooks' objects (in Helm's hook order), as
+// one YAML stream: every object an upgrade makes, for the image check.
+func (r Renderer) WithHooks(c *chart.Chart, userValues map[string]any, name, namespace string) (string, error) {
+	ms, hooks, err := r.renderWithHooks(c, userValues, name, namespace, false)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	for _, h := range hooks {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+	}
+	return b.String(), nil
+}
+
+// renderWithHooks is render's work, the hooks kept.
+func (r Renderer) renderWithHooks(c *chart.Chart, userValues map[string]any, release, namespace string, marked bool) ([]releaseutil.Manifest, []*helmrelease.Hook, error) {
 	if c == nil || c.Metadata == nil {
-		return nil, outcome.BadInput(errors.New("checking chart: no chart"))
+		return nil, nil, outcome.BadInput(errors.New("checking chart: no chart"))
 	}
 	name := nameVersion(c)
 	if c.Metadata.Type == "library" {
-		return nil, outcome.BadInput(fmt.Errorf("checking chart %s: a library chart cannot be installed", name))
+		return nil, nil, outcome.BadInput(fmt.Errorf("checking chart %s: a library chart cannot be installed", name))
 	}
 	if err := checkDependencies(c); err != nil {
-		return nil, outcome.BadInput(fmt.Errorf("checking chart %s: %w", name, err))
+		return nil, nil, outcome.BadInput(fmt.Errorf("checking chart %s: %w", name, err))
 	}
 	caps := common.DefaultCapabilities.Copy()
 	if r.Capabilities != nil {
 		var err error
 		if caps, err = r.Capabilities(); err != nil {
-			return nil, fmt.Errorf("rendering chart %s as the cluster's Helm will: %w", name, err)
+			return nil, nil, fmt.Errorf("rendering chart %s as the cluster's Helm will: %w", name, err)
 		}
 		// as Helm's install and upgrade check it, in its words
 		if kv := c.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
-			return nil, outcome.Refused(fmt.Errorf("chart %s requires kubeVersion: %s which is incompatible with Kubernetes %s", name, kv, caps.KubeVersion.Version))
+			return nil, nil, outcome.Refused(fmt.Errorf("chart %s requires kubeVersion: %s which is incompatible with Kubernetes %s", name, kv, caps.KubeVersion.Version))
 		}
 	}
 	if err := checkSubchartTables(c, userValues); err != nil {
-		return nil, outcome.Refused(fmt.Errorf("checking the merged values against chart %s: %w", name, err))
+		return nil, nil, outcome.Refused(fmt.Errorf("checking the merged values against chart %s: %w", name, err))
 	}
 
 	cp := clone(c)
@@ -118,7 +143,7 @@ func (r Renderer) render(c *chart.Chart, userValues map[string]any, release, nam
 		vals = map[string]any{}
 	}
 	if err := chartutil.ProcessDependencies(cp, vals); err != nil {
-		return nil, outcome.Refused(fmt.Errorf("processing the dependencies of chart %s with the merged values: %w", name, err))
+		return nil, nil, outcome.Refused(fmt.Errorf("processing the dependencies of chart %s with the merged values: %w", name, err))
 	}
 	if release == "" {
 		release = c.Name()
@@ -131,23 +156,23 @@ func (r Renderer) render(c *chart.Chart, userValues map[string]any, release, nam
 	}
 	top, err := chartvalues.ToRenderValuesWithSchemaValidation(cp, vals, opts, caps, marked)
 	if err != nil {
-		return nil, outcome.Refused(fmt.Errorf("validating the merged values against chart %s: %w", name, trimmed{err}))
+		return nil, nil, outcome.Refused(fmt.Errorf("validating the merged values against chart %s: %w", name, trimmed{err}))
 	}
 	var e engine.Engine // no client: lookup returns nothing, no DNS
 	files, err := e.Render(cp, top)
 	if err != nil {
-		return nil, outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
+		return nil, nil, outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
 	}
 	for f := range files {
 		if strings.HasSuffix(f, "NOTES.txt") {
 			delete(files, f)
 		}
 	}
-	_, ms, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	hooks, ms, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
-		return nil, outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
+		return nil, nil, outcome.Refused(fmt.Errorf("rendering chart %s with the merged values: %w", name, err))
 	}
-	return ms, nil
+	return ms, hooks, nil
 }
 
 // dropNotes takes the NOTES.txt templates out of c (a clone) and its

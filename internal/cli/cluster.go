@@ -12,6 +12,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/host"
+	"github.com/chart-upgrader/chart-upgrader/internal/imagecheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 )
@@ -69,6 +70,9 @@ func targetFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "unpause", Usage: "upgrade (and unpause) a target that someone else paused"},
 		&ucli.BoolFlag{Name: "require-nodes-ready", Usage: "refuse unless every node is Ready"},
 		&ucli.StringFlag{TakesFile: true, Name: "ca-file", Usage: "extra CA certificates `FILE` for Helm repository URLs"},
+		&ucli.StringFlag{TakesFile: true, Name: "registries-config", Usage: "the nodes' k3s/RKE2 registries.yaml `FILE` the image check pulls as (default: <host-root>/etc/rancher/rke2/registries.yaml, else <host-root>/etc/rancher/k3s/registries.yaml, when one exists; none: each image from its own registry)"},
+		&ucli.BoolFlag{Name: "skip-image-check", Usage: "check no image before the apply (the report says the images were not checked)"},
+		&ucli.DurationFlag{Name: "image-timeout", Value: imagecheck.DefaultTimeout, Usage: "how long one registry endpoint may take to answer the image check (`DURATION`); slower counts as not answering"},
 		&dirFlag{ucli.StringFlag{Name: "hooks-dir", Usage: "`DIR` of pre-<phase> and post-<phase> hooks (default: the directory of a spec found in the Plan's secret)"}},
 		&ucli.DurationFlag{Name: "hook-timeout", Value: host.DefaultHookTimeout, Usage: "how long one hook may run (`DURATION`)"},
 		&dirFlag{ucli.StringFlag{Name: "secrets-dir", Value: host.DefaultSecretsDir, Usage: "without --spec and --target, the spec is `DIR`/<secret>/spec.yaml (where SUC mounts Plan secrets)"}},

@@ -32,6 +32,7 @@ func upgradeOptions(c *ucli.Context) app.Options {
 		Kubeconfig: l.Kubeconfig, HostRoot: l.HostRoot, StateDir: l.StateDir, LockFile: l.LockFile,
 		TerminationLog: l.TerminationLog, NodeName: c.String("node-name"),
 		LeaseDuration: c.Duration("lease-duration"), CAFile: c.String("ca-file"), SecretsDir: c.String("secrets-dir"),
+		RegistriesConfig: c.String("registries-config"), SkipImageCheck: c.Bool("skip-image-check"), ImageTimeout: c.Duration("image-timeout"),
 		HooksDir: c.String("hooks-dir"), HookTimeout: c.Duration("hook-timeout"),
 		SUC: sucInfo(c), Log: l.Log, Out: l.Out,
 	}

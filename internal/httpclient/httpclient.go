@@ -1,7 +1,9 @@
 // Package httpclient builds, in one place, the HTTP clients chart-upgrader
-// reaches chart repositories and SUC channels with: TLS 1.2 or later, always
-// verified against the system roots plus an optional CA file (there is no
-// way to skip verification), the proxy from the environment, an optional
+// reaches chart repositories, SUC channels and image registries with: TLS
+// 1.2 or later, always verified against the system roots plus an optional
+// CA file (there is no way to skip verification but a node's own
+// insecure_skip_verify, for the image check: NodeTransport), the proxy
+// from the environment, an optional
 // timeout, and one of two redirect policies. It also holds what every user of
 // those clients needs: a bounded read of a response body, telling an
 // untrusted certificate from other errors, and dropping the URL (which may
@@ -163,4 +165,33 @@ const maxDrain = 64 << 10
 func Drain(body io.ReadCloser) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, maxDrain))
 	_ = body.Close()
+}
+
+// NodeTLS is how a node's containerd reaches one registry host, from its
+// registries.yaml: a CA file trusted besides the system roots, a client
+// certificate and key, and whether it skips verification. The files must
+// have been read already (CA, Certificate).
+type NodeTLS struct {
+	CA          *x509.CertPool // nil: the system roots
+	Certificate *tls.Certificate
+	// SkipVerify is the node's insecure_skip_verify: the only way a client
+	// of this package skips verification, so that a check of what the
+	// node can pull sees what the node sees.
+	SkipVerify bool
+}
+
+// NodeTransport is a transport that reaches a registry host as the node
+// does (t), with the proxy from the environment; the caller closes its
+// idle connections when done with it.
+func NodeTransport(t NodeTLS) *http.Transport {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: t.CA, InsecureSkipVerify: t.SkipVerify} //nolint:gosec // the node's own setting, see NodeTLS
+	if t.Certificate != nil {
+		tlsConfig.Certificates = []tls.Certificate{*t.Certificate}
+	}
+	transport := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	if d, ok := http.DefaultTransport.(*http.Transport); ok {
+		transport = d.Clone()
+	}
+	transport.TLSClientConfig = tlsConfig
+	return transport
 }

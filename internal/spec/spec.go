@@ -60,6 +60,8 @@ type Chart struct {
 	// adapter reads them; the kind's defaults when the entry gives none,
 	// nil for a kind that takes none.
 	Options any
+	// Images is how preflight checks the images (images:).
+	Images Images
 }
 
 // ChartRef says where the new chart comes from.
@@ -173,7 +175,7 @@ func (w walker) header(root *yaml.Node) error {
 }
 
 func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
-	allowed := append([]string{"target", "chart", "rules", "migrations", "wait", "apply"}, w.kinds.OptionFields()...)
+	allowed := append([]string{"target", "chart", "rules", "migrations", "wait", "apply", "images"}, w.kinds.OptionFields()...)
 	f, err := w.Fields(n, field, allowed...)
 	if err != nil {
 		return Chart{}, err
@@ -211,6 +213,9 @@ func (w walker) chart(n *yaml.Node, field string) (Chart, error) {
 		return Chart{}, err
 	}
 	if c.Options, err = w.options(f, k); err != nil {
+		return Chart{}, err
+	}
+	if c.Images, err = w.images(f.Get("images"), f.Path("images")); err != nil {
 		return Chart{}, err
 	}
 	return c, nil

@@ -296,6 +296,57 @@ type GateWatch interface {
 	Changed() <-chan struct{}
 }
 
+// Images is the port to the registries the nodes pull an upgrade's
+// images from (docs/design.md §7, "Images"). A job without one checks no
+// image (--skip-image-check, images.check: false).
+type Images interface {
+	// Check asks, before any write, for every image c's objects and hooks
+	// run (and the images the values name for operators), where the nodes
+	// the pods may run on would pull it from, whether it is there for
+	// their platform. It writes nothing.
+	Check(ctx context.Context, o *Observed, c Change) (ImageCheck, error)
+}
+
+// ImageCheck is the verdict on an upgrade's images.
+type ImageCheck struct {
+	// Checked: the images were asked for (else Note says why not).
+	Checked bool
+	// Refused are the images the nodes could not pull, one line a person
+	// can act on each (the objects and containers, the image, every
+	// endpoint tried and what it answered): preflight refuses them.
+	Refused []string
+	// Warnings are images that may not matter (a value of an image's
+	// shape no pod renders) the nodes could not pull.
+	Warnings []values.Warning
+	// Note says what was checked (how many images, endpoints, requests,
+	// the time), or why nothing was.
+	Note string
+	// Images are the images checked, for -o json.
+	Images []ImageReport
+}
+
+// ImageReport is one image as the check saw it. It holds no credential.
+type ImageReport struct {
+	Image string `json:"image"` // normalized: docker.io/library/nginx:1.27
+	// UsedBy says where it was found: "Deployment demo/web, container web".
+	UsedBy []string `json:"usedBy"`
+	// Endpoints are the endpoints asked, in order, and what each answered.
+	Endpoints []ImageEndpoint `json:"endpoints"`
+	// Platforms are those its manifest holds; NodePlatforms those of the
+	// nodes its pods may run on.
+	Platforms     []string `json:"platforms,omitempty"`
+	NodePlatforms []string `json:"nodePlatforms,omitempty"`
+	// Verdict: "pullable", or why not.
+	Verdict string `json:"verdict"`
+}
+
+// ImageEndpoint is one endpoint asked for an image.
+type ImageEndpoint struct {
+	URL        string `json:"url"`
+	Repository string `json:"repository"`
+	Answer     string `json:"answer"` // "found", or what it answered
+}
+
 // CRDs is the port to the CustomResourceDefinitions of a chart's crds/
 // folders, which Helm, Fleet and klipper-helm never upgrade (docs/design.md
 // §7, "CRDs"). A job without one leaves them alone (apply.crds: skip).
@@ -431,6 +482,9 @@ type Chart struct {
 	// namespace: the objects Helm would apply, one YAML stream (errors as
 	// Check's). For a target's conflict check.
 	Manifest func(userValues map[string]any, name, namespace string) (string, error)
+	// WithHooks renders it as Manifest does, and its hooks' objects after
+	// the others: every object the upgrade makes (the image check's).
+	WithHooks func(userValues map[string]any, name, namespace string) (string, error)
 	// Trace renders it as Manifest does and says which values render
 	// which fields (provenance); nil when unknown.
 	Trace func(userValues map[string]any, name, namespace string) (*provenance.Map, error)

@@ -25,6 +25,8 @@ type Checked struct {
 	// Changes are the conflict check's (Conflicts.Changes); nil without
 	// one.
 	Changes func() []ObjectChange
+	// Images is the image check's verdict; nil when none ran.
+	Images *ImageCheck
 }
 
 // liveRuleReading returns the live rule whose source is obj.
@@ -121,6 +123,14 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		}
 		problems = append(problems, conflicts.Refused...)
 	}
+	// the nodes must be able to pull every image the change runs
+	images, err := j.images(ctx, o, intent, err)
+	if err != nil {
+		return nil, err
+	}
+	if images != nil {
+		problems = append(problems, images.Refused...)
+	}
 	if len(problems) == 0 {
 		for i, d := range health.Drift {
 			if adopted[i] {
@@ -140,7 +150,11 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 		if conflicts.Note != "" {
 			notes = append(notes, conflicts.Note)
 		}
-		return &Checked{Intent: intent, DriftOwned: len(owned), Notes: notes, Changes: conflicts.Changes}, nil
+		if images != nil {
+			intent.Merge.Warnings = append(intent.Merge.Warnings, images.Warnings...)
+			notes = append(notes, images.Note)
+		}
+		return &Checked{Intent: intent, DriftOwned: len(owned), Notes: notes, Changes: conflicts.Changes, Images: images}, nil
 	}
 	// another process may have applied the target since resolve read it:
 	// what looks unhealthy (not ready, a release pending) is then its
@@ -155,5 +169,28 @@ func (j *jobRun) preflight(ctx context.Context, r Resolved) (*Checked, error) {
 	if conflicts.Note != "" {
 		j.note(conflicts.Note) // what the check covered, with the refusal
 	}
+	if images != nil && len(images.Refused) > 0 {
+		j.note(images.Note)
+	}
 	return nil, outcome.Refused(fmt.Errorf("preflight refused %s %s → %s:\n- %s", j.ref, r.From, r.To, strings.Join(problems, "\n- ")))
+}
+
+// images is the image check of the change intent makes (merged: the
+// merge's error, when it failed: nothing to check), or a check that says
+// why none ran; nil when the change writes nothing.
+func (j *jobRun) images(ctx context.Context, o *Observed, intent *Intent, merged error) (*ImageCheck, error) {
+	if merged != nil || intent == nil || intent.NoChange || intent.Change.Restore != nil {
+		return nil, nil
+	}
+	if j.job.Images == nil {
+		if j.job.NoImages == "" {
+			return nil, nil
+		}
+		return &ImageCheck{Note: "images not checked: " + j.job.NoImages}, nil
+	}
+	check, err := j.job.Images.Check(ctx, o, intent.Change)
+	if err != nil {
+		return nil, err
+	}
+	return &check, nil
 }

@@ -43,6 +43,10 @@ type Job struct {
 	// objects (nil when there are none).
 	Health []health.Gate
 	Gates  Gates
+	// Images checks, at preflight, that the nodes can pull the images the
+	// upgrade runs; nil checks none (NoImages says why).
+	Images   Images
+	NoImages string
 }
 
 // Settings are what the jobs of a run share.
@@ -99,6 +103,9 @@ type Result struct {
 	CRDs, CRDsApplied []CRDAction
 	// HookFailures are post hooks that failed (the run went on).
 	HookFailures []string
+	// Images is preflight's verdict on the images; nil when it checked
+	// none.
+	Images *ImageCheck
 }
 
 // Run brings one job to goal. It stops at the first failed step, with an
@@ -306,6 +313,7 @@ func (j *jobRun) result(p progress) *Result {
 		if p.checked.Intent != nil && p.checked.Intent.CRDs != nil {
 			res.CRDs = p.checked.Intent.CRDs.Actions
 		}
+		res.Images = p.checked.Images
 	}
 	res.CRDsApplied = j.crdsApplied
 	return res

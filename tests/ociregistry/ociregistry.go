@@ -1,7 +1,10 @@
 // Package ociregistry runs a real OCI registry on loopback for the tests:
 // the CNCF distribution registry (github.com/distribution/distribution/v3,
-// the one Helm's own tests use), in memory, served over TLS, and pushes
-// charts into it with Helm's registry client, as `helm push` does.
+// the reference implementation, the one Helm's own tests use), in memory,
+// served over TLS with a CA of its own, optionally behind htpasswd
+// authentication, and pushes into it charts with Helm's registry client,
+// as `helm push` does, and images (random layers, the platforms asked
+// for, an index for several) with go-containerregistry, as crane does.
 package ociregistry
 
 import (
@@ -16,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/distribution/distribution/v3/configuration"
+	_ "github.com/distribution/distribution/v3/registry/auth/htpasswd" // htpasswd authentication
 	"github.com/distribution/distribution/v3/registry/handlers"
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory" // the in-memory storage driver
 	"github.com/sirupsen/logrus"
@@ -32,14 +36,34 @@ type Registry struct {
 	// certificate, for --ca-file.
 	CAFile string
 	client *registry.Client
+	users  map[string]string
 }
 
-// Start starts a registry; dir receives its CA file. Close stops it.
-func Start(ctx context.Context, dir string) (*Registry, error) {
+// Options are how a registry runs.
+type Options struct {
+	// Users, when set, are the only ones it serves (htpasswd
+	// authentication: HTTP basic, as distribution does it), by name.
+	Users map[string]string
+}
+
+// Start starts a registry; dir receives its CA file (and htpasswd file).
+// Close stops it.
+func Start(ctx context.Context, dir string, opts ...Options) (*Registry, error) {
 	logrus.SetOutput(io.Discard) // the registry logs every request through logrus
 	cfg := &configuration.Configuration{}
 	cfg.Storage = configuration.Storage{"inmemory": configuration.Parameters{}}
 	cfg.Log.Level = "error"
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if len(o.Users) > 0 {
+		path, err := writeHtpasswd(dir, o.Users)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "test-registry", "path": path}}
+	}
 	app := handlers.NewApp(ctx, cfg)
 	srv := httptest.NewUnstartedServer(app)
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
@@ -57,6 +81,7 @@ func Start(ctx context.Context, dir string) (*Registry, error) {
 		return nil, err
 	}
 	r.client = c
+	r.users = o.Users
 	return r, nil
 }
 

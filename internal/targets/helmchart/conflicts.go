@@ -126,3 +126,11 @@ func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgra
 	return applycheck.New(t.c.Kube, t.c.Dynamic, t.c.Releases().Mapper(), t.c.Releases().Access()).ValuesDrift(ctx,
 		applycheck.DriftRequest{Manifest: r.release.Manifest, Namespace: h.TargetNamespace, Fallback: cluster.HelmFieldManager}, trace)
 }
+
+// RenderedRelease is the release c renders, as helm-controller's Job
+// upgrades it, the HelmChartConfig's values over the merged ones (the
+// image check's: package imagecheck).
+func (t *Target) RenderedRelease(_ context.Context, o *upgrade.Observed, c upgrade.Change) (*applycheck.Release, string, error) {
+	_, rel, _ := t.applyCheck(o, c)
+	return &rel, "", nil
+}

@@ -96,3 +96,19 @@ func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgra
 	}
 	return out, nil
 }
+
+// RenderedRelease is the release c renders, as Fleet's agent deploys it on
+// this (the local) cluster (the image check's: package imagecheck); none
+// when the Bundle deploys it on other clusters only, whose nodes and
+// registries this process cannot see.
+func (t *Target) RenderedRelease(_ context.Context, o *upgrade.Observed, c upgrade.Change) (*applycheck.Release, string, error) {
+	chk, rel, _, err := t.applyCheck(o, c)
+	if err != nil {
+		return nil, "", err
+	}
+	if chk == nil {
+		mc := o.Source.(*ManagedChart)
+		return nil, fmt.Sprintf("%s deploys no helm release %s/%s on this cluster: its Bundle targets other clusters, whose nodes pull the images", mc.Ref(), rel.Namespace, mc.Release()), nil
+	}
+	return &rel, "", nil
+}

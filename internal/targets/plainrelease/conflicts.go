@@ -61,3 +61,10 @@ func (t *Target) Drift(ctx context.Context, o *upgrade.Observed, deployed *upgra
 	return applycheck.New(t.c.releases.Kube, t.c.releases.Dynamic, t.c.releases.Mapper(), t.c.releases.Access()).ValuesDrift(ctx,
 		applycheck.DriftRequest{Manifest: rel.Manifest, Namespace: t.namespace, Manager: cluster.HelmFieldManager}, trace)
 }
+
+// RenderedRelease is the release c renders, as Helm upgrades it (the image
+// check's: package imagecheck).
+func (t *Target) RenderedRelease(_ context.Context, o *upgrade.Observed, c upgrade.Change) (*applycheck.Release, string, error) {
+	_, rel, _ := t.applyCheck(o, c)
+	return &rel, "", nil
+}

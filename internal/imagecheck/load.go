@@ -1,0 +1,151 @@
+package imagecheck
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/httpclient"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/registries"
+	"github.com/chart-upgrader/chart-upgrader/internal/yamlfile"
+)
+
+// NodeConfigs are where a k3s or RKE2 node keeps registries.yaml (RKE2's
+// first), relative to the node's /.
+var NodeConfigs = []string{"etc/rancher/rke2/registries.yaml", "etc/rancher/k3s/registries.yaml"}
+
+// Registries is a node's registries.yaml with the TLS files it names read.
+type Registries struct {
+	Config *registries.Config
+	// From says where it came from, for the report: the file, or "none".
+	From string
+	tls  map[*registries.TLS]httpclient.NodeTLS
+}
+
+// DefaultRegistries is the node's registries.yaml under hostRoot (where
+// the node's / is mounted; a directory that does not exist: none): the
+// first of NodeConfigs that exists, with its node's
+// disable-default-registry-endpoint (config.yaml and config.yaml.d); no
+// file is no mirror (each image from its own registry, the system's CAs).
+func DefaultRegistries(hostRoot string) (*Registries, error) {
+	for _, rel := range NodeConfigs {
+		path := filepath.Join(hostRoot, rel)
+		if _, err := os.Stat(path); err == nil {
+			r, err := LoadRegistries(path, hostRoot)
+			if err != nil {
+				return nil, err
+			}
+			noDefault, err := noDefaultEndpoint(filepath.Dir(path))
+			if err != nil {
+				return nil, err
+			}
+			r.Config.NoDefaultEndpoint = noDefault
+			return r, nil
+		}
+	}
+	return &Registries{From: "none (no " + strings.Join(NodeConfigs, " nor ") + " under " + hostRoot + ")"}, nil
+}
+
+// LoadRegistries reads the registries.yaml at path and the TLS files it
+// names. Paths in it are the node's: read under hostRoot when hostRoot
+// is a directory other than /. Every error is bad input naming the file
+// and field: the file's own (registries.Parse), a ca_file that cannot be
+// read or holds no certificate, a client certificate and key that do not
+// load.
+func LoadRegistries(path, hostRoot string) (*Registries, error) {
+	data, err := yamlfile.Read(path, "registries config "+path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := registries.Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	r := &Registries{Config: c, From: path, tls: map[*registries.TLS]httpclient.NodeTLS{}}
+	onNode := func(p string) string {
+		if st, err := os.Stat(hostRoot); err == nil && st.IsDir() && filepath.Clean(hostRoot) != "/" && filepath.IsAbs(p) {
+			return filepath.Join(hostRoot, p)
+		}
+		return p
+	}
+	for host, hc := range c.Configs {
+		if hc.TLS == nil {
+			continue
+		}
+		at := fmt.Sprintf("%s:%d: configs[%q].tls", path, hc.Line, host)
+		var t httpclient.NodeTLS
+		t.SkipVerify = hc.TLS.InsecureSkipVerify
+		if hc.TLS.CAFile != "" {
+			pem, err := os.ReadFile(onNode(hc.TLS.CAFile))
+			if err != nil {
+				return nil, outcome.BadInput(fmt.Errorf("%s.ca_file: %w", at, err))
+			}
+			pool, err := x509.SystemCertPool()
+			if err != nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, outcome.BadInput(fmt.Errorf("%s.ca_file: %s holds no PEM certificate", at, hc.TLS.CAFile))
+			}
+			t.CA = pool
+		}
+		if hc.TLS.CertFile != "" {
+			cert, err := tls.LoadX509KeyPair(onNode(hc.TLS.CertFile), onNode(hc.TLS.KeyFile))
+			if err != nil {
+				return nil, outcome.BadInput(fmt.Errorf("%s.cert_file, key_file: %w", at, err))
+			}
+			t.Certificate = &cert
+		}
+		r.tls[hc.TLS] = t
+	}
+	return r, nil
+}
+
+// noDefaultEndpoint reads disable-default-registry-endpoint from the
+// node's config.yaml and config.yaml.d/*.yaml in dir, as k3s merges them
+// (a later file wins); a file that does not parse is bad input.
+func noDefaultEndpoint(dir string) (bool, error) {
+	files := []string{filepath.Join(dir, "config.yaml")}
+	more, _ := filepath.Glob(filepath.Join(dir, "config.yaml.d", "*.yaml"))
+	files = append(files, more...)
+	out := false
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false, outcome.BadInput(fmt.Errorf("reading the node's config %s: %w", f, err))
+		}
+		var cfg map[string]any
+		if err := yaml.Unmarshal(data, &cfg); err != nil {
+			return false, outcome.BadInput(fmt.Errorf("reading the node's config %s: %w", f, err))
+		}
+		switch v := cfg["disable-default-registry-endpoint"].(type) {
+		case bool:
+			out = v
+		case string:
+			out = v == "true"
+		}
+	}
+	return out, nil
+}
+
+// nodeTLS is how the node reaches e's host.
+func (r *Registries) nodeTLS(e registries.Endpoint) httpclient.NodeTLS {
+	t := httpclient.NodeTLS{SkipVerify: e.InsecureSkipVerify}
+	if r != nil && e.TLS != nil {
+		if read, ok := r.tls[e.TLS]; ok {
+			t.CA, t.Certificate = read.CA, read.Certificate
+		}
+	}
+	return t
+}
