@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/imagecheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
@@ -53,9 +54,11 @@ func CheckRBAC(ctx context.Context, in CheckRBACInput, opts suc.CheckRBACOptions
 	var objs []*unstructured.Unstructured
 	if in.Chart != "" {
 		var err error
-		if objs, opts.CRDs, err = renderForRBAC(in, name, ns); err != nil {
+		var pulls []suc.PullRead
+		if objs, pulls, opts.CRDs, err = renderForRBAC(in, name, ns); err != nil {
 			return nil, err
 		}
+		opts.Pulls = suc.PullReads(pulls)
 	}
 	if in.Spec != "" {
 		sp, err := spec.LoadSpec(in.Spec, targets.Kinds())
@@ -79,31 +82,41 @@ func CheckRBAC(ctx context.Context, in CheckRBACInput, opts suc.CheckRBACOptions
 }
 
 // renderForRBAC renders in's chart as release name in ns: its objects,
-// and the CRDs of its crds/ folders.
-func renderForRBAC(in CheckRBACInput, name, ns string) (objs, crds []*unstructured.Unstructured, err error) {
+// what the image check reads to pull as its pods (hooks included), and
+// the CRDs of its crds/ folders.
+func renderForRBAC(in CheckRBACInput, name, ns string) (objs []*unstructured.Unstructured, pulls []suc.PullRead, crds []*unstructured.Unstructured, err error) {
 	c, err := chart.Load(in.Chart)
 	if err != nil {
-		return nil, nil, outcome.BadInput(fmt.Errorf("--check-chart: %w", err))
+		return nil, nil, nil, outcome.BadInput(fmt.Errorf("--check-chart: %w", err))
 	}
 	vals := map[string]any{}
 	if in.Values != "" {
 		if vals, err = readValues("--check-values", in.Values); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	rendered, err := chart.Manifest(c, vals, name, ns)
 	if err != nil {
-		return nil, nil, outcome.BadInput(fmt.Errorf("--check-chart %s: rendering as release %s: %w", in.Chart, in.Release, err))
+		return nil, nil, nil, outcome.BadInput(fmt.Errorf("--check-chart %s: rendering as release %s: %w", in.Chart, in.Release, err))
 	}
 	if objs, err = manifest.Objects(rendered); err != nil {
-		return nil, nil, fmt.Errorf("--check-chart %s: %w", in.Chart, err)
+		return nil, nil, nil, fmt.Errorf("--check-chart %s: %w", in.Chart, err)
 	}
+	withHooks, err := chart.Renderer{}.WithHooks(c, vals, name, ns)
+	if err != nil {
+		return nil, nil, nil, outcome.BadInput(fmt.Errorf("--check-chart %s: rendering as release %s: %w", in.Chart, in.Release, err))
+	}
+	all, err := manifest.Objects(withHooks)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--check-chart %s: %w", in.Chart, err)
+	}
+	pulls = imagecheck.PullReads(all, ns)
 	for _, crd := range c.CRDObjects() {
 		defs, err := manifest.Objects(string(crd.File.Data))
 		if err != nil {
-			return nil, nil, outcome.BadInput(fmt.Errorf("--check-chart %s: %s: %w", in.Chart, crd.Filename, err))
+			return nil, nil, nil, outcome.BadInput(fmt.Errorf("--check-chart %s: %s: %w", in.Chart, crd.Filename, err))
 		}
 		crds = append(crds, defs...)
 	}
-	return objs, crds, nil
+	return objs, pulls, crds, nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/suc"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -277,4 +278,30 @@ func podSecret(o *unstructured.Unstructured) (*corev1.Secret, bool) {
 		s.Data[k] = []byte(v)
 	}
 	return &s, true
+}
+
+// PullReads are what the check reads to pull as the pods of objs (a
+// render, hooks included) do: each pod's ServiceAccount and the pull
+// secrets it names, with those of a ServiceAccount objs render.
+func PullReads(objs []*unstructured.Unstructured, releaseNamespace string) []suc.PullRead {
+	rendered := indexed(objs, releaseNamespace)
+	var out []suc.PullRead
+	seen := map[string]bool{}
+	for _, u := range FromObjects(objs, releaseNamespace, nil) {
+		secrets := append([]string(nil), u.PullSecrets...)
+		if o, ok := rendered["ServiceAccount "+u.Namespace+"/"+u.ServiceAccount]; ok {
+			var sa corev1.ServiceAccount
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &sa) == nil {
+				for _, ref := range sa.ImagePullSecrets {
+					secrets = append(secrets, ref.Name)
+				}
+			}
+		}
+		key := u.Namespace + "/" + u.ServiceAccount + "/" + strings.Join(secrets, ",")
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, suc.PullRead{Namespace: u.Namespace, ServiceAccount: u.ServiceAccount, Secrets: secrets})
+		}
+	}
+	return out
 }

@@ -333,7 +333,19 @@ func TestBadInput(t *testing.T) {
 		{"charts is a map", true, doc(specHead, `  harvester: {}`),
 			`spec.yaml:4: charts: `, `want a list, not a map`},
 		{"unknown chart field", true, doc(specHead, target1, chart1, `  waitt: {timeout: 1m}`),
-			`spec.yaml:6: charts[1].waitt: `, `unknown field (want one of target, chart, rules, migrations, wait, apply, helmchart, release)`},
+			`spec.yaml:6: charts[1].waitt: `, `unknown field (want one of target, chart, rules, migrations, wait, apply, images, helmchart, release)`},
+		{"images.check not a bool", true, doc(specHead, target1, chart1, `  images: {check: maybe}`),
+			`spec.yaml:6: charts[1].images.check: `, `want true or false`},
+		{"unknown images field", true, doc(specHead, target1, chart1, `  images: {skip: true}`),
+			`spec.yaml:6: charts[1].images.skip: `, `unknown field (want one of check, discover, values)`},
+		{"images.values a wildcard", true, doc(specHead, target1, chart1, `  images:`, `    values: [{repository: "a.*.repository", tag: a.b.tag}]`),
+			`spec.yaml:7: charts[1].images.values[1].repository: `, `has a wildcard`},
+		{"images.values a bad path", true, doc(specHead, target1, chart1, `  images:`, `    values: [{image: "a..b"}]`),
+			`spec.yaml:7: charts[1].images.values[1].image: `, `empty`},
+		{"images.values neither image nor repository", true, doc(specHead, target1, chart1, `  images:`, `    values: [{tag: a.tag}]`),
+			`spec.yaml:7: charts[1].images.values[1]: `, `want image (the path of a whole reference) or repository`},
+		{"images.values image with pieces", true, doc(specHead, target1, chart1, `  images:`, `    values: [{image: a.image, tag: a.tag}]`),
+			`spec.yaml:7: charts[1].images.values[1]: `, `give it alone`},
 		{"unless on a once rule", false, doc(`rules:`, `- path: a`, `  policy: once`, `  source: {apiVersion: v1, kind: Secret, namespace: x, name: y}`, `  expr: .data`, `  unless: {equals: x, then: y}`),
 			`policy.yaml:6: rules[1].unless: `, `only a live rule takes unless, not a once rule`},
 		{"unless without equals", false, doc(`rules:`, `- path: a`, `  policy: live`, `  source: {apiVersion: v1, kind: ConfigMap, namespace: x, name: y}`, `  expr: .data.a`, `  unless: {then: y}`),
@@ -653,4 +665,27 @@ func TestHarvesterPolicyExample(t *testing.T) {
 	}
 	assert.Equal(t, 2, unless, "Longhorn's two settings, as Harvester's script moves them")
 	assert.Len(t, p.Migrations, 1)
+}
+
+// images: checked and discovered by default; check: false skips them;
+// values name the images operators run, whole or in pieces.
+func TestParseSpecImages(t *testing.T) {
+	s, err := ParseSpec("spec.yaml", doc(specHead, target1, chart1), kinds)
+	require.NoError(t, err)
+	assert.Equal(t, Images{Discover: true}, s.Charts[0].Images)
+	s, err = ParseSpec("spec.yaml", doc(specHead, target1, chart1,
+		`  images:`,
+		`    check: false`,
+		`    discover: false`,
+		`    values:`,
+		`    - {repository: longhorn.image.longhorn.instanceManager.repository, tag: longhorn.image.longhorn.instanceManager.tag}`,
+		`    - image: 'kubevirt["virt-launcher"].image'`), kinds)
+	require.NoError(t, err)
+	im := s.Charts[0].Images
+	assert.True(t, im.Skip)
+	assert.False(t, im.Discover)
+	require.Len(t, im.Values, 2)
+	assert.Equal(t, ImageValue{Repository: "longhorn.image.longhorn.instanceManager.repository", Tag: "longhorn.image.longhorn.instanceManager.tag",
+		At: "spec.yaml:10: charts[1].images.values[1]"}, im.Values[0])
+	assert.Equal(t, `kubevirt["virt-launcher"].image`, im.Values[1].Image)
 }

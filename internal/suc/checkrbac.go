@@ -45,6 +45,9 @@ type CheckRBACOptions struct {
 	// Spec are the reads the upgrade spec's own settings make (its rules'
 	// sources, its health gates), added to the chart's.
 	Spec SpecReads
+	// Pulls are the image check's reads (PullReads): the pods'
+	// ServiceAccounts and pull secrets, by name.
+	Pulls SpecReads
 }
 
 // crdRules are the rules apply.crds needs on the chart's CRDs under
@@ -225,6 +228,9 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 	for ns, rs := range opts.Spec {
 		rules[ns] = append(rules[ns], rs...)
 	}
+	for ns, rs := range opts.Pulls {
+		rules[ns] = append(rules[ns], rs...)
+	}
 	crdCluster, crdNamespaced := crdRules(opts.CRDs, opts.CRDPolicy, opts.CRDMigrate)
 	namespaces := make([]string, 0, len(rules))
 	for ns, rs := range rules {
@@ -268,6 +274,10 @@ func CheckRBAC(objs []*unstructured.Unstructured, opts CheckRBACOptions) ([]byte
 	if len(opts.Spec) > 0 {
 		fmt.Fprintf(&b, "# Also the reads of the upgrade spec (--check-spec): get on the source of each of\n"+
 			"# its live and once rules, by name; list and watch on the objects its health gates read.\n")
+	}
+	if len(opts.Pulls) > 0 {
+		fmt.Fprintf(&b, "# Also the image check's: get on the ServiceAccount and the pull secrets of each\n"+
+			"# pod the chart makes, hooks included, by name.\n")
 	}
 	if len(crdCluster) > 0 {
 		fmt.Fprintf(&b, "# With apply.crds: %s, also what applying the chart's CRDs needs: create on\n"+

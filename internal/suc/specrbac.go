@@ -136,3 +136,26 @@ func Scope(crds []*unstructured.Unstructured, mapper meta.RESTMapper) func(schem
 		return plural.Resource, !clusterScoped[gvk.Group+"/"+gvk.Kind]
 	}
 }
+
+// PullRead is what the image check reads to pull as a pod does: its
+// namespace, its ServiceAccount and the pull secrets it names (its own
+// and those of a ServiceAccount the chart renders).
+type PullRead struct {
+	Namespace, ServiceAccount string
+	Secrets                   []string
+}
+
+// PullReads are the reads of the image check: get on each pod's
+// ServiceAccount and pull secrets, by name.
+func PullReads(pulls []PullRead) SpecReads {
+	r := SpecReads{}
+	for _, p := range pulls {
+		if p.ServiceAccount != "" {
+			r.add(p.Namespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{p.ServiceAccount}, Verbs: []string{"get"}})
+		}
+		if len(p.Secrets) > 0 {
+			r.add(p.Namespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: p.Secrets, Verbs: []string{"get"}})
+		}
+	}
+	return r
+}
