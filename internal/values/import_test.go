@@ -18,6 +18,7 @@ var pureImports = []string{
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade", // the core
 	"github.com/chart-upgrader/chart-upgrader/internal/provenance",
 	"github.com/chart-upgrader/chart-upgrader/internal/health",
+	"github.com/chart-upgrader/chart-upgrader/internal/registries",
 }
 
 // forbiddenImport reports why an import path is not allowed in a pure

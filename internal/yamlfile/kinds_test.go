@@ -84,7 +84,7 @@ func TestStrictEverywhere(t *testing.T) {
 			`- target: {kind: ManagedChart, namespace: fleet-local, name: harvester}`,
 			`  chart: {name: harvester, source: /charts}`,
 			`  wiat: {timeout: 5m}`),
-			6, "charts[1].wiat", "unknown field (want one of target, chart, rules, migrations, wait, apply, helmchart, release)"},
+			6, "charts[1].wiat", "unknown field (want one of target, chart, rules, migrations, wait, apply, images, helmchart, release)"},
 		{"spec", "a number where a string belongs", lines(
 			`apiVersion: chart-upgrader.io/v1alpha1`,
 			`kind: UpgradeSpec`,

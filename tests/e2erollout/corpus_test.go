@@ -144,10 +144,10 @@ func releaseKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(..
 	kubeconfig := planServiceAccount(t, env, "release/10-rbac.yaml", "release", sa, sucNS, chart, ns, rel, nil, nil,
 		"namespace: demo-system", "namespace: "+ns, "namespace: system-upgrade", "namespace: "+sucNS,
 		"resourceNames: [demo-system]", "resourceNames: ["+ns+"]", "name: chart-upgrader-release\n", "name: "+sa+"\n")
-	n := noderun.New(t, "node-1")
+	n := imagesNode(t)
 	preflight := func(args ...string) noderun.Result {
 		return n.Run(t.Context(), env, "preflight", append([]string{"--target", "release/" + ns + "/" + rel, "--chart-source", world.charts,
-			"--version", "2.0.0", "--kubeconfig", kubeconfig}, args...)...)
+			"--version", "2.0.0", "--kubeconfig", kubeconfig, "--registries-config", images.registries}, args...)...)
 	}
 	oracle := func() error {
 		ch, err := loader.Load(chartDir(chart, "2.0.0"))
@@ -178,10 +178,10 @@ func helmChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(
 		"namespace: kube-system", "namespace: "+hcNS, "namespace: demo-system", "namespace: "+ns, "namespace: system-upgrade", "namespace: "+sucNS,
 		"resourceNames: [demo-app]", "resourceNames: ["+rel+"]", "resourceNames: [helm-install-demo-app]", "resourceNames: [helm-install-"+rel+"]",
 		"resourceNames: [demo-system]", "resourceNames: ["+ns+"]")
-	n := noderun.New(t, "node-1")
+	n := imagesNode(t)
 	preflight := func(args ...string) noderun.Result {
 		return n.Run(t.Context(), env, "preflight", append([]string{"--target", "helmchart/" + hcNS + "/" + rel, "--chart-source", world.charts,
-			"--version", "2.0.0", "--kubeconfig", kubeconfig}, args...)...)
+			"--version", "2.0.0", "--kubeconfig", kubeconfig, "--registries-config", images.registries}, args...)...)
 	}
 	oracle := func() error {
 		patch := map[string]any{"spec": map[string]any{"version": "2.0.0", "chartContent": chartContent(t, chart, "2.0.0")}}
@@ -225,10 +225,10 @@ func managedChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (fu
 		"resourceNames: [harvester-crd, harvester]", "resourceNames: ["+rel+"]",
 		"resourceNames: [mcc-harvester-crd, mcc-harvester]", "resourceNames: ["+managedchart.BundleName(rel)+"]",
 		"resourceNames: [harvester-system]", "resourceNames: ["+ns+"]", "name: chart-upgrader\n", "name: chart-upgrader-"+rel+"\n")
-	n := noderun.New(t, "node-1")
+	n := imagesNode(t)
 	preflight := func(args ...string) noderun.Result {
 		return n.Run(t.Context(), env, "preflight", append([]string{"--target", "managedchart/" + mcNS + "/" + rel, "--chart-source", world.charts,
-			"--version", "2.0.0", "--kubeconfig", kubeconfig}, args...)...)
+			"--version", "2.0.0", "--kubeconfig", kubeconfig, "--registries-config", images.registries}, args...)...)
 	}
 	oracle := func() error {
 		u, err := env.Dynamic().Resource(managedchart.ManagedChartGVR).Namespace(mcNS).Get(t.Context(), rel, metav1.GetOptions{})

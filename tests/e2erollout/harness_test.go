@@ -80,7 +80,10 @@ func shared(t *testing.T, env *testenv.Env) {
 			world.err = err
 			return
 		}
-		world.err = taintedNode(context.Background(), env)
+		if world.err = taintedNode(context.Background(), env); world.err != nil {
+			return
+		}
+		world.err = startImages(context.Background(), env)
 	})
 	require.NoError(t, world.err)
 }
@@ -125,9 +128,25 @@ spec:
   replicas: {{ .Values.replicas }}
   selector: {matchLabels: {app: {{ .Release.Name }}-web}}
   template:
-    metadata: {labels: {app: {{ .Release.Name }}-web}}
+    metadata:
+      labels: {app: {{ .Release.Name }}-web}
+      {{- with .Values.podAnnotations }}
+      annotations: {{ toJson . }}
+      {{- end }}
     spec:
       securityContext: {runAsNonRoot: true, runAsUser: 1000, seccompProfile: {type: RuntimeDefault}}
+      {{- with .Values.serviceAccount }}
+      serviceAccountName: {{ . }}
+      {{- end }}
+      {{- with .Values.pullSecrets }}
+      imagePullSecrets: {{ toJson . }}
+      {{- end }}
+      {{- with .Values.initImage }}
+      initContainers:
+      - name: init
+        image: {{ . }}
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+      {{- end }}
       {{- with .Values.nodeSelector }}
       nodeSelector: {{ toJson . }}
       {{- end }}
@@ -136,7 +155,7 @@ spec:
       {{- end }}
       containers:
       - name: web
-        image: registry.example/web:1
+        image: {{ .Values.image }}
         securityContext: {allowPrivilegeEscalation: {{ .Values.privileged }}, privileged: {{ .Values.privileged }}, capabilities: {drop: [ALL]}}
         resources:
           requests: {cpu: {{ .Values.cpu }}, memory: {{ .Values.memory }}}
@@ -172,10 +191,38 @@ metadata:
 data: {{ toJson .Values.data }}
 `
 
-// defaults are the chart's values at 1.0.0.
+// hookTemplate is a pre-upgrade hook Job running .Values.hookImage, when
+// set.
+const hookTemplate = `{{- if .Values.hookImage }}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+  annotations: {helm.sh/hook: pre-upgrade, helm.sh/hook-delete-policy: before-hook-creation}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      {{- with .Values.podAnnotations }}
+      annotations: {{ toJson . }}
+      {{- end }}
+    spec:
+      restartPolicy: Never
+      securityContext: {runAsNonRoot: true, runAsUser: 1000, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: migrate
+        image: {{ .Values.hookImage }}
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+{{- end }}
+`
+
+// defaults are the chart's values at 1.0.0: its image one the origin
+// registry of the images world serves.
 func defaults() map[string]any {
 	return map[string]any{"replicas": 1, "cpu": "100m", "memory": "64Mi", "cpuLimit": "", "privileged": false, "hostPath": false,
-		"nodeSelector": map[string]any{}, "tolerations": []any{}, "services": 1, "data": map[string]any{"a": "x"}}
+		"nodeSelector": map[string]any{}, "tolerations": []any{}, "services": 1, "data": map[string]any{"a": "x"},
+		"image": images.origin.Host + "/app:1.0.0", "initImage": "", "hookImage": "", "pullSecrets": []any{}, "serviceAccount": "",
+		"podAnnotations": map[string]any{}}
 }
 
 // writeCharts writes chart name at 1.0.0 (defaults) and 2.0.0 (defaults
@@ -190,7 +237,8 @@ func writeCharts(t *testing.T, name string, changes map[string]any) {
 			}
 		}
 		_, err := testchart.Write(world.charts, testchart.Chart{Name: name, Version: v, Values: vals,
-			Templates: map[string]string{"deployment.yaml": deploymentTemplate, "services.yaml": servicesTemplate, "config.yaml": configTemplate}})
+			Templates: map[string]string{"deployment.yaml": deploymentTemplate, "services.yaml": servicesTemplate, "config.yaml": configTemplate,
+				"hook.yaml": hookTemplate}})
 		require.NoError(t, err)
 	}
 }

@@ -25,6 +25,11 @@ import (
 // Node is the local side of one chart-upgrader process.
 type Node struct {
 	Name, StateDir, LockFile, TermLog string
+	// Images: its upgrades and preflights check the images (with the
+	// registries.yaml the test gives, --registries-config). A node of a
+	// test that does not set it runs with --skip-image-check: the charts
+	// of those tests name images no registry here serves.
+	Images bool
 }
 
 // New is a node with fresh local files.
@@ -75,6 +80,9 @@ func (n Node) args(env *testenv.Env, command string, args []string) []string {
 		"--lock-file", n.LockFile, "--termination-log", n.TermLog, "--log-format", "json"}
 	if command == "upgrade" || command == "preflight" || command == "rollback" {
 		full = append(full, "--node-name", n.Name)
+	}
+	if (command == "upgrade" || command == "preflight") && !n.Images {
+		full = append(full, "--skip-image-check")
 	}
 	return append(full, args...)
 }

@@ -16,7 +16,7 @@ import (
 
 // HoldAnnotation, on a Pod (for a workload: on its pod template), tells
 // KWOK in the workloads mode to hold the pod in a state instead of making it
-// Running and Ready. Its values are HoldNotReady and HoldFail; any other
+// Running and Ready. Its values are HoldNotReady, HoldFail and HoldPull; any other
 // value is ignored.
 const HoldAnnotation = "testenv.chart-upgrader.io/hold"
 
@@ -28,6 +28,11 @@ const (
 	// HoldFail: a Job's pod fails (phase Failed, exit code 1) once Running;
 	// any other pod is held as with HoldNotReady.
 	HoldFail = "fail"
+	// HoldPull: KWOK leaves the pod Pending; the test kubelet of package
+	// tests/kubelet decides its image pulls, then takes the hold off (KWOK
+	// runs it) or reports ErrImagePull and ImagePullBackOff as a kubelet
+	// does.
+	HoldPull = "pull"
 )
 
 // ReleaseHold removes the hold annotation from pod namespace/name: KWOK

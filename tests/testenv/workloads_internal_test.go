@@ -73,6 +73,6 @@ func TestKWOKStages(t *testing.T) {
 			require.True(t, live, "stage %s applies to pods being deleted", s.Metadata.Name)
 		}
 	}
-	require.Equal(t, map[string]bool{HoldNotReady: true, HoldFail: true}, holds)
+	require.Equal(t, map[string]bool{HoldNotReady: true, HoldFail: true, HoldPull: true}, holds)
 	require.Len(t, names, 7)
 }

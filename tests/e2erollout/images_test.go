@@ -1,0 +1,224 @@
+package e2erollout
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/imagecheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/tests/kubelet"
+	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
+	"github.com/chart-upgrader/chart-upgrader/tests/ociregistry"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
+)
+
+// The images world: four real registries on loopback (distribution's, TLS
+// with a CA of each one's own), the nodes' registries.yaml naming them,
+// and the test kubelet pulling the images of the pods held for it.
+var images struct {
+	origin, mirror *ociregistry.Registry
+	// private is behind htpasswd, its credentials in registries.yaml;
+	// secret is behind htpasswd, its credentials only in a pull secret.
+	private, secret *ociregistry.Registry
+	digest          string // of origin's app:2.0.0, an index
+	registries      string // the registries.yaml
+}
+
+// imagePassword is the password of both private registries' user.
+const imagePassword = "pull-s3cr3t-9f2c"
+
+// startImages starts the images world and the test kubelet.
+func startImages(ctx context.Context, env *testenv.Env) error {
+	dir, err := os.MkdirTemp("", "e2erollout-registries")
+	if err != nil {
+		return err
+	}
+	start := func(sub string, opts ...ociregistry.Options) (*ociregistry.Registry, error) {
+		d := filepath.Join(dir, sub)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, err
+		}
+		return ociregistry.Start(ctx, d, opts...)
+	}
+	users := ociregistry.Options{Users: map[string]string{"puller": imagePassword}}
+	if images.origin, err = start("origin"); err != nil {
+		return err
+	}
+	if images.mirror, err = start("mirror"); err != nil {
+		return err
+	}
+	if images.private, err = start("private", users); err != nil {
+		return err
+	}
+	if images.secret, err = start("secret", users); err != nil {
+		return err
+	}
+	pushes := []struct {
+		r         *ociregistry.Registry
+		repo, tag string
+		platforms []string
+	}{
+		{images.origin, "app", "1.0.0", []string{"linux/amd64"}},
+		{images.origin, "app", "2.0.0", []string{"linux/amd64", "linux/arm64"}},
+		{images.origin, "arm-only", "1.0", []string{"linux/arm64"}},
+		{images.mirror, "app", "2.0.0", []string{"linux/amd64"}},
+		{images.mirror, "library/nginx", "2.0.0", []string{"linux/amd64"}},
+		{images.mirror, "mirrored/app", "2.0.0", []string{"linux/amd64"}},
+		{images.private, "secret-app", "1.0", []string{"linux/amd64"}},
+		{images.secret, "secret-app", "1.0", []string{"linux/amd64"}},
+	}
+	for _, p := range pushes {
+		d, err := p.r.PushImage(p.repo, p.tag, p.platforms...)
+		if err != nil {
+			return fmt.Errorf("pushing %s/%s:%s: %w", p.r.Host, p.repo, p.tag, err)
+		}
+		if p.r == images.origin && p.tag == "2.0.0" {
+			images.digest = d
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "mirrors:\n  registry.example.invalid:\n    endpoint: [\"https://%s\"]\n  docker.io:\n    endpoint: [\"https://%s\"]\n"+
+		"  rewritten.example.invalid:\n    endpoint: [\"https://%s\"]\n    rewrite:\n      \"^(app)$\": \"mirrored/$1\"\nconfigs:\n",
+		images.mirror.Host, images.mirror.Host, images.mirror.Host)
+	for _, r := range []*ociregistry.Registry{images.origin, images.mirror, images.private, images.secret} {
+		fmt.Fprintf(&b, "  %q:\n    tls:\n      ca_file: %s\n", r.Host, r.CAFile)
+		if r == images.private {
+			fmt.Fprintf(&b, "    auth:\n      username: puller\n      password: %s\n", imagePassword)
+		}
+	}
+	images.registries = filepath.Join(dir, "registries.yaml")
+	if err := os.WriteFile(images.registries, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	regs, err := imagecheck.LoadRegistries(images.registries, "")
+	if err != nil {
+		return err
+	}
+	k := &kubelet.Kubelet{Kube: env.Kube(), Puller: imagecheck.NewPuller(regs, 0)}
+	return k.Start(ctx)
+}
+
+// imagesNode is a node whose preflights check the images (with
+// images.registries, given by the caller).
+func imagesNode(t *testing.T) noderun.Node {
+	n := noderun.New(t, "node-1")
+	n.Images = true
+	return n
+}
+
+// pullHold holds the pods for the test kubelet.
+var pullHold = map[string]any{testenv.HoldAnnotation: testenv.HoldPull}
+
+// pullSecret creates Secret name in ns: a dockerconfigjson for the
+// secret registry.
+func pullSecret(t *testing.T, env *testenv.Env, ns, name string) {
+	t.Helper()
+	auth := base64.StdEncoding.EncodeToString([]byte("puller:" + imagePassword))
+	cfg, err := json.Marshal(map[string]any{"auths": map[string]any{images.secret.Host: map[string]any{"auth": auth}}})
+	require.NoError(t, err)
+	_, err = env.Kube().CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: cfg}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// imageCases are the images an upgrade runs that the nodes could not pull
+// (preflight refuses them, and the applier's upgrade never rolls out:
+// its pods sit in ImagePullBackOff), each with a control that pulls.
+func imageCases() []rolloutCase {
+	o := images.origin.Host
+	held := func(v map[string]any) map[string]any {
+		v["podAnnotations"] = pullHold
+		return v
+	}
+	withSecret := func(t *testing.T, env *testenv.Env, ns string) { pullSecret(t, env, ns, "regcred") }
+	withServiceAccount := func(t *testing.T, env *testenv.Env, ns string) {
+		pullSecret(t, env, ns, "regcred")
+		_, err := env.Kube().CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "puller"},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	return []rolloutCase{
+		{"image: a tag the registry lacks", held(map[string]any{"image": o + "/app:9.9.9"}), nil, nil,
+			"container web, is served by no endpoint the nodes pull it from: https://" + o + "/v2 (the registry; as app): MANIFEST_UNKNOWN"},
+		{"image: a repository the registry lacks", held(map[string]any{"image": o + "/nothere:1"}), nil, nil, "MANIFEST_UNKNOWN"},
+		{"image: an index holding the nodes' platform", held(map[string]any{"image": o + "/app:2.0.0"}), nil, nil, ""},
+		{"image: an init container's, missing", held(map[string]any{"initImage": o + "/app:9.9.9"}), nil, nil, "init container init, is served by no endpoint"},
+		{"image: an init container's", held(map[string]any{"initImage": o + "/app:2.0.0"}), nil, nil, ""},
+		{"image: a pre-upgrade hook's, missing", held(map[string]any{"hookImage": o + "/app:9.9.9"}), nil, nil, "-migrate (a hook), container migrate"},
+		{"image: a pre-upgrade hook's", held(map[string]any{"hookImage": o + "/app:2.0.0"}), nil, nil, ""},
+		{"image: built for another platform", held(map[string]any{"image": o + "/arm-only:1.0"}), nil, nil, "has no linux/amd64 for the nodes its pods may run on"},
+		{"image: by digest", held(map[string]any{"image": o + "/app@" + images.digest}), nil, nil, ""},
+		{"image: a digest the registry lacks", held(map[string]any{"image": o + "/app@sha256:" + strings.Repeat("0", 64)}), nil, nil, "MANIFEST_UNKNOWN"},
+		{"image: through a mirror", held(map[string]any{"image": "registry.example.invalid/app:2.0.0"}), nil, nil, ""},
+		{"image: a short name through the docker.io mirror", held(map[string]any{"image": "nginx:2.0.0"}), nil, nil, ""},
+		{"image: missing on the mirror, and the registry unknown", held(map[string]any{"image": "registry.example.invalid/app:7.7.7"}), nil, nil,
+			"https://" + images.mirror.Host + "/v2 (a mirror; as app): MANIFEST_UNKNOWN: manifest unknown (HTTP 404); https://registry.example.invalid/v2 (the registry; as app): dial tcp: lookup registry.example.invalid"},
+		{"image: rewritten on the mirror", held(map[string]any{"image": "rewritten.example.invalid/app:2.0.0"}), nil, nil, ""},
+		{"image: a host nothing resolves", held(map[string]any{"image": "nowhere.invalid/x:1"}), nil, nil, "lookup nowhere.invalid"},
+		{"image: private, credentials in registries.yaml", held(map[string]any{"image": images.private.Host + "/secret-app:1.0"}), nil, nil, ""},
+		{"image: private, no credentials", held(map[string]any{"image": images.secret.Host + "/secret-app:1.0"}), nil, nil, "UNAUTHORIZED: authentication required (HTTP 401)"},
+		{"image: private, the pod's imagePullSecrets", held(map[string]any{"image": images.secret.Host + "/secret-app:1.0", "pullSecrets": []any{map[string]any{"name": "regcred"}}}),
+			withSecret, nil, ""},
+		{"image: private, its ServiceAccount's imagePullSecrets", held(map[string]any{"image": images.secret.Host + "/secret-app:1.0", "serviceAccount": "puller"}),
+			withServiceAccount, nil, ""},
+	}
+}
+
+// Preflight refuses exactly the images the nodes cannot pull, as each
+// kind's Plan ServiceAccount with the RBAC plan --check-chart derives (the
+// pods' ServiceAccounts and pull secrets, by name): each case's upgrade is
+// checked, then made by the kind's applier, whose pods the test kubelet
+// pulls. No output holds a password.
+func TestPreflightChecksTheImages(t *testing.T) {
+	env := testenv.ForTest(t)
+	shared(t, env)
+	kinds := []struct {
+		name string
+		run  kindRun
+	}{{"release", releaseKind}, {"helmchart", helmChartKind}, {"managedchart", managedChartKind}}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			for _, tc := range imageCases() {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					env := testenv.ForTest(t)
+					ns := env.Namespace(t)
+					chart, rel := name("i"), name("rel")
+					writeCharts(t, chart, tc.changes)
+					if tc.early != nil {
+						tc.early(t, env, ns)
+					}
+					preflight, oracle := k.run(t, env, chart, ns, rel)
+					before := len(noderun.Writes(t, env, ns))
+					r := preflight("-o", "json")
+					assert.Equal(t, before, len(noderun.Writes(t, env, ns)), "preflight writes nothing")
+					for _, out := range []string{r.Stdout, r.Stderr} {
+						assert.NotContains(t, out, imagePassword)
+						assert.NotContains(t, out, base64.StdEncoding.EncodeToString([]byte("puller:"+imagePassword)))
+					}
+					err := oracle()
+					if tc.says == "" {
+						r.RequireCode(t, 0)
+						assert.Contains(t, r.Stdout, `"verdict": "pullable"`)
+						require.NoError(t, err, "the applier's upgrade rolls out")
+						return
+					}
+					r.RequireCode(t, outcome.ExitRefused)
+					assert.Contains(t, r.Stderr, tc.says)
+					require.Error(t, err, "the applier's upgrade does not roll out")
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,237 @@
+// Package kubelet is the tests' stand-in for what a node's kubelet and
+// containerd do with a pod's images, which KWOK does not: for each
+// scheduled pod held with testenv.HoldPull, it pulls every image of the
+// pod as the node would (package imagecheck's Puller, with the node's
+// registries.yaml and the pod's pull secrets and its ServiceAccount's, as
+// the kubelet hands them to containerd) and for the node's platform. A
+// pod whose images all pull loses its hold, and KWOK runs it; any other
+// gets the kubelet's own waiting reasons on the container that cannot
+// pull: ErrImagePull, then ImagePullBackOff, with the messages a kubelet
+// writes.
+//
+// It shares the resolution of registries.yaml with the image check (the
+// rules are tested against k3s's own in package registries): what it adds
+// is the node's side, pods that never start, for the appliers' waits.
+package kubelet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	k8schain "github.com/google/go-containerregistry/pkg/authn/kubernetes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/imagecheck"
+	"github.com/chart-upgrader/chart-upgrader/internal/registries"
+	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
+)
+
+// BackOff is how long a pod stays in ErrImagePull before the kubelet
+// reports ImagePullBackOff (a real kubelet: its first back-off, 10 s).
+const BackOff = time.Second
+
+// Kubelet decides the image pulls of held pods.
+type Kubelet struct {
+	Kube   kubernetes.Interface
+	Puller *imagecheck.Puller
+	Log    *slog.Logger
+
+	mu      sync.Mutex
+	decided map[types.UID]bool
+}
+
+// Start runs k until ctx ends: it watches every pod.
+func (k *Kubelet) Start(ctx context.Context) error {
+	k.decided = map[types.UID]bool{}
+	if k.Log == nil {
+		k.Log = slog.New(slog.DiscardHandler)
+	}
+	f := informers.NewSharedInformerFactory(k.Kube, 0)
+	pods := f.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { k.see(ctx, o) },
+		UpdateFunc: func(_, o any) { k.see(ctx, o) },
+	}); err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	for _, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("the test kubelet's pod informer did not sync")
+		}
+	}
+	return nil
+}
+
+// see decides a held, scheduled pod once, in the background.
+func (k *Kubelet) see(ctx context.Context, o any) {
+	pod, ok := o.(*corev1.Pod)
+	if !ok || pod.Annotations[testenv.HoldAnnotation] != testenv.HoldPull || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
+		return
+	}
+	k.mu.Lock()
+	seen := k.decided[pod.UID]
+	k.decided[pod.UID] = true
+	k.mu.Unlock()
+	if !seen {
+		go k.decide(ctx, pod.DeepCopy())
+	}
+}
+
+// failure is a container that cannot pull, in the kubelet's words.
+type failure struct {
+	container, image, message string
+	init                      bool
+}
+
+// decide pulls pod's images and lets KWOK run it, or reports why not.
+func (k *Kubelet) decide(ctx context.Context, pod *corev1.Pod) {
+	node, err := k.Kube.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		k.Log.Error("test kubelet: reading the pod's node", "pod", pod.Name, "error", err)
+		return
+	}
+	platform := node.Status.NodeInfo.OperatingSystem + "/" + node.Status.NodeInfo.Architecture
+	cri, err := k.credentials(ctx, pod)
+	if err != nil {
+		k.Log.Error("test kubelet: reading the pod's pull secrets", "pod", pod.Name, "error", err)
+		return
+	}
+	var failed *failure
+	containers := append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for i, c := range containers {
+		if msg := k.pull(ctx, c.Image, platform, cri); msg != "" {
+			failed = &failure{container: c.Name, image: c.Image, message: msg, init: i < len(pod.Spec.InitContainers)}
+			break
+		}
+	}
+	if failed == nil {
+		if err := testenv.ReleaseHold(ctx, k.Kube, pod.Namespace, pod.Name); err != nil {
+			k.Log.Error("test kubelet: releasing the pod", "pod", pod.Name, "error", err)
+		}
+		return
+	}
+	k.report(ctx, pod, failed, "ErrImagePull", failed.message)
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(BackOff):
+	}
+	k.report(ctx, pod, failed, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: ErrImagePull: %s", failed.image, failed.message))
+}
+
+// pull is "" when ref pulls for platform, else containerd's error as the
+// kubelet reports it.
+func (k *Kubelet) pull(ctx context.Context, ref, platform string, cri map[string]authn.Authenticator) string {
+	img, err := registries.ParseImage(ref)
+	if err != nil {
+		return fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", ref, ref, err)
+	}
+	p := k.Puller.Pull(ctx, img, cri[img.Registry])
+	if p.Found == nil {
+		var last string
+		if n := len(p.Tried); n > 0 {
+			last = p.Tried[n-1].Said
+		}
+		code := "Unknown"
+		switch {
+		case strings.Contains(last, "(HTTP 404)"):
+			code, last = "NotFound", img.String()+": not found"
+		case strings.Contains(last, "(HTTP 401)"):
+			code, last = "Unknown", "pull access denied, repository does not exist or may require authorization: "+last
+		}
+		return fmt.Sprintf("rpc error: code = %s desc = failed to pull and unpack image %q: failed to resolve reference %q: %s", code, img.String(), img.String(), last)
+	}
+	for _, have := range p.Found.Platforms {
+		if have == platform || strings.HasPrefix(have, platform+"/") {
+			return ""
+		}
+	}
+	return fmt.Sprintf("rpc error: code = NotFound desc = failed to pull and unpack image %q: no match for platform in manifest: not found", img.String())
+}
+
+// credentials are the pod's pull secrets, then its ServiceAccount's, for
+// each registry its images name, as the kubelet picks them.
+func (k *Kubelet) credentials(ctx context.Context, pod *corev1.Pod) (map[string]authn.Authenticator, error) {
+	var secrets []string
+	for _, s := range pod.Spec.ImagePullSecrets {
+		secrets = append(secrets, s.Name)
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	kc, err := k8schain.New(ctx, k.Kube, k8schain.Options{Namespace: pod.Namespace, ServiceAccountName: sa, ImagePullSecrets: secrets})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]authn.Authenticator{}
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		img, err := registries.ParseImage(c.Image)
+		if err != nil {
+			continue
+		}
+		auth, err := kc.Resolve(repo{img.Registry + "/" + img.Repository, img.Registry})
+		if err != nil {
+			return nil, err
+		}
+		if auth != authn.Anonymous {
+			out[img.Registry] = auth
+		}
+	}
+	return out, nil
+}
+
+type repo struct{ name, registry string }
+
+func (r repo) String() string      { return r.name }
+func (r repo) RegistryStr() string { return r.registry }
+
+// report sets the waiting state of the container that cannot pull (the
+// others of the pod waiting on PodInitializing or ContainerCreating), as
+// a kubelet does.
+func (k *Kubelet) report(ctx context.Context, pod *corev1.Pod, f *failure, reason, message string) {
+	waiting := func(c corev1.Container, init bool) corev1.ContainerStatus {
+		st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}
+		if !init && len(pod.Spec.InitContainers) == 0 {
+			st.State.Waiting.Reason = "ContainerCreating"
+		}
+		if c.Name == f.container && init == f.init {
+			st.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: message}
+		}
+		return st
+	}
+	status := corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionFalse, Reason: "ContainersNotInitialized"},
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [" + f.container + "]"},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"},
+	}}
+	if !f.init {
+		status.Conditions[1] = corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		status.InitContainerStatuses = append(status.InitContainerStatuses, waiting(c, true))
+	}
+	for _, c := range pod.Spec.Containers {
+		status.ContainerStatuses = append(status.ContainerStatuses, waiting(c, false))
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return
+	}
+	if _, err := k.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && ctx.Err() == nil {
+		k.Log.Warn("test kubelet: writing the pod's status", "pod", pod.Name, "error", err)
+	}
+}
