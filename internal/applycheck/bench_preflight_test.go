@@ -19,6 +19,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cli"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/tests/ociregistry"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -38,8 +39,9 @@ func bigChart(b *testing.B, dir, version string) string {
 // BenchmarkPreflight300 runs `chart-upgrader preflight` (in-process, as a
 // run of the binary does: new clients, nothing cached) on a release of 300
 // objects of 10 kinds that Helm 4 installed server-side, to the next
-// version of its chart; requests per op from the API server's audit log.
-// Not a test: figures for docs/performance.md.
+// version of its chart, its images asked for on a registry on loopback
+// that a registries.yaml mirrors registry.example to; requests per op from
+// the API server's audit log. Not a test: figures for docs/performance.md.
 func BenchmarkPreflight300(b *testing.B) {
 	env := testenv.ForTest(b)
 	ns := env.Namespace(b)
@@ -67,6 +69,16 @@ func BenchmarkPreflight300(b *testing.B) {
 		require.NoError(b, err)
 	}
 	host := b.TempDir()
+	reg, err := ociregistry.Start(b.Context(), host)
+	require.NoError(b, err)
+	defer reg.Close()
+	for _, repo := range []string{"web", "job"} {
+		_, err := reg.PushImage(repo, "1", "linux/amd64")
+		require.NoError(b, err)
+	}
+	registries := filepath.Join(host, "registries.yaml")
+	require.NoError(b, os.WriteFile(registries, []byte("mirrors:\n  registry.example:\n    endpoint: [\"https://"+reg.Host+"\"]\n"+
+		"configs:\n  \""+reg.Host+"\":\n    tls:\n      ca_file: "+reg.CAFile+"\n"), 0o600))
 	count := func() int {
 		events, err := testenv.ReadAuditLog(env.AuditLogPath())
 		require.NoError(b, err)
@@ -92,9 +104,11 @@ func BenchmarkPreflight300(b *testing.B) {
 	for b.Loop() {
 		var out, errb bytes.Buffer
 		code := cli.Run(b.Context(), []string{"chart-upgrader", "preflight", "--target", "release/" + ns + "/big", "--chart-source", charts,
-			"--version", "2.0.0", "--kubeconfig", env.KubeconfigPath(), "--host-root", host, "--log-format", "json"}, &out, &errb)
+			"--version", "2.0.0", "--kubeconfig", env.KubeconfigPath(), "--host-root", host, "--log-format", "json",
+			"--registries-config", registries}, &out, &errb)
 		require.Equal(b, 0, code, "%s\n%s", errb.String(), out.String())
 		require.Contains(b, errb.String(), "conflict check: 300 objects checked")
+		require.Contains(b, out.String(), "image check: 2 images (60 uses)")
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(count()-start)/float64(b.N), "requests/op")

@@ -62,6 +62,10 @@ func DefaultRegistries(hostRoot string) (*Registries, error) {
 // load.
 func LoadRegistries(path, hostRoot string) (*Registries, error) {
 	data, err := yamlfile.Read(path, "registries config "+path)
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, outcome.BadInput(fmt.Errorf("%w (this process runs as uid %d): make it readable to that user or group, or run as root "+
+			"(plan --run-as 0:0), or check no image (--skip-image-check, images.check: false)", err, os.Geteuid()))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +88,7 @@ func LoadRegistries(path, hostRoot string) (*Registries, error) {
 		var t httpclient.NodeTLS
 		t.SkipVerify = hc.TLS.InsecureSkipVerify
 		if hc.TLS.CAFile != "" {
-			pem, err := os.ReadFile(onNode(hc.TLS.CAFile))
+			pem, err := os.ReadFile(onNode(hc.TLS.CAFile)) // #nosec G304: the node's own file, as registries.yaml names it
 			if err != nil {
 				return nil, outcome.BadInput(fmt.Errorf("%s.ca_file: %w", at, err))
 			}

@@ -85,7 +85,7 @@ func benchHelmChart(ctx context.Context, f upgradeFlags, log io.Writer) ([]hcSam
 		if from == "2.0.0" {
 			to = "1.0.0"
 		}
-		args := []string{"upgrade", "--target", "helmchart/" + hcNamespace + "/" + hcName, "--chart-source", filepath.Join(examples, "charts"),
+		args := []string{"upgrade", "--skip-image-check", "--target", "helmchart/" + hcNamespace + "/" + hcName, "--chart-source", filepath.Join(examples, "charts"),
 			"--version", to, "--policy", policy, "--timeout", "10m", "--kubeconfig", env.KubeconfigPath(),
 			"--state-dir", filepath.Join(dir, "state"), "--lock-file", filepath.Join(dir, "upgrade.lock"),
 			"--termination-log", filepath.Join(dir, "termination-log"), "--node-name", "bench"}

@@ -126,7 +126,7 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 		var p proc
 		switch st.tool {
 		case toolCU:
-			args := []string{"upgrade", "--target", "release/" + relNamespace + "/" + relName, "--chart-source", charts,
+			args := []string{"upgrade", "--skip-image-check", "--target", "release/" + relNamespace + "/" + relName, "--chart-source", charts,
 				"--version", st.to, "--policy", filepath.Join(examples, "policy.yaml"), "--timeout", "10m",
 				"--kubeconfig", env.KubeconfigPath(), "--state-dir", filepath.Join(dir, "state"), "--lock-file",
 				filepath.Join(dir, "upgrade.lock"), "--termination-log", filepath.Join(dir, "termination-log"), "--node-name", "bench"}

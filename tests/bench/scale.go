@@ -312,7 +312,7 @@ func benchCharts(ctx context.Context, f scaleFlags, r *report, log io.Writer) er
 		w.sim.SetFault(namespace, rel.name, fleetsim.Fault{Delay: f.chartDelay})
 	}
 	logf(log, "%d charts: deployed in %s; upgrading them with one spec", f.charts, secs(time.Since(start)))
-	p, err := runProc(ctx, nil, f.chartUpgrader, append([]string{"upgrade", "--spec", specFile, "--version", "2.0.0"}, w.toolArgs()...)...)
+	p, err := runProc(ctx, nil, f.chartUpgrader, append([]string{"upgrade", "--skip-image-check", "--spec", specFile, "--version", "2.0.0"}, w.toolArgs()...)...)
 	if err != nil {
 		return err
 	}

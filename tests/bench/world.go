@@ -195,7 +195,7 @@ func (w *world) upgradeArgs(rel release, to string, downgrade bool, timeout time
 
 // upgradeArgsOn is upgradeArgs for a run on node (nodeArgs).
 func (w *world) upgradeArgsOn(node string, rel release, to string, downgrade bool, timeout time.Duration) []string {
-	args := []string{"upgrade", "--target", "managedchart/" + namespace + "/" + rel.name, "--chart-source", w.charts(),
+	args := []string{"upgrade", "--skip-image-check", "--target", "managedchart/" + namespace + "/" + rel.name, "--chart-source", w.charts(),
 		"--version", to, "--policy", filepath.Join(w.examples, "policy.yaml"), "--timeout", timeout.String()}
 	if downgrade {
 		args = append(args, "--allow-downgrade")

@@ -2,7 +2,8 @@
 // a local control plane (kube-apiserver + etcd) and the Fleet simulator,
 // demo-app 1.0.0 installed as a ManagedChart with an installer's values,
 // then `chart-upgrader upgrade` to 2.0.0 with package/examples/spec.yaml,
-// a re-run that has nothing to do, and `chart-upgrader status`. It stops
+// (its images on a registry on loopback, through a registries.yaml
+// mirror), a re-run that has nothing to do, and `chart-upgrader status`. It stops
 // everything when done. `make demo` runs it.
 package main
 
@@ -27,6 +28,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/fleetsim"
+	"github.com/chart-upgrader/chart-upgrader/tests/ociregistry"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -110,13 +112,20 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	step("a registry on loopback holds 2.0.0's images; the nodes' registries.yaml mirrors registry.example.com to it")
+	registriesYAML, stopRegistry, err := ociregistry.Mirror(ctx, dir, "registry.example.com", "demo/app:v2.0.0", "demo/webhook:v0.5.6")
+	if err != nil {
+		return err
+	}
+	defer stopRegistry()
 	cluster := []string{"--kubeconfig", env.KubeconfigPath(), "--state-dir", filepath.Join(dir, "state"),
 		"--lock-file", filepath.Join(dir, "upgrade.lock"), "--termination-log", filepath.Join(dir, "termination-log"),
 		"--log-format", "text"}
+	upgradeFlags := append([]string{"--registries-config", registriesYAML}, cluster...)
 
 	step("chart-upgrader upgrade --spec package/examples/spec.yaml --version 2.0.0")
 	start = time.Now()
-	if err := command(ctx, bin, append([]string{"upgrade", "--spec", filepath.Join(ex, "spec.yaml"), "--version", "2.0.0"}, cluster...)...); err != nil {
+	if err := command(ctx, bin, append([]string{"upgrade", "--spec", filepath.Join(ex, "spec.yaml"), "--version", "2.0.0"}, upgradeFlags...)...); err != nil {
 		return err
 	}
 	fmt.Printf("   took %s\n", time.Since(start).Round(time.Millisecond))
@@ -139,7 +148,7 @@ func run(ctx context.Context) error {
 	fmt.Printf("   webhook certificate unchanged: %v\n", same)
 
 	step("again (a retried Job): nothing to do, no writes")
-	if err := command(ctx, bin, append([]string{"upgrade", "--spec", filepath.Join(ex, "spec.yaml"), "--version", "2.0.0"}, cluster...)...); err != nil {
+	if err := command(ctx, bin, append([]string{"upgrade", "--spec", filepath.Join(ex, "spec.yaml"), "--version", "2.0.0"}, upgradeFlags...)...); err != nil {
 		return err
 	}
 

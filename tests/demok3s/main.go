@@ -27,6 +27,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 	"github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/klipperhelm"
+	"github.com/chart-upgrader/chart-upgrader/tests/ociregistry"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -93,14 +94,21 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	step("a registry on loopback holds 2.0.0's images; the nodes' registries.yaml mirrors registry.example.com to it")
+	registriesYAML, stopRegistry, err := ociregistry.Mirror(ctx, dir, "registry.example.com", "demo/app:v2.0.0", "demo/webhook:v0.5.6")
+	if err != nil {
+		return err
+	}
+	defer stopRegistry()
 	cluster := []string{"--kubeconfig", env.KubeconfigPath(), "--state-dir", filepath.Join(dir, "state"),
 		"--lock-file", filepath.Join(dir, "upgrade.lock"), "--termination-log", filepath.Join(dir, "termination-log"),
 		"--log-format", "text"}
+	upgradeFlags := append([]string{"--registries-config", registriesYAML}, cluster...)
 	spec := filepath.Join(ex, "spec-helmchart.yaml")
 
 	step("chart-upgrader upgrade --spec package/examples/spec-helmchart.yaml --version 2.0.0")
 	start = time.Now()
-	if err := command(ctx, bin, append([]string{"upgrade", "--spec", spec, "--version", "2.0.0"}, cluster...)...); err != nil {
+	if err := command(ctx, bin, append([]string{"upgrade", "--spec", spec, "--version", "2.0.0"}, upgradeFlags...)...); err != nil {
 		return err
 	}
 	fmt.Printf("   took %s\n", time.Since(start).Round(time.Millisecond))
@@ -133,7 +141,7 @@ func run(ctx context.Context) error {
 	fmt.Printf("   webhook certificate unchanged: %v\n", same)
 
 	step("again (a retried Job): nothing to do, no writes")
-	if err := command(ctx, bin, append([]string{"upgrade", "--spec", spec, "--version", "2.0.0"}, cluster...)...); err != nil {
+	if err := command(ctx, bin, append([]string{"upgrade", "--spec", spec, "--version", "2.0.0"}, upgradeFlags...)...); err != nil {
 		return err
 	}
 

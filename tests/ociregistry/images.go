@@ -1,6 +1,7 @@
 package ociregistry
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -104,4 +105,32 @@ func (r *Registry) remoteOptions() []remote.Option {
 		break
 	}
 	return opts
+}
+
+// Mirror starts a registry on loopback holding each image of images
+// ("repo:tag", linux/amd64 and linux/arm64) and writes into dir a
+// registries.yaml that mirrors registry to it, trusting its CA, as a
+// node's would; it prints the file, and returns its path and how to stop
+// the registry. The demos pull their charts' images through it.
+func Mirror(ctx context.Context, dir, registry string, images ...string) (string, func(), error) {
+	reg, err := Start(ctx, dir)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, img := range images {
+		repo, tag, _ := strings.Cut(img, ":")
+		if _, err := reg.PushImage(repo, tag, "linux/amd64", "linux/arm64"); err != nil {
+			reg.Close()
+			return "", nil, fmt.Errorf("pushing %s: %w", img, err)
+		}
+	}
+	text := fmt.Sprintf("mirrors:\n  %s:\n    endpoint: [\"https://%s\"]\nconfigs:\n  %q:\n    tls:\n      ca_file: %s\n",
+		registry, reg.Host, reg.Host, reg.CAFile)
+	path := filepath.Join(dir, "registries.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		reg.Close()
+		return "", nil, err
+	}
+	fmt.Printf("   %s\n", strings.ReplaceAll(strings.TrimSpace(text), "\n", "\n   "))
+	return path, reg.Close, nil
 }

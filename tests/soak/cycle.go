@@ -103,7 +103,7 @@ func (c *cycle) anyRunning() bool {
 func (s *soak) args(op string, n node) []string {
 	var a []string
 	if op == opUpgrade {
-		a = []string{"upgrade", "--spec", filepath.Join(s.w.examples, "spec.yaml"), "--version", v2,
+		a = []string{"upgrade", "--skip-image-check", "--spec", filepath.Join(s.w.examples, "spec.yaml"), "--version", v2,
 			"--hooks-dir", s.hooksDir, "--hook-timeout", "30s"}
 	} else {
 		a = []string{"rollback", "--target", targetRef}

@@ -183,7 +183,7 @@ func (r *releaseSoak) cycle(ctx context.Context, n int) {
 	rng := rand.New(rand.NewPCG(uint64(s.seed), uint64(n)))
 	to := map[string]string{"1.0.0": "2.0.0", "2.0.0": "1.0.0"}[r.version]
 	args := func(nd node) []string {
-		return []string{"upgrade", "--spec", w.spec, "--version", to, "--allow-downgrade", "--lease-duration", "2s",
+		return []string{"upgrade", "--skip-image-check", "--spec", w.spec, "--version", to, "--allow-downgrade", "--lease-duration", "2s",
 			"--kubeconfig", w.env.KubeconfigPath(), "--state-dir", nd.stateDir, "--lock-file", nd.lockFile,
 			"--termination-log", nd.termLog, "--log-format", "json", "--node-name", nd.name}
 	}
