@@ -222,3 +222,44 @@ func TestPreflightChecksTheImages(t *testing.T) {
 		})
 	}
 }
+
+// Without the check (--skip-image-check, or the spec's images.check:
+// false) preflight says the images were not checked, passes an image no
+// registry serves, and the upgrade's wait meets the pods the kubelet
+// cannot start: ImagePullBackOff until the timeout (exit 4).
+func TestImagesNotCheckedAreSaidSo(t *testing.T) {
+	env := testenv.ForTest(t)
+	shared(t, env)
+	ns := env.Namespace(t)
+	chart, rel := name("i"), name("rel")
+	writeCharts(t, chart, map[string]any{"image": images.origin.Host + "/app:9.9.9", "podAnnotations": pullHold})
+	preflight, _ := releaseKind(t, env, chart, ns, rel)
+	r := preflight("--skip-image-check", "-o", "json")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, `"checked": false`)
+	assert.Contains(t, r.Stdout, `"note": "images not checked: --skip-image-check"`)
+
+	spec := filepath.Join(t.TempDir(), "spec.yaml")
+	require.NoError(t, os.WriteFile(spec, []byte("apiVersion: chart-upgrader.io/v1alpha1\nkind: UpgradeSpec\ncharts:\n"+
+		"- target: {kind: Release, namespace: "+ns+", name: "+rel+"}\n  chart: {name: "+chart+", source: "+world.charts+"}\n"+
+		"  images: {check: false}\n  release: {rollbackOnFailure: false}\n"), 0o600))
+	n := imagesNode(t)
+	r = n.Run(t.Context(), env, "preflight", "--spec", spec, "--version", "2.0.0", "--registries-config", images.registries)
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, "images not checked: the spec says images.check: false")
+
+	r = n.Run(t.Context(), env, "upgrade", "--spec", spec, "--version", "2.0.0", "--registries-config", images.registries, "--timeout", "10s")
+	r.RequireCode(t, outcome.ExitTimeout)
+	pods, err := env.Kube().CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	backOff := 0
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Waiting != nil && c.State.Waiting.Reason == "ImagePullBackOff" {
+				backOff++
+				assert.Contains(t, c.State.Waiting.Message, `Back-off pulling image "`+images.origin.Host+`/app:9.9.9"`)
+			}
+		}
+	}
+	assert.Equal(t, 1, backOff, "the new revision's pod cannot pull its image")
+}
