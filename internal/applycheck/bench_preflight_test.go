@@ -69,14 +69,15 @@ func BenchmarkPreflight300(b *testing.B) {
 		require.NoError(b, err)
 	}
 	host := b.TempDir()
-	reg, err := ociregistry.Start(b.Context(), host)
+	regDir := b.TempDir() // not under the host root: its paths are this machine's
+	reg, err := ociregistry.Start(b.Context(), regDir)
 	require.NoError(b, err)
 	defer reg.Close()
 	for _, repo := range []string{"web", "job"} {
 		_, err := reg.PushImage(repo, "1", "linux/amd64")
 		require.NoError(b, err)
 	}
-	registries := filepath.Join(host, "registries.yaml")
+	registries := filepath.Join(regDir, "registries.yaml")
 	require.NoError(b, os.WriteFile(registries, []byte("mirrors:\n  registry.example:\n    endpoint: [\"https://"+reg.Host+"\"]\n"+
 		"configs:\n  \""+reg.Host+"\":\n    tls:\n      ca_file: "+reg.CAFile+"\n"), 0o600))
 	count := func() int {

@@ -55,8 +55,8 @@ func DefaultRegistries(hostRoot string) (*Registries, error) {
 }
 
 // LoadRegistries reads the registries.yaml at path and the TLS files it
-// names. Paths in it are the node's: read under hostRoot when hostRoot
-// is a directory other than /. Every error is bad input naming the file
+// names. A file under hostRoot (a directory other than /) is the node's:
+// the paths it names are read under hostRoot too. Every error is bad input naming the file
 // and field: the file's own (registries.Parse), a ca_file that cannot be
 // read or holds no certificate, a client certificate and key that do not
 // load.
@@ -74,8 +74,9 @@ func LoadRegistries(path, hostRoot string) (*Registries, error) {
 		return nil, err
 	}
 	r := &Registries{Config: c, From: path, tls: map[*registries.TLS]httpclient.NodeTLS{}}
+	nodes := underRoot(path, hostRoot)
 	onNode := func(p string) string {
-		if st, err := os.Stat(hostRoot); err == nil && st.IsDir() && filepath.Clean(hostRoot) != "/" && filepath.IsAbs(p) {
+		if nodes && filepath.IsAbs(p) {
 			return filepath.Join(hostRoot, p)
 		}
 		return p
@@ -111,6 +112,24 @@ func LoadRegistries(path, hostRoot string) (*Registries, error) {
 		r.tls[hc.TLS] = t
 	}
 	return r, nil
+}
+
+// underRoot says whether path lies under hostRoot, a directory other than
+// /: a file of the node seen through its mount.
+func underRoot(path, hostRoot string) bool {
+	if st, err := os.Stat(hostRoot); err != nil || !st.IsDir() {
+		return false
+	}
+	root, err := filepath.Abs(hostRoot)
+	if err != nil || root == "/" {
+		return false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(root, abs)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // noDefaultEndpoint reads disable-default-registry-endpoint from the
