@@ -2,9 +2,13 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 
@@ -46,15 +50,18 @@ func describe(c *chart.Chart, r chartpkg.Renderer) (*upgrade.Chart, error) {
 	if err != nil {
 		return nil, err
 	}
+	last := &lastRender{}
 	return &upgrade.Chart{Name: c.Name(), Version: c.Metadata.Version, Defaults: d, Keys: keys,
 		RegeneratedData: chartpkg.RegeneratedData(c),
 		Archive:         func() ([]byte, error) { return chartpkg.Archive(c) },
 		Check:           func(v map[string]any) error { return r.Check(c, v) },
 		Manifest: func(v map[string]any, name, namespace string) (string, error) {
-			return r.Manifest(c, v, name, namespace)
+			objects, _, err := last.rendered(r, c, v, name, namespace)
+			return objects, err
 		},
 		WithHooks: func(v map[string]any, name, namespace string) (string, error) {
-			return r.WithHooks(c, v, name, namespace)
+			objects, hooks, err := last.rendered(r, c, v, name, namespace)
+			return objects + hooks, err
 		},
 		Trace: func(v map[string]any, name, namespace string) (*provenance.Map, error) {
 			return r.Trace(c, v, name, namespace)
@@ -67,6 +74,34 @@ func describe(c *chart.Chart, r chartpkg.Renderer) (*upgrade.Chart, error) {
 			}
 			return out, err
 		}}, nil
+}
+
+// lastRender is a chart's last render, for the checks of one preflight
+// that render it with the same values (the conflict check's objects, the
+// image check's objects and hooks): one render instead of two.
+type lastRender struct {
+	mu             sync.Mutex
+	key            string
+	objects, hooks string
+	err            error
+}
+
+// rendered is r's render of c with v as release name in namespace, the
+// last one again when it was made with equal arguments.
+func (l *lastRender) rendered(r chartpkg.Renderer, c *chart.Chart, v map[string]any, name, namespace string) (string, string, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return r.Rendered(c, v, name, namespace)
+	}
+	sum := sha256.Sum256(data)
+	key := name + "/" + namespace + "/" + hex.EncodeToString(sum[:])
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.key != key {
+		l.objects, l.hooks, l.err = r.Rendered(c, v, name, namespace)
+		l.key = key
+	}
+	return l.objects, l.hooks, l.err
 }
 
 // chartHolder is a target adapter that holds charts itself (docs/design.md

@@ -93,18 +93,26 @@ func (r Renderer) render(c *chart.Chart, userValues map[string]any, release, nam
 // apply and, after them, its hooks' objects (in Helm's hook order), as
 // one YAML stream: every object an upgrade makes, for the image check.
 func (r Renderer) WithHooks(c *chart.Chart, userValues map[string]any, name, namespace string) (string, error) {
-	ms, hooks, err := r.renderWithHooks(c, userValues, name, namespace, false)
+	objects, hooks, err := r.Rendered(c, userValues, name, namespace)
+	return objects + hooks, err
+}
+
+// Rendered renders c once as Manifest does: the objects Helm would apply
+// (Manifest's stream) and its hooks' objects (in Helm's hook order), as
+// two YAML streams.
+func (r Renderer) Rendered(c *chart.Chart, userValues map[string]any, name, namespace string) (objects, hooks string, err error) {
+	ms, hs, err := r.renderWithHooks(c, userValues, name, namespace, false)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	var b strings.Builder
+	var b, h strings.Builder
 	for _, m := range ms {
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
 	}
-	for _, h := range hooks {
-		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+	for _, hk := range hs {
+		fmt.Fprintf(&h, "---\n# Source: %s\n%s\n", hk.Path, hk.Manifest)
 	}
-	return b.String(), nil
+	return b.String(), h.String(), nil
 }
 
 // renderWithHooks is render's work, the hooks kept.
