@@ -66,3 +66,20 @@ func TestRuleReadsGetEachSourceByName(t *testing.T) {
 		"kube-system":     {{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"snapshot-validation-webhook-tls"}, Verbs: get}},
 	}, r)
 }
+
+// The image check's reads: get on each pod's ServiceAccount and its pull
+// secrets, by name, merged per namespace.
+func TestPullReads(t *testing.T) {
+	got := PullReads([]PullRead{
+		{Namespace: "apps", ServiceAccount: "web", Secrets: []string{"regcred"}},
+		{Namespace: "apps", ServiceAccount: "default"},
+		{Namespace: "jobs", ServiceAccount: "default", Secrets: []string{"b", "a"}},
+	})
+	get := []string{"get"}
+	assert.Equal(t, SpecReads{
+		"apps": {{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"default", "web"}, Verbs: get},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"regcred"}, Verbs: get}},
+		"jobs": {{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"default"}, Verbs: get},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"a", "b"}, Verbs: get}},
+	}, got)
+}
