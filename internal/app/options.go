@@ -37,6 +37,9 @@ type Options struct {
 	Explicit    Explicit      // -f and the --set family
 	Version     string        // --version, else $SYSTEM_UPGRADE_PLAN_LATEST_VERSION
 	Timeout     time.Duration // overrides the spec's wait timeout when > 0
+	// PodFailureGrace overrides the spec's wait.podFailureGrace when set
+	// (--pod-failure-grace; 0: off).
+	PodFailureGrace *time.Duration
 
 	AllowDowngrade    bool
 	Unpause           bool

@@ -15,6 +15,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/imagecheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/liveobjects"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/pods"
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
@@ -131,8 +132,9 @@ func (s *session) runner(ctx context.Context, set upgrade.Settings) *upgrade.Run
 
 // job is one chart of a spec as the core runs it: the target from the kind
 // registry, its chart source and rules, the overrides, the wait timeout
-// (timeout overrides the spec's when > 0).
-func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit Explicit, timeout time.Duration) (upgrade.Job, error) {
+// (timeout overrides the spec's when > 0) and the pods' grace (podGrace,
+// when set, overrides the spec's).
+func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit Explicit, timeout time.Duration, podGrace *time.Duration) (upgrade.Job, error) {
 	tg, lease, err := openTarget(ctx, s.clients, c.Target, c.Options, c.Apply)
 	if err != nil {
 		return upgrade.Job{}, err
@@ -156,6 +158,14 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 		j.CRDs = crds.Port{Policy: crds.Policy(c.Apply.CRDs), Client: s.crds(c.Apply.MigrateCRDs)}
 	}
 	j.Images, j.NoImages = s.imagePort(tg, c)
+	j.PodFailureGrace = c.Wait.PodFailureGrace
+	if podGrace != nil {
+		j.PodFailureGrace = *podGrace
+	}
+	if r, ok := tg.(pods.Released); ok {
+		j.Pods = &pods.Port{Kube: s.clients.Kube, Target: r, Log: s.log,
+			Releases: &helmrelease.Client{Kube: s.clients.Kube, Dynamic: s.clients.Dynamic, Log: s.log, RESTMapper: s.clients.Mapper}}
+	}
 	var src upgrade.ChartSource
 	if c.Chart.Source != "" {
 		if src, err = openSource(c.Chart.Source, caFile, rendererOf(s.clients)); err != nil {

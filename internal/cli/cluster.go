@@ -66,6 +66,7 @@ func targetFlags() []ucli.Flag {
 	}, explicitFlags("with --target: "), []ucli.Flag{
 		&ucli.StringFlag{Name: "version", EnvVars: []string{"SYSTEM_UPGRADE_PLAN_LATEST_VERSION"}, Usage: "chart `VERSION` to upgrade to (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 		&ucli.DurationFlag{Name: "timeout", DefaultText: "the spec's wait.timeout, else 20m", Usage: "how long to wait for readiness: `DURATION`, overriding the spec's wait.timeout"},
+		&ucli.StringFlag{Name: "pod-failure-grace", DefaultText: "the spec's wait.podFailureGrace, else 2m", Usage: "how long a container of the new revision may fail to start (ImagePullBackOff, CrashLoopBackOff, …) before the wait gives up with exit 1: `DURATION`, or 0 for never; overrides the spec's wait.podFailureGrace"},
 		&ucli.BoolFlag{Name: "allow-downgrade", Usage: "allow a target version older than the deployed one"},
 		&ucli.BoolFlag{Name: "unpause", Usage: "upgrade (and unpause) a target that someone else paused"},
 		&ucli.BoolFlag{Name: "require-nodes-ready", Usage: "refuse unless every node is Ready"},

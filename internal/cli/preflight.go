@@ -15,7 +15,10 @@ func preflightCommand() *ucli.Command {
 			"-o json prints one JSON object per chart: the decisions and the changes.",
 		Flags: flags(targetFlags(), localFlags(), jobFlags(), []ucli.Flag{newOutputFlag("table", "diff", "json")}),
 		Action: func(c *ucli.Context) error {
-			opts := upgradeOptions(c)
+			opts, err := upgradeOptions(c)
+			if err != nil {
+				return err
+			}
 			opts.Output = c.String("output")
 			return app.Preflight(c.Context, opts)
 		},

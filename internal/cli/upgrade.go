@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"fmt"
+	"time"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
 func upgradeCommand() *ucli.Command {
@@ -14,15 +18,23 @@ func upgradeCommand() *ucli.Command {
 			"Exit codes: 0 done, 1 failure, 2 bad input, 3 refused, 4 timed out, 5 lock held.",
 		Flags: flags(targetFlags(), localFlags(), jobFlags()),
 		Action: func(c *ucli.Context) error {
-			return app.Upgrade(c.Context, upgradeOptions(c))
+			opts, err := upgradeOptions(c)
+			if err != nil {
+				return err
+			}
+			return app.Upgrade(c.Context, opts)
 		},
 	}
 }
 
 // upgradeOptions gathers the flags of upgrade and preflight.
-func upgradeOptions(c *ucli.Context) app.Options {
+func upgradeOptions(c *ucli.Context) (app.Options, error) {
 	l := local(c)
-	return app.Options{
+	grace, err := podFailureGrace(c)
+	if err != nil {
+		return app.Options{}, err
+	}
+	return app.Options{PodFailureGrace: grace,
 		SpecFile: c.String("spec"), Target: c.String("target"), ChartSource: c.String("chart-source"),
 		ChartName: c.String("chart-name"), PolicyFile: c.String("policy"),
 		CRDs: c.String("crds"), CRDsSet: c.IsSet("crds"), MigrateCRDs: c.Bool("crds-migrate"),
@@ -35,5 +47,23 @@ func upgradeOptions(c *ucli.Context) app.Options {
 		RegistriesConfig: c.String("registries-config"), SkipImageCheck: c.Bool("skip-image-check"), ImageTimeout: c.Duration("image-timeout"),
 		HooksDir: c.String("hooks-dir"), HookTimeout: c.Duration("hook-timeout"),
 		SUC: sucInfo(c), Log: l.Log, Out: l.Out,
+	}, nil
+}
+
+// podFailureGrace is --pod-failure-grace: nil when not given; 0 or a
+// positive duration, else bad input.
+func podFailureGrace(c *ucli.Context) (*time.Duration, error) {
+	if !c.IsSet("pod-failure-grace") {
+		return nil, nil
 	}
+	s := c.String("pod-failure-grace")
+	if s == "0" {
+		zero := time.Duration(0)
+		return &zero, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return nil, outcome.BadInput(fmt.Errorf("%s: --pod-failure-grace %q: want a positive duration such as 2m or 30s, or 0 (never)", commandPath(c), s))
+	}
+	return &d, nil
 }

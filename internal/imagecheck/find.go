@@ -28,9 +28,10 @@ type Use struct {
 	// Image is the reference as written.
 	Image string
 	// Namespace, ServiceAccount and PullSecrets are where and with what
-	// the kubelet pulls it (a pod's); empty for a value.
-	Namespace, ServiceAccount string
-	PullSecrets               []string
+	// the kubelet pulls it (a pod's), Kind the kind of the object that
+	// makes the pod; empty for a value.
+	Namespace, ServiceAccount, Kind string
+	PullSecrets                     []string
 	// Pod is the pod's spec, for the nodes it may run on (nil: any node).
 	Pod *corev1.PodSpec
 	// Found: a value of a common image shape no pod template renders
@@ -71,7 +72,7 @@ func FromObjects(objs []*unstructured.Unstructured, releaseNamespace string, hoo
 		add := func(kind string, cs []corev1.Container) {
 			for _, c := range cs {
 				out = append(out, Use{Where: fmt.Sprintf("%s, %s %s", what, kind, c.Name), Image: c.Image,
-					Namespace: w.Namespace, ServiceAccount: sa, PullSecrets: secrets, Pod: spec})
+					Namespace: w.Namespace, ServiceAccount: sa, PullSecrets: secrets, Pod: spec, Kind: w.Kind})
 			}
 		}
 		add("init container", spec.InitContainers)
@@ -281,8 +282,9 @@ func podSecret(o *unstructured.Unstructured) (*corev1.Secret, bool) {
 }
 
 // PullReads are what the check reads to pull as the pods of objs (a
-// render, hooks included) do: each pod's ServiceAccount and the pull
-// secrets it names, with those of a ServiceAccount objs render.
+// render, hooks included) do, with the kind of the object that makes
+// them: each pod's ServiceAccount and the pull secrets it names, with
+// those of a ServiceAccount objs render.
 func PullReads(objs []*unstructured.Unstructured, releaseNamespace string) []suc.PullRead {
 	rendered := indexed(objs, releaseNamespace)
 	var out []suc.PullRead
@@ -297,10 +299,10 @@ func PullReads(objs []*unstructured.Unstructured, releaseNamespace string) []suc
 				}
 			}
 		}
-		key := u.Namespace + "/" + u.ServiceAccount + "/" + strings.Join(secrets, ",")
+		key := u.Namespace + "/" + u.Kind + "/" + u.ServiceAccount + "/" + strings.Join(secrets, ",")
 		if !seen[key] {
 			seen[key] = true
-			out = append(out, suc.PullRead{Namespace: u.Namespace, ServiceAccount: u.ServiceAccount, Secrets: secrets})
+			out = append(out, suc.PullRead{Namespace: u.Namespace, Kind: u.Kind, ServiceAccount: u.ServiceAccount, Secrets: secrets})
 		}
 	}
 	return out

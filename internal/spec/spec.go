@@ -40,6 +40,13 @@ const DefaultWaitTimeout = 20 * time.Minute
 // failed deployment with backoff, and one retry may succeed.
 const DefaultFailureGrace = 60 * time.Second
 
+// DefaultPodFailureGrace is how long a container of the new revision may
+// fail to start (ImagePullBackOff, CrashLoopBackOff, …) before the wait
+// gives up on it (wait.podFailureGrace): long enough for a first pull
+// that fails and is retried, a crash or two at start, a ConfigMap made a
+// moment later.
+const DefaultPodFailureGrace = 2 * time.Minute
+
 // Spec is a parsed upgrade spec (docs/design.md §6).
 type Spec struct {
 	File   string  // the file it was read from, as given
@@ -80,6 +87,10 @@ type Wait struct {
 	// Health are the gates the upgrade waits for after the target is
 	// ready (wait.health), in the spec's order.
 	Health []health.Gate
+	// PodFailureGrace is how long a container of the new revision may
+	// fail to start before the wait gives up with exit 1 (0: never;
+	// DefaultPodFailureGrace when not given).
+	PodFailureGrace time.Duration
 }
 
 // ParseSpec parses an upgrade spec whose targets are of kinds; file names
@@ -442,11 +453,11 @@ func (w walker) recreate(n *yaml.Node, field string) ([]string, error) {
 }
 
 func (w walker) wait(n *yaml.Node, field string) (Wait, error) {
-	out := Wait{Timeout: DefaultWaitTimeout, FailureGrace: DefaultFailureGrace}
+	out := Wait{Timeout: DefaultWaitTimeout, FailureGrace: DefaultFailureGrace, PodFailureGrace: DefaultPodFailureGrace}
 	if n == nil {
 		return out, nil
 	}
-	f, err := w.Fields(n, field, "timeout", "errAppliedGrace", "health")
+	f, err := w.Fields(n, field, "timeout", "errAppliedGrace", "podFailureGrace", "health")
 	if err != nil {
 		return Wait{}, err
 	}
@@ -462,6 +473,13 @@ func (w walker) wait(n *yaml.Node, field string) (Wait, error) {
 	}
 	if gn := f.Get("errAppliedGrace"); gn != nil {
 		if out.FailureGrace, err = w.Duration(gn, f.Path("errAppliedGrace"), "60s or 5m"); err != nil {
+			return Wait{}, err
+		}
+	}
+	if pn := f.Get("podFailureGrace"); pn != nil {
+		if pn.Value == "0" {
+			out.PodFailureGrace = 0 // off: the pods are shown, never given up on
+		} else if out.PodFailureGrace, err = w.Duration(pn, f.Path("podFailureGrace"), "2m or 30s (0: off)"); err != nil {
 			return Wait{}, err
 		}
 	}

@@ -137,16 +137,20 @@ func Scope(crds []*unstructured.Unstructured, mapper meta.RESTMapper) func(schem
 	}
 }
 
-// PullRead is what the image check reads to pull as a pod does: its
-// namespace, its ServiceAccount and the pull secrets it names (its own
-// and those of a ServiceAccount the chart renders).
+// PullRead is what preflight's image check reads to pull as a pod does,
+// and the wait to see the pod start: its namespace, the kind of the
+// chart's object that makes it, its ServiceAccount and the pull secrets
+// it names (its own and those of a ServiceAccount the chart renders).
 type PullRead struct {
-	Namespace, ServiceAccount string
-	Secrets                   []string
+	Namespace, Kind, ServiceAccount string
+	Secrets                         []string
 }
 
-// PullReads are the reads of the image check: get on each pod's
-// ServiceAccount and pull secrets, by name.
+// PullReads are the reads of the image check and of the wait's pods: get
+// on each pod's ServiceAccount and pull secrets, by name; list and watch
+// on the pods of each namespace the chart makes pods in; get on the
+// ReplicaSets where a Deployment makes them (which of them is the
+// Deployment's revision).
 func PullReads(pulls []PullRead) SpecReads {
 	r := SpecReads{}
 	for _, p := range pulls {
@@ -155,6 +159,10 @@ func PullReads(pulls []PullRead) SpecReads {
 		}
 		if len(p.Secrets) > 0 {
 			r.add(p.Namespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: p.Secrets, Verbs: []string{"get"}})
+		}
+		r.add(p.Namespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}})
+		if p.Kind == "Deployment" {
+			r.add(p.Namespace, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get"}})
 		}
 	}
 	return r

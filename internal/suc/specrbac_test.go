@@ -1,6 +1,7 @@
 package suc
 
 import (
+	rbacv1 "k8s.io/api/rbac/v1"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,19 +68,28 @@ func TestRuleReadsGetEachSourceByName(t *testing.T) {
 	}, r)
 }
 
-// The image check's reads: get on each pod's ServiceAccount and its pull
-// secrets, by name, merged per namespace.
+// The image check's and the wait's reads: get on each pod's
+// ServiceAccount and its pull secrets, by name; list and watch on the
+// pods; get on the ReplicaSets of a Deployment's namespace; merged per
+// namespace.
 func TestPullReads(t *testing.T) {
 	got := PullReads([]PullRead{
-		{Namespace: "apps", ServiceAccount: "web", Secrets: []string{"regcred"}},
-		{Namespace: "apps", ServiceAccount: "default"},
-		{Namespace: "jobs", ServiceAccount: "default", Secrets: []string{"b", "a"}},
+		{Namespace: "apps", Kind: "Deployment", ServiceAccount: "web", Secrets: []string{"regcred"}},
+		{Namespace: "apps", Kind: "StatefulSet", ServiceAccount: "default"},
+		{Namespace: "jobs", Kind: "Job", ServiceAccount: "default", Secrets: []string{"b", "a"}},
 	})
 	get := []string{"get"}
+	pods := PolicyRuleOf("", "pods", nil, "list", "watch")
 	assert.Equal(t, SpecReads{
 		"apps": {{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"default", "web"}, Verbs: get},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"regcred"}, Verbs: get}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"regcred"}, Verbs: get}, pods,
+			{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: get}},
 		"jobs": {{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"default"}, Verbs: get},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"a", "b"}, Verbs: get}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"a", "b"}, Verbs: get}, pods},
 	}, got)
+}
+
+// PolicyRuleOf is a rule of one resource of group.
+func PolicyRuleOf(group, resource string, names []string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, ResourceNames: names, Verbs: verbs}
 }

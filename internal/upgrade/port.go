@@ -296,6 +296,64 @@ type GateWatch interface {
 	Changed() <-chan struct{}
 }
 
+// Pods is the port to the pods of what an upgrade applied (docs/design.md
+// §7, "Pods that cannot start"): those of the new revision of the
+// target's release on this cluster. A job without one judges no pod.
+type Pods interface {
+	// Watch starts watching the pods of the release o deploys, once it is
+	// at want's version, and returns once the first view is complete; nil
+	// (no error) when its pods cannot be seen from here (a ManagedChart
+	// whose Bundle targets other clusters: Fleet's reports speak for
+	// them). It ends with ctx.
+	Watch(ctx context.Context, o *Observed, want Want) (PodWatch, error)
+}
+
+// PodWatch is a live view of the new revision's pods.
+type PodWatch interface {
+	// Failing are the new revision's containers that cannot start now,
+	// in a stable order.
+	Failing() []PodFailure
+	// Changed receives a value after a pod changed.
+	Changed() <-chan struct{}
+}
+
+// PodFailure is one container of a pod of the new revision that cannot
+// start, in the kubelet's words.
+type PodFailure struct {
+	Pod       string `json:"pod"`       // namespace/name
+	Workload  string `json:"workload"`  // Kind namespace/name of the chart's object that made it
+	Container string `json:"container"` // "init container NAME" or "container NAME"
+	Image     string `json:"image"`
+	// Reason is the kubelet's waiting reason (ImagePullBackOff,
+	// CrashLoopBackOff, …) and Message its message.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// Restarts, and the last termination's exit code and message (a
+	// crash loop's), when it has one.
+	Restarts    int32  `json:"restarts,omitempty"`
+	LastExit    *int32 `json:"lastExitCode,omitempty"`
+	LastMessage string `json:"lastMessage,omitempty"`
+}
+
+// Key tells one container's failure from another's.
+func (f PodFailure) Key() string { return f.Pod + "/" + f.Container }
+
+// String is the failure in one line: the pod, container, image, reason
+// and message, and a crash loop's last exit.
+func (f PodFailure) String() string {
+	s := fmt.Sprintf("pod %s (%s), %s, image %s: %s", f.Pod, f.Workload, f.Container, f.Image, f.Reason)
+	if f.Message != "" {
+		s += ": " + f.Message
+	}
+	if f.LastExit != nil {
+		s += fmt.Sprintf("; last exit code %d after %d restarts", *f.LastExit, f.Restarts)
+		if f.LastMessage != "" {
+			s += ": " + f.LastMessage
+		}
+	}
+	return s
+}
+
 // Images is the port to the registries the nodes pull an upgrade's
 // images from (docs/design.md §7, "Images"). A job without one checks no
 // image (--skip-image-check, images.check: false).

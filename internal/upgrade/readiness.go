@@ -28,6 +28,11 @@ type Readiness struct {
 	// ready (nil before, or without gates): one that is not current keeps
 	// the target not ready, and a failed one is a terminal failure.
 	Gates []health.Verdict
+	// Failing are the new revision's containers that cannot start
+	// (WaitOptions.Pods), and PodFailed the one that failed for the whole
+	// grace (the wait's end).
+	Failing   []PodFailure
+	PodFailed *PodFailure
 }
 
 // Wait adds a reason it is not ready yet.
@@ -43,6 +48,13 @@ func (r Readiness) Progress() string {
 	}
 	if r.Failed != "" {
 		s += "; failed: " + r.Failed
+	}
+	if len(r.Failing) > 0 {
+		f := r.Failing[0]
+		s += fmt.Sprintf("; cannot start: pod %s %s: %s", f.Pod, f.Container, f.Reason)
+		if len(r.Failing) > 1 {
+			s += fmt.Sprintf(" (+%d more)", len(r.Failing)-1)
+		}
 	}
 	if len(r.Waiting) > 0 {
 		s += "; waiting: " + r.Waiting[0]

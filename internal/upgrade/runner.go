@@ -47,6 +47,11 @@ type Job struct {
 	// upgrade runs; nil checks none (NoImages says why).
 	Images   Images
 	NoImages string
+	// Pods watches the new revision's pods during the wait; a container
+	// that cannot start for PodFailureGrace ends it (exit 1); nil, or a
+	// grace of 0, judges no pod.
+	Pods            Pods
+	PodFailureGrace time.Duration
 }
 
 // Settings are what the jobs of a run share.

@@ -29,11 +29,24 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 		return nil, err
 	}
 	start := time.Now()
-	r, err := WaitReady(wctx, w, want, WaitOptions{Heartbeat: j.Heartbeat, FailureGrace: j.job.FailureGrace,
+	opts := WaitOptions{Heartbeat: j.Heartbeat, FailureGrace: j.job.FailureGrace, PodFailureGrace: j.job.PodFailureGrace,
 		Progress: func(r Readiness) {
 			j.note("waiting", "progress", r.Progress(), "elapsed", time.Since(start).Round(time.Second).String())
-		}})
+		}}
+	if j.job.Pods != nil && j.job.PodFailureGrace > 0 {
+		if opts.Pods, err = j.job.Pods.Watch(wctx, w.Current(), want); err != nil {
+			if timedOut(err) {
+				return nil, outcome.Timeout(fmt.Errorf("could not watch the pods of %s within %s: %w", j.ref, timeout, err))
+			}
+			return nil, err
+		}
+	}
+	r, err := WaitReady(wctx, w, want, opts)
 	j.lastGates = r.Gates
+	if errors.Is(err, ErrPodFailed) {
+		return nil, j.revert(ctx, want, fmt.Errorf("%s cannot start version %s: %s, for %s (wait.podFailureGrace)", j.ref, want.Version,
+			r.PodFailed, j.job.PodFailureGrace))
+	}
 	if errors.Is(err, ErrFailed) && r.gateFailed() {
 		return nil, j.revert(ctx, want, fmt.Errorf("%s is ready at version %s, but a health gate failed: %s", j.ref, want.Version, r.Failed))
 	}
@@ -59,6 +72,11 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 // (Readiness.Failed) for the whole WaitOptions.FailureGrace.
 var ErrFailed = errors.New("the target reports a failure")
 
+// ErrPodFailed is WaitReady's error when a container of the new revision
+// could not start for the whole WaitOptions.PodFailureGrace
+// (Readiness.PodFailed).
+var ErrPodFailed = errors.New("a pod of the new revision cannot start")
+
 // WaitOptions tune WaitReady.
 type WaitOptions struct {
 	// Heartbeat is how often progress is called while nothing changes
@@ -70,6 +88,11 @@ type WaitOptions struct {
 	// Progress (nil: none) is called with every judgement that reads
 	// differently from the one before, and at least every Heartbeat.
 	Progress func(Readiness)
+	// Pods (nil: none) are the new revision's pods: a container that
+	// cannot start for PodFailureGrace without a break ends the wait with
+	// ErrPodFailed; 0 never ends it so (each is still shown).
+	Pods            PodWatch
+	PodFailureGrace time.Duration
 }
 
 // WaitReady returns when the watch judges the target ready for want; when
@@ -89,10 +112,16 @@ func WaitReady(ctx context.Context, w Watch, want Want, o WaitOptions) (Readines
 	last := ""
 	var failedSince time.Time // when the current failure was first seen
 	var graceOver <-chan time.Time
+	pods := newPodClock(o.Pods, o.PodFailureGrace)
+	defer pods.stop()
 	for {
 		r := w.Readiness(want)
 		if r.Ready {
 			return r, nil
+		}
+		if failed := pods.judge(&r); failed {
+			progress(r)
+			return r, ErrPodFailed
 		}
 		if r.Failed != "" && r.Terminal {
 			progress(r)
@@ -121,9 +150,88 @@ func WaitReady(ctx context.Context, w Watch, want Want, o WaitOptions) (Readines
 			}
 			failedSince, graceOver = time.Time{}, nil
 		case <-w.Changed():
+		case <-pods.changed():
+		case <-pods.due():
 		case <-tick.C:
 			progress(r)
 		}
+	}
+}
+
+// podClock times how long each of the new revision's containers has been
+// failing, without a break, against the grace.
+type podClock struct {
+	w     PodWatch
+	grace time.Duration
+	since map[string]time.Time // by PodFailure.Key
+	timer *time.Timer
+}
+
+func newPodClock(w PodWatch, grace time.Duration) *podClock {
+	return &podClock{w: w, grace: grace, since: map[string]time.Time{}}
+}
+
+// judge puts the failing containers into r and says whether one has
+// failed for the whole grace (then r.PodFailed); it sets the timer for the
+// next to run out.
+func (c *podClock) judge(r *Readiness) bool {
+	if c.w == nil {
+		return false
+	}
+	r.Failing = c.w.Failing()
+	now := time.Now()
+	seen := map[string]bool{}
+	next := time.Duration(-1)
+	for i, f := range r.Failing {
+		key := f.Key()
+		seen[key] = true
+		since, ok := c.since[key]
+		if !ok {
+			since = now
+			c.since[key] = now
+		}
+		if c.grace <= 0 {
+			continue
+		}
+		left := c.grace - now.Sub(since)
+		if left <= 0 {
+			r.PodFailed = &r.Failing[i]
+			return true
+		}
+		if next < 0 || left < next {
+			next = left
+		}
+	}
+	for key := range c.since {
+		if !seen[key] {
+			delete(c.since, key)
+		}
+	}
+	c.stop()
+	if next >= 0 {
+		c.timer = time.NewTimer(next)
+	}
+	return false
+}
+
+func (c *podClock) changed() <-chan struct{} {
+	if c.w == nil {
+		return nil
+	}
+	return c.w.Changed()
+}
+
+func (c *podClock) due() <-chan time.Time {
+	if c.timer == nil {
+		return nil
+	}
+	return c.timer.C
+}
+
+func (c *podClock) stop() {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
 	}
 }
 
