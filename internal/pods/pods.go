@@ -77,9 +77,13 @@ func (p *Port) Watch(ctx context.Context, o *upgrade.Observed, want upgrade.Want
 		log = slog.New(slog.DiscardHandler)
 	}
 	w := &watch{kube: p.Kube, ctx: ctx, log: log, version: want.Version, signal: cluster.NewSignal(), pods: map[string]cache.SharedIndexInformer{}}
-	if w.release, err = p.Releases.WatchRevisions(ctx, ns, name, driver, w.changed); err != nil {
+	rw, err := p.Releases.WatchRevisions(ctx, ns, name, driver, w.changed)
+	if err != nil {
 		return nil, err
 	}
+	w.mu.Lock()
+	w.release = rw
+	w.mu.Unlock()
 	w.changed()
 	return w, nil
 }
@@ -90,10 +94,10 @@ type watch struct {
 	ctx     context.Context
 	log     *slog.Logger
 	version string
-	release *helmrelease.Watcher
 	signal  cluster.Signal
 
 	mu        sync.Mutex
+	release   *helmrelease.Watcher
 	revision  int
 	workloads map[string]bool // "Kind namespace/name" of the revision's objects and hooks that make pods
 	pods      map[string]cache.SharedIndexInformer
@@ -105,12 +109,15 @@ func (w *watch) Changed() <-chan struct{} { return w.signal }
 // the namespaces it makes pods in, and signals.
 func (w *watch) changed() {
 	defer w.signal.Notify()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.release == nil {
+		return // still listing: Watch calls this once it is done
+	}
 	rel := w.release.Newest()
 	if rel == nil || rel.Chart == nil || rel.Chart.Metadata == nil || rel.Chart.Metadata.Version != w.version {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if rel.Version == w.revision && w.workloads != nil {
 		return
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
 	example "github.com/chart-upgrader/chart-upgrader/tests/fixture"
 	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -82,10 +83,10 @@ var cases = []rolloutCase{
 }
 
 // kindRun installs chart at 1.0.0 as release rel in namespace ns, and
-// returns how to run chart-upgrader as the kind's Plan ServiceAccount
-// and the oracle: the kind's applier's upgrade to 2.0.0, nil when it
-// rolled out.
-type kindRun func(t *testing.T, env *testenv.Env, chart, ns, rel string) (preflight func(args ...string) noderun.Result, oracle func() error)
+// returns how to run a chart-upgrader command on the target, to 2.0.0,
+// as the kind's Plan ServiceAccount, and the oracle: the kind's applier's
+// upgrade to 2.0.0, nil when it rolled out.
+type kindRun func(t *testing.T, env *testenv.Env, chart, ns, rel string) (run func(command string, args ...string) noderun.Result, oracle func() error)
 
 func TestPreflightPredictsTheRollout(t *testing.T) {
 	kinds := []struct {
@@ -105,12 +106,12 @@ func TestPreflightPredictsTheRollout(t *testing.T) {
 					if tc.early != nil {
 						tc.early(t, env, ns)
 					}
-					preflight, oracle := k.run(t, env, chart, ns, rel)
+					run, oracle := k.run(t, env, chart, ns, rel)
 					if tc.state != nil {
 						tc.state(t, env, ns)
 					}
 					before := len(noderun.Writes(t, env, ns))
-					r := preflight()
+					r := run("preflight")
 					assert.Equal(t, before, len(noderun.Writes(t, env, ns)), "preflight writes nothing")
 					err := oracle()
 					if tc.says == "" {
@@ -129,7 +130,7 @@ func TestPreflightPredictsTheRollout(t *testing.T) {
 
 // releaseKind: a release Helm 4 installed (server-side, --wait); the
 // oracle is Helm 4's upgrade --wait.
-func releaseKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(...string) noderun.Result, func() error) {
+func releaseKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(string, ...string) noderun.Result, func() error) {
 	helm := cluster.NewHelmGetter(env.Config())
 	cfg, err := cluster.HelmConfiguration(helm, ns, cluster.SecretDriver, nil)
 	require.NoError(t, err)
@@ -144,9 +145,10 @@ func releaseKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(..
 	kubeconfig := planServiceAccount(t, env, "release/10-rbac.yaml", "release", sa, sucNS, chart, ns, rel, nil, nil,
 		"namespace: demo-system", "namespace: "+ns, "namespace: system-upgrade", "namespace: "+sucNS,
 		"resourceNames: [demo-system]", "resourceNames: ["+ns+"]", "name: chart-upgrader-release\n", "name: "+sa+"\n")
+	helmWrites(t, env, ns, sucNS, sa)
 	n := imagesNode(t)
-	preflight := func(args ...string) noderun.Result {
-		return n.Run(t.Context(), env, "preflight", append([]string{"--target", "release/" + ns + "/" + rel, "--chart-source", world.charts,
+	run := func(command string, args ...string) noderun.Result {
+		return n.Run(t.Context(), env, command, append([]string{"--target", "release/" + ns + "/" + rel, "--chart-source", world.charts,
 			"--version", "2.0.0", "--kubeconfig", kubeconfig, "--registries-config", images.registries}, args...)...)
 	}
 	oracle := func() error {
@@ -157,13 +159,39 @@ func releaseKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(..
 		_, err = up.RunWithContext(t.Context(), rel, ch, map[string]any{})
 		return err
 	}
-	return preflight, oracle
+	return run, oracle
+}
+
+// helmWrites grants ServiceAccount sa of sucNS Helm's writes on the
+// chart's kinds in ns, as plans/release/10-rbac.yaml says to add them for
+// a chart (its Deployment, Services, ConfigMap and hook Job).
+func helmWrites(t *testing.T, env *testenv.Env, ns, sucNS, sa string) {
+	rbaccheck.Create(t, env, rbaccheck.Decode(t, `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: `+sa+`-helm-writes, namespace: `+ns+`}
+rules:
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [""]
+  resources: [services]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, list, watch, create, update, patch, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: `+sa+`-helm-writes, namespace: `+ns+`}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: `+sa+`-helm-writes}
+subjects: [{kind: ServiceAccount, name: `+sa+`, namespace: `+sucNS+`}]
+`))
 }
 
 // helmChartKind: a HelmChart helm-controller installed (its Job, run by
 // tests/klipperhelm); the oracle is its Job's upgrade, then the rollout
 // of what it deployed, judged as the wait judges a HelmChart.
-func helmChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(...string) noderun.Result, func() error) {
+func helmChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(string, ...string) noderun.Result, func() error) {
 	hcNS, sucNS := env.Namespace(t), env.Namespace(t)
 	hc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "helm.cattle.io/v1", "kind": "HelmChart",
 		"metadata": map[string]any{"name": rel, "namespace": hcNS},
@@ -179,8 +207,8 @@ func helmChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(
 		"resourceNames: [demo-app]", "resourceNames: ["+rel+"]", "resourceNames: [helm-install-demo-app]", "resourceNames: [helm-install-"+rel+"]",
 		"resourceNames: [demo-system]", "resourceNames: ["+ns+"]")
 	n := imagesNode(t)
-	preflight := func(args ...string) noderun.Result {
-		return n.Run(t.Context(), env, "preflight", append([]string{"--target", "helmchart/" + hcNS + "/" + rel, "--chart-source", world.charts,
+	run := func(command string, args ...string) noderun.Result {
+		return n.Run(t.Context(), env, command, append([]string{"--target", "helmchart/" + hcNS + "/" + rel, "--chart-source", world.charts,
 			"--version", "2.0.0", "--kubeconfig", kubeconfig, "--registries-config", images.registries}, args...)...)
 	}
 	oracle := func() error {
@@ -193,7 +221,7 @@ func helmChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(
 		require.NoError(t, err)
 		return waitHelmChart(t, env, hcNS, rel, "2.0.0", rolloutTimeout)
 	}
-	return preflight, oracle
+	return run, oracle
 }
 
 // waitHelmChart waits until HelmChart ns/name is ready at version as the
@@ -214,7 +242,7 @@ func waitHelmChart(t *testing.T, env *testenv.Env, ns, name, version string, tim
 // agent runs Helm 4 on this cluster and judges the objects by kstatus);
 // the oracle is the simulator's upgrade of it, waited for as the wait
 // judges a ManagedChart.
-func managedChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(...string) noderun.Result, func() error) {
+func managedChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(string, ...string) noderun.Result, func() error) {
 	mcNS, sucNS := env.Namespace(t), env.Namespace(t)
 	_, err := example.InstallAndWait(t.Context(), env, example.Install{Namespace: mcNS, Name: rel, Chart: chart, Version: "1.0.0",
 		ReleaseNamespace: ns, Values: map[string]any{}}, 2*rolloutTimeout)
@@ -226,8 +254,8 @@ func managedChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (fu
 		"resourceNames: [mcc-harvester-crd, mcc-harvester]", "resourceNames: ["+managedchart.BundleName(rel)+"]",
 		"resourceNames: [harvester-system]", "resourceNames: ["+ns+"]", "name: chart-upgrader\n", "name: chart-upgrader-"+rel+"\n")
 	n := imagesNode(t)
-	preflight := func(args ...string) noderun.Result {
-		return n.Run(t.Context(), env, "preflight", append([]string{"--target", "managedchart/" + mcNS + "/" + rel, "--chart-source", world.charts,
+	run := func(command string, args ...string) noderun.Result {
+		return n.Run(t.Context(), env, command, append([]string{"--target", "managedchart/" + mcNS + "/" + rel, "--chart-source", world.charts,
 			"--version", "2.0.0", "--kubeconfig", kubeconfig, "--registries-config", images.registries}, args...)...)
 	}
 	oracle := func() error {
@@ -239,7 +267,7 @@ func managedChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (fu
 		_, err = example.WaitReady(t.Context(), env, mcNS, rel, upgrade.Want{Version: "2.0.0"}, rolloutTimeout)
 		return err
 	}
-	return preflight, oracle
+	return run, oracle
 }
 
 // enforce labels the namespace with a Pod Security enforce level.

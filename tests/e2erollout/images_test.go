@@ -199,9 +199,9 @@ func TestPreflightChecksTheImages(t *testing.T) {
 					if tc.early != nil {
 						tc.early(t, env, ns)
 					}
-					preflight, oracle := k.run(t, env, chart, ns, rel)
+					run, oracle := k.run(t, env, chart, ns, rel)
 					before := len(noderun.Writes(t, env, ns))
-					r := preflight("-o", "json")
+					r := run("preflight", "-o", "json")
 					assert.Equal(t, before, len(noderun.Writes(t, env, ns)), "preflight writes nothing")
 					for _, out := range []string{r.Stdout, r.Stderr} {
 						assert.NotContains(t, out, imagePassword)
@@ -233,8 +233,8 @@ func TestImagesNotCheckedAreSaidSo(t *testing.T) {
 	ns := env.Namespace(t)
 	chart, rel := name("i"), name("rel")
 	writeCharts(t, chart, map[string]any{"image": images.origin.Host + "/app:9.9.9", "podAnnotations": pullHold})
-	preflight, _ := releaseKind(t, env, chart, ns, rel)
-	r := preflight("--skip-image-check", "-o", "json")
+	run, _ := releaseKind(t, env, chart, ns, rel)
+	r := run("preflight", "--skip-image-check", "-o", "json")
 	r.RequireCode(t, 0)
 	assert.Contains(t, r.Stdout, `"checked": false`)
 	assert.Contains(t, r.Stdout, `"note": "images not checked: --skip-image-check"`)

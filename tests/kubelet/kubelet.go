@@ -9,6 +9,11 @@
 // pull: ErrImagePull, then ImagePullBackOff, with the messages a kubelet
 // writes.
 //
+// A pod may also ask, by the annotation Mode, for what a node does that
+// no registry shows: a pull that fails on the node's disk, a container
+// that crash-loops, a missing ConfigMap key, a pull that backs off for a
+// while and then succeeds, a slow start.
+//
 // It shares the resolution of registries.yaml with the image check (the
 // rules are tested against k3s's own in package registries): what it adds
 // is the node's side, pods that never start, for the appliers' waits.
@@ -40,6 +45,31 @@ import (
 // BackOff is how long a pod stays in ErrImagePull before the kubelet
 // reports ImagePullBackOff (a real kubelet: its first back-off, 10 s).
 const BackOff = time.Second
+
+// Mode is the annotation by which a held pod asks for a node's failure;
+// its values are the Mode* constants (none: the pull decides).
+const Mode = "testenv.chart-upgrader.io/kubelet"
+
+const (
+	// ModeDiskFull: the pull fails while unpacking (no space left on
+	// device): ErrImagePull, then ImagePullBackOff, over and over.
+	ModeDiskFull = "disk-full"
+	// ModeCrashLoop: the container starts, exits 2 with a panic, and
+	// backs off: CrashLoopBackOff with the last termination, the restart
+	// count rising every BackOff.
+	ModeCrashLoop = "crash-loop"
+	// ModeConfigError: CreateContainerConfigError, a ConfigMap key
+	// missing.
+	ModeConfigError = "config-error"
+	// ModeBriefBackOff: ImagePullBackOff for BriefBackOff, then the pull
+	// succeeds and KWOK runs the pod.
+	ModeBriefBackOff = "brief-backoff"
+	// ModeSlow: ContainerCreating for BriefBackOff, then KWOK runs it.
+	ModeSlow = "slow"
+)
+
+// BriefBackOff is how long ModeBriefBackOff and ModeSlow hold a pod.
+const BriefBackOff = 3 * time.Second
 
 // Kubelet decides the image pulls of held pods.
 type Kubelet struct {
@@ -108,6 +138,9 @@ func (k *Kubelet) decide(ctx context.Context, pod *corev1.Pod) {
 		k.Log.Error("test kubelet: reading the pod's pull secrets", "pod", pod.Name, "error", err)
 		return
 	}
+	if k.mode(ctx, pod) {
+		return
+	}
 	var failed *failure
 	containers := append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
 	for i, c := range containers {
@@ -129,6 +162,93 @@ func (k *Kubelet) decide(ctx context.Context, pod *corev1.Pod) {
 	case <-time.After(BackOff):
 	}
 	k.report(ctx, pod, failed, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: ErrImagePull: %s", failed.image, failed.message))
+}
+
+// mode plays what pod's Mode asks for, and says whether it asked for
+// anything.
+func (k *Kubelet) mode(ctx context.Context, pod *corev1.Pod) bool {
+	if len(pod.Spec.Containers) == 0 {
+		return false
+	}
+	c := pod.Spec.Containers[0]
+	f := &failure{container: c.Name, image: c.Image}
+	switch pod.Annotations[Mode] {
+	case ModeDiskFull:
+		img, _ := registries.ParseImage(c.Image)
+		f.message = fmt.Sprintf("rpc error: code = Unknown desc = failed to pull and unpack image %q: failed to extract layer "+
+			"sha256:5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef: write /var/lib/rancher/rke2/agent/containerd/"+
+			"io.containerd.snapshotter.v1.overlayfs/snapshots/312/fs/usr/lib/libc.so.6: no space left on device", img.String())
+		for k.alive(ctx, pod) {
+			k.report(ctx, pod, f, "ErrImagePull", f.message)
+			if !sleep(ctx, BackOff) {
+				return true
+			}
+			k.report(ctx, pod, f, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: ErrImagePull: %s", c.Image, f.message))
+			if !sleep(ctx, BackOff) {
+				return true
+			}
+		}
+	case ModeCrashLoop:
+		for restarts := int32(1); k.alive(ctx, pod); restarts++ {
+			k.crashed(ctx, pod, c, restarts)
+			if !sleep(ctx, BackOff) {
+				return true
+			}
+		}
+	case ModeConfigError:
+		k.report(ctx, pod, f, "CreateContainerConfigError", fmt.Sprintf("couldn't find key missing-key in ConfigMap %s/settings", pod.Namespace))
+	case ModeBriefBackOff, ModeSlow:
+		if pod.Annotations[Mode] == ModeBriefBackOff {
+			k.report(ctx, pod, f, "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: ErrImagePull: rpc error: code = Unavailable desc = connection reset by peer", c.Image))
+		}
+		if sleep(ctx, BriefBackOff) {
+			if err := testenv.ReleaseHold(ctx, k.Kube, pod.Namespace, pod.Name); err != nil && ctx.Err() == nil {
+				k.Log.Error("test kubelet: releasing the pod", "pod", pod.Name, "error", err)
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// crashed reports c of pod in CrashLoopBackOff after restarts failed
+// starts, its last exit 2 with a panic, as a kubelet does.
+func (k *Kubelet) crashed(ctx context.Context, pod *corev1.Pod, c corev1.Container, restarts int32) {
+	now := metav1.Now()
+	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: restarts,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backOffOf(restarts), c.Name, pod.Name, pod.Namespace, pod.UID)}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error",
+			Message: "panic: invalid configuration: listen.port must be a number", StartedAt: now, FinishedAt: now}}}
+	status := map[string]any{"phase": corev1.PodRunning, "containerStatuses": []corev1.ContainerStatus{st},
+		"conditions": []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"}}}
+	k.patchStatus(ctx, pod, status)
+}
+
+// backOffOf is the kubelet's back-off after restarts: 10 s doubling to
+// 5 min.
+func backOffOf(restarts int32) time.Duration {
+	d := 10 * time.Second
+	for i := int32(1); i < restarts && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
+}
+
+// alive says whether pod still exists and is not being deleted.
+func (k *Kubelet) alive(ctx context.Context, pod *corev1.Pod) bool {
+	p, err := k.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	return err == nil && p.UID == pod.UID && p.DeletionTimestamp == nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
 
 // pull is "" when ref pulls for platform, else containerd's error as the
@@ -227,6 +347,11 @@ func (k *Kubelet) report(ctx context.Context, pod *corev1.Pod, f *failure, reaso
 	for _, c := range pod.Spec.Containers {
 		status.ContainerStatuses = append(status.ContainerStatuses, waiting(c, false))
 	}
+	k.patchStatus(ctx, pod, status)
+}
+
+// patchStatus merges status into pod's.
+func (k *Kubelet) patchStatus(ctx context.Context, pod *corev1.Pod, status any) {
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return
