@@ -58,11 +58,10 @@ func podFailureGrace(c *ucli.Context) (*time.Duration, error) {
 	}
 	s := c.String("pod-failure-grace")
 	if s == "0" {
-		zero := time.Duration(0)
-		return &zero, nil
+		s = "0s"
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
+	if err != nil || d < 0 {
 		return nil, outcome.BadInput(fmt.Errorf("%s: --pod-failure-grace %q: want a positive duration such as 2m or 30s, or 0 (never)", commandPath(c), s))
 	}
 	return &d, nil

@@ -689,3 +689,18 @@ func TestParseSpecImages(t *testing.T) {
 		At: "spec.yaml:10: charts[1].images.values[1]"}, im.Values[0])
 	assert.Equal(t, `kubevirt["virt-launcher"].image`, im.Values[1].Image)
 }
+
+// wait.podFailureGrace: 2m by default, 0 turns it off, anything else a
+// positive duration.
+func TestParseSpecPodFailureGrace(t *testing.T) {
+	for in, want := range map[string]time.Duration{``: 2 * time.Minute, `  wait: {podFailureGrace: 0}`: 0, `  wait: {podFailureGrace: 30s}`: 30 * time.Second} {
+		s, err := ParseSpec("spec.yaml", doc(specHead, target1, chart1, in), kinds)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, s.Charts[0].Wait.PodFailureGrace, in)
+	}
+	for _, bad := range []string{`  wait: {podFailureGrace: -1m}`, `  wait: {podFailureGrace: soon}`, `  wait: {podFailureGrace: 5}`} {
+		_, err := ParseSpec("spec.yaml", doc(specHead, target1, chart1, bad), kinds)
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "spec.yaml:6: charts[1].wait.podFailureGrace: want a positive duration such as 2m or 30s (0: off)")
+	}
+}

@@ -373,6 +373,8 @@ func TestBadInputCorpus(t *testing.T) {
 		{name: "registries.yaml a cert_file without key_file", args: preflight("--registries-config", "$DIR/r.yaml"), cluster: true,
 			files: map[string]string{"r.yaml": "configs:\n  m.example.com:\n    tls:\n      cert_file: $DIR/c.pem\n"}, code: 2,
 			want: []string{"$DIR/r.yaml:4", `configs["m.example.com"].tls`, "cert_file and key_file go together"}},
+		{name: "pod-failure-grace not a duration", args: upgrade("--pod-failure-grace", "soon"), cluster: true, code: 2,
+			want: []string{`--pod-failure-grace "soon": want a positive duration such as 2m or 30s, or 0 (never)`}},
 		{name: "image-timeout zero", args: preflight("--image-timeout", "0s"), cluster: true, code: 2,
 			want: []string{"--image-timeout 0s: must be a positive duration"}},
 		{name: "spec images.check not a bool", args: []string{"preflight", "--spec", "$DIR/spec.yaml", "--version", "2.0.0"}, cluster: true,
