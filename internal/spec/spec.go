@@ -478,7 +478,7 @@ func (w walker) wait(n *yaml.Node, field string) (Wait, error) {
 	}
 	if pn := f.Get("podFailureGrace"); pn != nil {
 		if d, err := time.ParseDuration(pn.Value); pn.Value == "0" || (err == nil && d == 0) {
-			out.PodFailureGrace = 0 // off: the pods are shown, never given up on
+			out.PodFailureGrace = 0 // off: the pods are not watched
 		} else if out.PodFailureGrace, err = w.Duration(pn, f.Path("podFailureGrace"), "2m or 30s (0: off)"); err != nil {
 			return Wait{}, err
 		}

@@ -166,19 +166,27 @@ func releaseKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(st
 // chart's kinds in ns, as plans/release/10-rbac.yaml says to add them for
 // a chart (its Deployment, Services, ConfigMap and hook Job).
 func helmWrites(t *testing.T, env *testenv.Env, ns, sucNS, sa string) {
+	chartKinds(t, env, ns, sucNS, sa, "get, list, watch, create, update, patch, delete")
+}
+
+// chartKinds grants ServiceAccount sa of sucNS verbs on the kinds of the
+// chart's objects in ns (beside ConfigMaps, which the plans' RBAC has):
+// for a HelmChart, the get, list and watch its readiness needs, as
+// plans/k3s/10-rbac.yaml says to add them for a chart.
+func chartKinds(t *testing.T, env *testenv.Env, ns, sucNS, sa, verbs string) {
 	rbaccheck.Create(t, env, rbaccheck.Decode(t, `apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: `+sa+`-helm-writes, namespace: `+ns+`}
 rules:
 - apiGroups: [apps]
   resources: [deployments]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [`+verbs+`]
 - apiGroups: [""]
   resources: [services]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [`+verbs+`]
 - apiGroups: [batch]
   resources: [jobs]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [`+verbs+`]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -206,6 +214,7 @@ func helmChartKind(t *testing.T, env *testenv.Env, chart, ns, rel string) (func(
 		"namespace: kube-system", "namespace: "+hcNS, "namespace: demo-system", "namespace: "+ns, "namespace: system-upgrade", "namespace: "+sucNS,
 		"resourceNames: [demo-app]", "resourceNames: ["+rel+"]", "resourceNames: [helm-install-demo-app]", "resourceNames: [helm-install-"+rel+"]",
 		"resourceNames: [demo-system]", "resourceNames: ["+ns+"]")
+	chartKinds(t, env, ns, sucNS, sa, "get, list, watch")
 	n := imagesNode(t)
 	run := func(command string, args ...string) noderun.Result {
 		return n.Run(t.Context(), env, command, append([]string{"--target", "helmchart/" + hcNS + "/" + rel, "--chart-source", world.charts,
