@@ -88,11 +88,13 @@ var cases = []rolloutCase{
 // upgrade to 2.0.0, nil when it rolled out.
 type kindRun func(t *testing.T, env *testenv.Env, chart, ns, rel string) (run func(command string, args ...string) noderun.Result, oracle func() error)
 
+// kinds are the three kinds, each with its kindRun.
+var kinds = []struct {
+	name string
+	run  kindRun
+}{{"release", releaseKind}, {"helmchart", helmChartKind}, {"managedchart", managedChartKind}}
+
 func TestPreflightPredictsTheRollout(t *testing.T) {
-	kinds := []struct {
-		name string
-		run  kindRun
-	}{{"release", releaseKind}, {"helmchart", helmChartKind}, {"managedchart", managedChartKind}}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			for _, tc := range cases {

@@ -42,10 +42,6 @@ var podCases = []podCase{
 func TestAPodThatCannotStartEndsTheWait(t *testing.T) {
 	env := testenv.ForTest(t)
 	shared(t, env)
-	kinds := []struct {
-		name string
-		run  kindRun
-	}{{"release", releaseKind}, {"helmchart", helmChartKind}, {"managedchart", managedChartKind}}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			for _, tc := range podCases {
