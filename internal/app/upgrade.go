@@ -27,7 +27,13 @@ func Preflight(ctx context.Context, opts Options) error {
 
 func runCharts(ctx context.Context, opts Options, goal upgrade.Goal, verb string) (err error) {
 	opts.defaults()
-	defer func() { host.WriteTermination(opts.TerminationLog, verb, err, opts.Log) }()
+	var lines []string // one a chart, for the termination log
+	defer func() {
+		if len(lines) == 0 {
+			lines = []string{verb}
+		}
+		host.WriteTerminationLines(opts.TerminationLog, lines, err, opts.Log)
+	}()
 	charts, specFile, err := planCharts(&opts)
 	if err != nil {
 		return err
@@ -67,6 +73,11 @@ func runCharts(ctx context.Context, opts Options, goal upgrade.Goal, verb string
 		if err != nil {
 			return err
 		}
+		line := fmt.Sprintf("%s %s %s → %s", verb, c.Target, res.From, res.To)
+		if goal == upgrade.GoalUpgrade && res.Situation == upgrade.SituationDone && !res.Leader {
+			line = fmt.Sprintf("%s is at %s and ready: nothing to do", c.Target, res.To)
+		}
+		lines = append(lines, line)
 		if goal == upgrade.GoalCheck && opts.Output == "json" {
 			if err := writeChecked(opts.Out, c.Target.String(), res); err != nil {
 				return err
@@ -96,10 +107,6 @@ func runCharts(ctx context.Context, opts Options, goal upgrade.Goal, verb string
 		}
 		if goal == upgrade.GoalCheck && res.Images != nil {
 			fmt.Fprintln(opts.Out, res.Images.Note)
-		}
-		line := fmt.Sprintf("%s %s %s → %s", verb, c.Target, res.From, res.To)
-		if goal == upgrade.GoalUpgrade && res.Situation == upgrade.SituationDone && !res.Leader {
-			line = fmt.Sprintf("%s is at %s and ready: nothing to do", c.Target, res.To)
 		}
 		fmt.Fprintln(opts.Out, line)
 		done++

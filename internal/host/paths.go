@@ -52,6 +52,12 @@ func LocalPaths(hostRoot, stateDir, lockFile string) (string, string) {
 // "ok: VERB", or "exit N: error". The default path is written only when it
 // exists (in a pod).
 func WriteTermination(path, verb string, err error, log *slog.Logger) {
+	WriteTerminationLines(path, []string{verb}, err, log)
+}
+
+// WriteTerminationLines is WriteTermination with one line per chart: "ok:
+// LINE" each when err is nil.
+func WriteTerminationLines(path string, lines []string, err error, log *slog.Logger) {
 	if path == "" {
 		path = DefaultTerminationLog
 	}
@@ -60,7 +66,11 @@ func WriteTermination(path, verb string, err error, log *slog.Logger) {
 			return
 		}
 	}
-	line := "ok: " + verb
+	oks := make([]string, len(lines))
+	for i, l := range lines {
+		oks[i] = "ok: " + l
+	}
+	line := strings.Join(oks, "\n")
 	if err != nil {
 		line = fmt.Sprintf("exit %d: %s", outcome.Code(err), strings.ReplaceAll(err.Error(), "\n", " "))
 	}

@@ -129,6 +129,10 @@ func TestRerunAfterSuccessMakesNoWrites(t *testing.T) {
 	assert.Zero(t, again.writes.Load(), "a re-run wrote: %v", again.seen)
 	assert.Contains(t, logs, "nothing to do")
 	assertUnchanged(t, before, f.get(name))
+	term, err := os.ReadFile(f.node.TermLog)
+	require.NoError(t, err)
+	assert.Equal(t, "ok: managedchart/"+f.ns+"/"+name+" is at 2.0.0 and ready: nothing to do\n", string(term),
+		"the termination message says what the re-run did")
 
 	// another node, with its own journal, knows from the annotations
 	logs, other, err := f.upgradeCounting(noderun.New(t, "node-2"), opts)
