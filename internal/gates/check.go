@@ -14,6 +14,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/health"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
+	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
 // secrets are where Helm keeps a release's revisions (the default
@@ -68,6 +69,21 @@ func (p *Port) Check(ctx context.Context, o *upgrade.Observed, c upgrade.Change)
 		if !sc.namespaced && g.Namespace != "" {
 			return outcome.BadInput(fmt.Errorf("%s: %s is cluster-scoped: a gate on it takes no namespace", g.At, g.Kind))
 		}
+		if g.Each != nil {
+			esc, ns, err := p.each(g, rel)
+			if meta.IsNoMatchError(err) {
+				return outcome.BadInput(fmt.Errorf("%s: each: the cluster does not serve %s %s", g.At, g.Each.Kind, g.Each.APIVersion))
+			}
+			if err != nil {
+				return fmt.Errorf("%s: mapping %s %s to its resource: %w", g.At, g.Each.Kind, g.Each.APIVersion, err)
+			}
+			if !esc.namespaced && g.Each.Namespace != "" {
+				return outcome.BadInput(fmt.Errorf("%s: each: %s is cluster-scoped: it takes no namespace", g.At, g.Each.Kind))
+			}
+			if err := need(esc.gvr, ns); err != nil {
+				return err
+			}
+		}
 		if !g.Rendered() {
 			if err := need(sc.gvr, namespaceOf(g, sc, rel)); err != nil {
 				return err
@@ -102,6 +118,27 @@ func (p *Port) Check(ctx context.Context, o *upgrade.Observed, c upgrade.Change)
 	}
 	if len(missing) > 0 {
 		return outcome.Refused(fmt.Errorf("the health gates need reads this process may not make: %s", joinUnique(missing)))
+	}
+	return p.probe(ctx, o, c)
+}
+
+// probe evaluates each gate's expressions on its objects as they are now
+// (those of the deployed revision, or the operator's), as the wait will:
+// one that gives a value of the wrong type (a bool's place, a group
+// key's) is bad input naming the gate and the expression.
+func (p *Port) probe(ctx context.Context, o *upgrade.Observed, c upgrade.Change) error {
+	seen, err := p.Read(ctx, o, upgrade.Want{Version: o.Version})
+	if err != nil {
+		return err
+	}
+	vars := health.Vars{Values: c.Values}
+	if c.Chart != nil {
+		vars = health.Vars{Values: values.Overlay(c.Chart.Defaults, c.Values), Version: c.Chart.Version}
+	}
+	for i, g := range p.Gates {
+		if err := health.Probe(g, seen[i], vars); err != nil {
+			return outcome.BadInput(err)
+		}
 	}
 	return nil
 }

@@ -81,6 +81,24 @@ func (p *Port) resolve(g health.Gate) (scope, error) {
 	return scope{gvr: m.Resource, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, nil
 }
 
+// each maps the kind of g's groups to its resource, and the namespace
+// they are read in (their own, else the release's; "" cluster-wide).
+func (p *Port) each(g health.Gate, rel Release) (scope, string, error) {
+	gvk := g.Each.GroupVersionKind()
+	m, err := p.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return scope{}, "", err
+	}
+	sc := scope{gvr: m.Resource, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}
+	switch {
+	case !sc.namespaced:
+		return sc, "", nil
+	case g.Each.Namespace != "":
+		return sc, g.Each.Namespace, nil
+	}
+	return sc, rel.Namespace, nil
+}
+
 // served names the versions of g's kind the cluster serves, for a
 // refusal: " (served: example.com/v1beta1)", or "".
 func (p *Port) served(g health.Gate) string {

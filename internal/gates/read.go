@@ -38,12 +38,25 @@ func (p *Port) Read(ctx context.Context, o *upgrade.Observed, want upgrade.Want)
 		if err != nil {
 			return nil, err
 		}
+		if g.Each != nil {
+			esc, ns, err := p.each(g, rel)
+			if meta.IsNoMatchError(err) {
+				out[i] = health.Seen{Waiting: fmt.Sprintf("the cluster does not serve %s %s yet", g.Each.Kind, g.Each.APIVersion)}
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if out[i].Groups, err = p.list(ctx, esc.gvr, ns, g.Each.Selector); err != nil {
+				return nil, err
+			}
+		}
 		if !g.Rendered() {
 			objs, err := p.list(ctx, sc.gvr, namespaceOf(g, sc, rel), g.Selector)
 			if err != nil {
 				return nil, err
 			}
-			out[i] = health.Seen{Objects: objs}
+			out[i].Objects = objs
 			continue
 		}
 		if !newestRead {
@@ -68,7 +81,9 @@ func (p *Port) Read(ctx context.Context, o *upgrade.Observed, want upgrade.Want)
 			}
 			live = append(live, objs...)
 		}
-		out[i] = match(g.Kind, wanted, live)
+		m := match(g.Kind, wanted, live)
+		m.Groups = out[i].Groups
+		out[i] = m
 	}
 	return out, nil
 }

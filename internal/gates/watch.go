@@ -45,6 +45,15 @@ func (p *Port) Watch(ctx context.Context, o *upgrade.Observed) (upgrade.GateWatc
 	}
 	var started []cache.InformerSynced
 	for _, g := range p.Gates {
+		if g.Each != nil {
+			if esc, ns, err := p.each(g, v.rel); err == nil {
+				inf, err := v.informer(esc.gvr, ns, g.Each.Selector)
+				if err != nil {
+					return nil, err
+				}
+				started = append(started, inf.HasSynced)
+			}
+		}
 		sc, err := p.resolve(g)
 		if err != nil || g.Rendered() {
 			continue
@@ -95,6 +104,27 @@ func (v *view) seen(g health.Gate, want upgrade.Want) health.Seen {
 	if v.relErr != nil {
 		return health.Seen{Waiting: v.relErr.Error()}
 	}
+	s := v.seenObjects(g, want)
+	if g.Each == nil || s.Waiting != "" {
+		return s
+	}
+	esc, ns, err := v.p.each(g, v.rel)
+	switch {
+	case meta.IsNoMatchError(err):
+		return health.Seen{Waiting: fmt.Sprintf("the cluster does not serve %s %s yet", g.Each.Kind, g.Each.APIVersion)}
+	case err != nil:
+		return health.Seen{Waiting: err.Error()}
+	}
+	groups, waiting := v.objects(esc.gvr, ns, g.Each.Selector)
+	if waiting != "" {
+		return health.Seen{Waiting: waiting}
+	}
+	s.Groups = groups
+	return s
+}
+
+// seenObjects is what the informers hold of g's own objects.
+func (v *view) seenObjects(g health.Gate, want upgrade.Want) health.Seen {
 	sc, err := v.p.resolve(g)
 	switch {
 	case meta.IsNoMatchError(err):

@@ -68,7 +68,15 @@ func celEnv() (*cel.Env, error) {
 
 // Compile compiles a gate expression, which must be a bool. Its error is
 // CEL's own message (an undeclared reference names the variable).
-func Compile(src string) (*Expr, error) {
+func Compile(src string) (*Expr, error) { return compile(src, types.BoolType) }
+
+// CompileString compiles an expression that must be a string (an Each's
+// key).
+func CompileString(src string) (*Expr, error) { return compile(src, types.StringType) }
+
+// compile compiles src, which must give want (or dyn, checked at
+// evaluation).
+func compile(src string, want *types.Type) (*Expr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("empty expression")
 	}
@@ -80,8 +88,8 @@ func Compile(src string) (*Expr, error) {
 	if iss.Err() != nil {
 		return nil, errors.New(iss.Err().Error())
 	}
-	if !checked.OutputType().IsExactType(types.BoolType) && !checked.OutputType().IsExactType(types.DynType) {
-		return nil, fmt.Errorf("the expression is a %s, not a bool", checked.OutputType())
+	if !checked.OutputType().IsExactType(want) && !checked.OutputType().IsExactType(types.DynType) {
+		return nil, fmt.Errorf("the expression is a %s, not a %s", checked.OutputType(), want)
 	}
 	prog, err := e.Program(checked, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
 	if err != nil {
@@ -90,8 +98,22 @@ func Compile(src string) (*Expr, error) {
 	return &Expr{Source: src, prog: prog, reads: selects(checked.NativeRep())}, nil
 }
 
+// NotOfType is an expression whose value is not of the type it must give
+// (current: "status.phase", a comparison left out): the spec is wrong,
+// whatever the object holds.
+type NotOfType struct {
+	Source string
+	Value  any
+	Want   string
+}
+
+func (e *NotOfType) Error() string {
+	return fmt.Sprintf("the expression %q gives %s, not a %s", e.Source, short(e.Value), e.Want)
+}
+
 // eval evaluates e on act: true or false, or why it could not be
-// evaluated (a field the object lacks: "no such key: phase").
+// evaluated (a field the object lacks: "no such key: phase"; a value of
+// another type: *NotOfType).
 func (e *Expr) eval(act map[string]any) (bool, error) {
 	out, _, err := e.prog.Eval(act)
 	if err != nil {
@@ -99,9 +121,22 @@ func (e *Expr) eval(act map[string]any) (bool, error) {
 	}
 	b, ok := out.Value().(bool)
 	if !ok {
-		return false, fmt.Errorf("evaluates to %v, not a bool", out.Value())
+		return false, &NotOfType{Source: e.Source, Value: out.Value(), Want: "bool"}
 	}
 	return b, nil
+}
+
+// evalString evaluates a string expression on act.
+func (e *Expr) evalString(act map[string]any) (string, error) {
+	out, _, err := e.prog.Eval(act)
+	if err != nil {
+		return "", err
+	}
+	s, ok := out.Value().(string)
+	if !ok {
+		return "", &NotOfType{Source: e.Source, Value: out.Value(), Want: "string"}
+	}
+	return s, nil
 }
 
 // selects lists the paths of the object fields an expression selects,

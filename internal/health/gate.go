@@ -15,15 +15,51 @@ type Gate struct {
 	// renders. A selector with no namespace reads the release's.
 	Namespace string
 	Selector  labels.Selector
-	// MinCount is how many objects must exist (each current); the parser
-	// sets 1 when the spec gives none.
+	// MinCount is how many objects must exist (each current), or, with
+	// Each, how many current ones each group needs; the parser sets 1 when
+	// the spec gives none.
 	MinCount int
+	// Filter, when set, chooses which of the objects count: those it is
+	// false of are neither current nor counted (admission's
+	// matchConditions are the model).
+	Filter *Expr
+	// Each, when set, groups the counted objects: one group per object of
+	// another kind, each needing MinCount current objects.
+	Each *Each
 	// Current must hold of each object; InProgress and Failed are
 	// optional (nil).
 	Current, InProgress, Failed *Expr
 	// At says where the spec declares it, for errors: "spec.yaml:14:
 	// charts[1].wait.health[2]".
 	At string
+}
+
+// Each is a gate's groups: one per object of its kind (in Namespace, that
+// Selector selects), named by its name; Key, evaluated on each object of
+// the gate, names the group the object is counted in.
+type Each struct {
+	APIVersion, Kind string
+	Namespace        string
+	Selector         labels.Selector
+	Key              *Expr
+}
+
+// GroupVersionKind is the groups' kind.
+func (e Each) GroupVersionKind() schema.GroupVersionKind {
+	return schema.FromAPIVersionAndKind(e.APIVersion, e.Kind)
+}
+
+// String names the groups for people: "each Node longhorn.io/v1beta2 in
+// longhorn-system".
+func (e Each) String() string {
+	s := "each " + e.Kind + " " + e.APIVersion
+	if e.Namespace != "" {
+		s += " in " + e.Namespace
+	}
+	if e.Selector != nil && !e.Selector.Empty() {
+		s += " (" + e.Selector.String() + ")"
+	}
+	return s
 }
 
 // GroupVersionKind is the gate's kind.
@@ -48,6 +84,9 @@ func (g Gate) String() string {
 	}
 	if g.Selector != nil && !g.Selector.Empty() {
 		s += " (" + g.Selector.String() + ")"
+	}
+	if g.Each != nil {
+		s += ", " + g.Each.String()
 	}
 	return s
 }

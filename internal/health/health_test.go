@@ -125,3 +125,67 @@ func TestGateNames(t *testing.T) {
 	_, err = ParseSelector("a in (b")
 	assert.ErrorContains(t, err, `bad label selector "a in (b"`)
 }
+
+// im is an instance manager of image on node, in state.
+func im(name, node, image, state string) map[string]any {
+	return map[string]any{"apiVersion": "longhorn.io/v1beta2", "kind": "InstanceManager",
+		"metadata": map[string]any{"name": name, "namespace": "longhorn-system", "labels": map[string]any{"longhorn.io/node": node}},
+		"spec":     map[string]any{"image": image}, "status": map[string]any{"currentState": state}}
+}
+
+func node(name string) map[string]any {
+	return map[string]any{"apiVersion": "longhorn.io/v1beta2", "kind": "Node", "metadata": map[string]any{"name": name, "namespace": "longhorn-system"}}
+}
+
+// Harvester's wait for the instance managers: of the new image only (the
+// filter), one running for each Longhorn node (each); the old image's
+// managers, running, never satisfy it.
+func TestJudgeFilterAndEach(t *testing.T) {
+	key, err := CompileString("metadata.labels['longhorn.io/node']")
+	require.NoError(t, err)
+	g := Gate{APIVersion: "longhorn.io/v1beta2", Kind: "InstanceManager", Namespace: "longhorn-system", MinCount: 1,
+		Current: mustCompile(t, "status.currentState == 'running'"),
+		Filter:  mustCompile(t, "spec.image == values.image.repository + ':' + values.image.tag"),
+		Each:    &Each{APIVersion: "longhorn.io/v1beta2", Kind: "Node", Namespace: "longhorn-system", Key: key}}
+	vars := Vars{Values: map[string]any{"image": map[string]any{"repository": "longhornio/longhorn-instance-manager", "tag": "v1.7.2"}}}
+	const old, new = "longhornio/longhorn-instance-manager:v1.6.2", "longhornio/longhorn-instance-manager:v1.7.2"
+	nodes := []map[string]any{node("node-1"), node("node-2")}
+
+	v := Judge(g, Seen{Groups: nodes, Objects: []map[string]any{im("a", "node-1", old, "running"), im("b", "node-2", old, "running")}}, vars)
+	assert.Equal(t, InProgress, v.State, "the old image's managers are left out")
+	assert.Equal(t, 2, v.LeftOut)
+	assert.Equal(t, []string{"Node node-1: 0 current InstanceManagers, 1 needed", "Node node-2: 0 current InstanceManagers, 1 needed"}, v.Why)
+	assert.Contains(t, v.Line(), "0/0 current (2 left out by the filter): Node node-1")
+
+	v = Judge(g, Seen{Groups: nodes, Objects: []map[string]any{im("a", "node-1", old, "running"), im("b", "node-2", old, "running"),
+		im("c", "node-1", new, "running"), im("d", "node-2", new, "starting")}}, vars)
+	assert.Equal(t, InProgress, v.State, "node-2's new manager is late")
+	assert.Equal(t, []string{"Node node-2: 0 current InstanceManagers, 1 needed"}, v.Why)
+
+	v = Judge(g, Seen{Groups: nodes, Objects: []map[string]any{im("a", "node-1", old, "running"),
+		im("c", "node-1", new, "running"), im("d", "node-2", new, "running")}}, vars)
+	assert.Equal(t, Current, v.State, "one of the new image running on each node")
+	assert.Equal(t, 2, v.Current)
+}
+
+// An expression whose value is not of its type (a comparison left out)
+// is the spec's fault: BadExpr, naming it and the value; Probe finds it
+// on the objects as they are.
+func TestNotABool(t *testing.T) {
+	g := gate(t, "status.phase", "", "")
+	g.At = "spec.yaml:12: charts[1].wait.health[1]"
+	o := obj("a", 1, 1, map[string]any{"phase": "Deployed"})
+	v := Judge(g, Seen{Objects: []map[string]any{o}}, Vars{})
+	assert.Equal(t, `spec.yaml:12: charts[1].wait.health[1]: the expression "status.phase" gives "Deployed", not a bool`, v.BadExpr)
+	err := Probe(g, Seen{Objects: []map[string]any{o}}, Vars{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `the expression "status.phase" gives "Deployed", not a bool`)
+	assert.NoError(t, Probe(g, Seen{Objects: []map[string]any{obj("b", 1, 1, map[string]any{})}}, Vars{}), "a field not there yet is not the spec's fault")
+
+	key, err := CompileString("metadata.generation")
+	require.NoError(t, err, "dyn: checked at evaluation")
+	g = gate(t, "true", "", "")
+	g.Each = &Each{APIVersion: "v1", Kind: "Node", Key: key}
+	v = Judge(g, Seen{Objects: []map[string]any{o}, Groups: []map[string]any{node("n")}}, Vars{})
+	assert.Contains(t, v.BadExpr, `each.key: the expression "metadata.generation" gives 1, not a string`)
+}

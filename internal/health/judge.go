@@ -2,6 +2,7 @@ package health
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,6 +15,8 @@ type Seen struct {
 	// Objects are the gate's objects as last read (each an object's JSON
 	// map).
 	Objects []map[string]any
+	// Groups are the objects of the gate's Each, one group each.
+	Groups []map[string]any
 	// Missing names the rendered objects that do not exist (yet).
 	Missing []string
 	// Waiting says why the gate's objects are not known yet ("the
@@ -41,9 +44,14 @@ const (
 type Verdict struct {
 	Gate  string `json:"gate"` // Gate.String
 	State State  `json:"state"`
-	// Objects counts the gate's objects read, Current those current.
+	// Objects counts the gate's objects read (those its filter keeps),
+	// Current those current, LeftOut those its filter left out.
 	Objects int `json:"objects"`
 	Current int `json:"current"`
+	LeftOut int `json:"leftOut,omitempty"`
+	// BadExpr, when set, says an expression gave a value of the wrong type
+	// (a bool's place, a group key's): the spec is wrong (exit 2).
+	BadExpr string `json:"badExpression,omitempty"`
 	// Why says what keeps the gate open or failed, one line each (the
 	// object, the expression or rule, the fields it read); empty when
 	// current.
@@ -54,6 +62,12 @@ type Verdict struct {
 // release's): in progress, 0/1 current: KubeVirt ns/kv: ...".
 func (v Verdict) Line() string {
 	s := fmt.Sprintf("gate %s: %s, %d/%d current", v.Gate, v.State, v.Current, v.Objects)
+	if v.LeftOut > 0 {
+		s += fmt.Sprintf(" (%d left out by the filter)", v.LeftOut)
+	}
+	if v.BadExpr != "" {
+		return s + ": " + v.BadExpr
+	}
 	if len(v.Why) > 0 {
 		s += ": " + v.Why[0]
 		if len(v.Why) > 1 {
@@ -63,23 +77,50 @@ func (v Verdict) Line() string {
 	return s
 }
 
-// Judge judges gate g on what was read of its objects. The gate is failed
-// when one object is; current when at least MinCount objects exist, none
-// is missing and each is current; else in progress.
+// Judge judges gate g on what was read of its objects: those its filter
+// keeps (the others left out, neither current nor counted). The gate is
+// failed when one object is. Without Each it is current when at least
+// MinCount objects exist, none is missing and each is current; with Each,
+// when every group has MinCount current objects (those whose key names
+// it), whatever the others. Else it is in progress. An expression that
+// gives a value of the wrong type sets BadExpr.
 func Judge(g Gate, seen Seen, v Vars) Verdict {
-	out := Verdict{Gate: g.String(), State: InProgress, Objects: len(seen.Objects)}
+	out := Verdict{Gate: g.String(), State: InProgress}
 	if seen.Waiting != "" {
 		out.Why = append(out.Why, seen.Waiting)
 		return out
 	}
 	objs := append([]map[string]any(nil), seen.Objects...)
 	sort.Slice(objs, func(i, j int) bool { return objectName(objs[i]) < objectName(objs[j]) })
+	if g.Filter != nil {
+		kept := objs[:0]
+		for _, o := range objs {
+			ok, err := g.Filter.eval(activation(o, v))
+			if bad := badExpr(g, "filter", err); bad != "" {
+				out.BadExpr = bad
+				return out
+			}
+			if err != nil || !ok {
+				out.LeftOut++
+				continue
+			}
+			kept = append(kept, o)
+		}
+		objs = kept
+	}
+	out.Objects = len(objs)
 	var failed, open []string
+	var current []map[string]any
 	for _, o := range objs {
-		state, why := judgeObject(g, o, v)
+		state, why, err := judgeObject(g, o, v)
+		if bad := badExpr(g, "", err); bad != "" {
+			out.BadExpr = bad
+			return out
+		}
 		switch state {
 		case Current:
 			out.Current++
+			current = append(current, o)
 		case Failed:
 			failed = append(failed, why)
 		default:
@@ -88,6 +129,17 @@ func Judge(g Gate, seen Seen, v Vars) Verdict {
 	}
 	if len(failed) > 0 {
 		out.State, out.Why = Failed, failed
+		return out
+	}
+	if g.Each != nil {
+		why, bad := groups(g, seen.Groups, current, v)
+		if bad != "" {
+			out.BadExpr = bad
+			return out
+		}
+		if out.Why = why; len(why) == 0 {
+			out.State = Current
+		}
 		return out
 	}
 	for _, m := range seen.Missing {
@@ -103,34 +155,110 @@ func Judge(g Gate, seen Seen, v Vars) Verdict {
 	return out
 }
 
+// groups says which of g's groups lack MinCount current objects, one line
+// each, or that the key gave a value that is not a string.
+func groups(g Gate, groupObjs []map[string]any, current []map[string]any, v Vars) (why []string, bad string) {
+	counts := map[string]int{}
+	for _, o := range current {
+		key, err := g.Each.Key.evalString(activation(o, v))
+		if b := badExpr(g, "each.key", err); b != "" {
+			return nil, b
+		}
+		if err == nil {
+			counts[key]++
+		}
+	}
+	names := make([]string, 0, len(groupObjs))
+	for _, o := range groupObjs {
+		names = append(names, (&unstructured.Unstructured{Object: o}).GetName())
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if c := counts[n]; c < g.MinCount {
+			why = append(why, fmt.Sprintf("%s %s: %d current %s, %d needed", g.Each.Kind, n, c, plural(g.Kind, c), g.MinCount))
+		}
+	}
+	return why, ""
+}
+
+// badExpr is the line of an expression that gave a value of the wrong
+// type, "" for any other error.
+func badExpr(g Gate, field string, err error) string {
+	var nt *NotOfType
+	if !errors.As(err, &nt) {
+		return ""
+	}
+	if field != "" {
+		return fmt.Sprintf("%s: %s: %v", g.At, field, nt)
+	}
+	return fmt.Sprintf("%s: %v", g.At, nt)
+}
+
 // judgeObject is one object's state, as Flux judges healthCheckExprs,
-// and, unless current, one line saying why.
-func judgeObject(g Gate, o map[string]any, v Vars) (State, string) {
+// and, unless current, one line saying why; err is an expression's value
+// of the wrong type (*NotOfType).
+func judgeObject(g Gate, o map[string]any, v Vars) (State, string, error) {
 	name := g.Kind + " " + objectName(o)
 	u := unstructured.Unstructured{Object: o}
 	if og, found, _ := unstructured.NestedInt64(o, "status", "observedGeneration"); found && og < u.GetGeneration() {
 		return InProgress, fmt.Sprintf("%s: status.observedGeneration %d is below metadata.generation %d: its status is from before the change",
-			name, og, u.GetGeneration())
+			name, og, u.GetGeneration()), nil
 	}
 	act := activation(o, v)
+	var nt *NotOfType
 	if g.InProgress != nil {
-		if ok, _ := g.InProgress.eval(act); ok {
-			return InProgress, fmt.Sprintf("%s: in progress: %s%s", name, g.InProgress.Source, read(g.InProgress, o))
+		ok, err := g.InProgress.eval(act)
+		if errors.As(err, &nt) {
+			return InProgress, "", err
+		}
+		if ok {
+			return InProgress, fmt.Sprintf("%s: in progress: %s%s", name, g.InProgress.Source, read(g.InProgress, o)), nil
 		}
 	}
 	if g.Failed != nil {
-		if ok, _ := g.Failed.eval(act); ok {
-			return Failed, fmt.Sprintf("%s: failed: %s%s", name, g.Failed.Source, read(g.Failed, o))
+		ok, err := g.Failed.eval(act)
+		if errors.As(err, &nt) {
+			return InProgress, "", err
+		}
+		if ok {
+			return Failed, fmt.Sprintf("%s: failed: %s%s", name, g.Failed.Source, read(g.Failed, o)), nil
 		}
 	}
 	ok, err := g.Current.eval(act)
+	if errors.As(err, &nt) {
+		return InProgress, "", err
+	}
 	if ok {
-		return Current, ""
+		return Current, "", nil
 	}
 	if err != nil {
-		return InProgress, fmt.Sprintf("%s: not current: %s cannot be evaluated yet (%v)%s", name, g.Current.Source, err, read(g.Current, o))
+		return InProgress, fmt.Sprintf("%s: not current: %s cannot be evaluated yet (%v)%s", name, g.Current.Source, err, read(g.Current, o)), nil
 	}
-	return InProgress, fmt.Sprintf("%s: not current: %s is false%s", name, g.Current.Source, read(g.Current, o))
+	return InProgress, fmt.Sprintf("%s: not current: %s is false%s", name, g.Current.Source, read(g.Current, o)), nil
+}
+
+// Probe evaluates every expression of g on each object of seen (the
+// objects as they are before the upgrade), as the wait will: a value of
+// the wrong type is returned (the spec is wrong); any other outcome is
+// none of its business.
+func Probe(g Gate, seen Seen, v Vars) error {
+	for _, o := range seen.Objects {
+		act := activation(o, v)
+		for _, e := range []*Expr{g.Filter, g.InProgress, g.Failed, g.Current} {
+			if e == nil {
+				continue
+			}
+			if _, err := e.eval(act); badExpr(g, "", err) != "" {
+				return fmt.Errorf("%s: %w", g.At, err)
+			}
+		}
+		if g.Each != nil {
+			if _, err := g.Each.Key.evalString(act); badExpr(g, "", err) != "" {
+				return fmt.Errorf("%s: each.key: %w", g.At, err)
+			}
+		}
+	}
+	return nil
 }
 
 // activation binds the object's top-level fields (an absent one as an

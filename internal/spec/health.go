@@ -16,9 +16,9 @@ import (
 var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
 // gates reads wait.health: a list of gates, each
-// {apiVersion, kind, namespace?, selector?, minCount?, current, failed?,
-// inProgress?}, its expressions compiled once here. The same gate twice
-// is refused.
+// {apiVersion, kind, namespace?, selector?, minCount?, filter?, each?,
+// current, failed?, inProgress?}, its expressions compiled once here. The
+// same gate twice is refused.
 func (w walker) gates(n *yaml.Node, field string) ([]health.Gate, error) {
 	items, err := w.Sequence(n, field)
 	if err != nil {
@@ -42,7 +42,7 @@ func (w walker) gates(n *yaml.Node, field string) ([]health.Gate, error) {
 }
 
 func (w walker) gate(n *yaml.Node, field string) (health.Gate, error) {
-	f, err := w.Fields(n, field, "apiVersion", "kind", "namespace", "selector", "minCount", "current", "failed", "inProgress")
+	f, err := w.Fields(n, field, "apiVersion", "kind", "namespace", "selector", "minCount", "filter", "each", "current", "failed", "inProgress")
 	if err != nil {
 		return health.Gate{}, err
 	}
@@ -84,6 +84,14 @@ func (w walker) gate(n *yaml.Node, field string) (health.Gate, error) {
 		}
 		g.MinCount = c
 	}
+	if g.Filter, err = w.celExpr(f, "filter", false); err != nil {
+		return g, err
+	}
+	if en := f.Get("each"); en != nil {
+		if g.Each, err = w.each(en, f.Path("each")); err != nil {
+			return g, err
+		}
+	}
 	if g.Current, err = w.celExpr(f, "current", true); err != nil {
 		return g, err
 	}
@@ -94,6 +102,56 @@ func (w walker) gate(n *yaml.Node, field string) (health.Gate, error) {
 		return g, err
 	}
 	return g, nil
+}
+
+// each reads a gate's each: {apiVersion, kind, namespace?, selector?,
+// key}: the kind of the groups, which of its objects, and the CEL string
+// expression that names, on each object of the gate, its group (an
+// object's name).
+func (w walker) each(n *yaml.Node, field string) (*health.Each, error) {
+	f, err := w.Fields(n, field, "apiVersion", "kind", "namespace", "selector", "key")
+	if err != nil {
+		return nil, err
+	}
+	e := &health.Each{}
+	var vn *yaml.Node
+	if e.APIVersion, vn, err = w.ReqString(f, "apiVersion"); err != nil {
+		return nil, err
+	}
+	if gv, err := schema.ParseGroupVersion(e.APIVersion); err != nil || gv.Version == "" {
+		return nil, w.Failf(vn, f.Path("apiVersion"), "want GROUP/VERSION (longhorn.io/v1beta2) or v1, not %q", e.APIVersion)
+	}
+	if e.Kind, vn, err = w.ReqString(f, "kind"); err != nil {
+		return nil, err
+	}
+	if !kindName.MatchString(e.Kind) {
+		return nil, w.Failf(vn, f.Path("kind"), "want a kind as manifests spell it (Node), not %q", e.Kind)
+	}
+	if e.Namespace, err = w.OptString(f, "namespace"); err != nil {
+		return nil, err
+	}
+	if e.Namespace != "" {
+		if err := checkNamespace(e.Namespace); err != nil {
+			return nil, w.Fail(f.Get("namespace"), f.Path("namespace"), err)
+		}
+	}
+	sel, err := w.OptString(f, "selector")
+	if err != nil {
+		return nil, err
+	}
+	if sel != "" {
+		if e.Selector, err = health.ParseSelector(sel); err != nil {
+			return nil, w.Fail(f.Get("selector"), f.Path("selector"), err)
+		}
+	}
+	src, kn, err := w.ReqString(f, "key")
+	if err != nil {
+		return nil, err
+	}
+	if e.Key, err = health.CompileString(src); err != nil {
+		return nil, w.Failf(kn, f.Path("key"), "the CEL expression %q does not compile to a string, the name of an object of %s (the variables are metadata, spec, status, values and version): %v", src, e.Kind, err)
+	}
+	return e, nil
 }
 
 // celExpr compiles the CEL expression of field key (nil when optional and

@@ -357,7 +357,7 @@ func TestBadInput(t *testing.T) {
 		{"unless equals a map", false, doc(`rules:`, `- path: a`, `  policy: live`, `  source: {apiVersion: v1, kind: ConfigMap, namespace: x, name: y}`, `  expr: .data.a`, `  unless: {equals: {a: b}, then: y}`),
 			`policy.yaml:6: rules[1].unless.equals: `, `want the live value to replace`},
 		{"health gate unknown field", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - {apiVersion: kubevirt.io/v1, kind: KubeVirt, current: "true", ready: "true"}`),
-			`spec.yaml:8: charts[1].wait.health[1].ready: `, `unknown field (want one of apiVersion, kind, namespace, selector, minCount, current, failed, inProgress)`},
+			`spec.yaml:8: charts[1].wait.health[1].ready: `, `unknown field (want one of apiVersion, kind, namespace, selector, minCount, filter, each, current, failed, inProgress)`},
 		{"health gate CEL that does not compile", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - apiVersion: kubevirt.io/v1`, `      kind: KubeVirt`, `      current: "status.phase =="`),
 			`spec.yaml:10: charts[1].wait.health[1].current: `, `the CEL expression "status.phase ==" does not compile`},
 		{"health gate CEL with an unknown variable", true, doc(specHead, target1, chart1, `  wait:`, `    health:`, `    - apiVersion: kubevirt.io/v1`, `      kind: KubeVirt`, `      current: "true"`, `      failed: "object.status.phase == 'Failed'"`),
@@ -702,5 +702,36 @@ func TestParseSpecPodFailureGrace(t *testing.T) {
 		_, err := ParseSpec("spec.yaml", doc(specHead, target1, chart1, bad), kinds)
 		require.Error(t, err, bad)
 		assert.Contains(t, err.Error(), "spec.yaml:6: charts[1].wait.podFailureGrace: want a positive duration such as 2m or 30s (0: off)")
+	}
+}
+
+// A gate's filter and each: compiled once; a key that is not a string, a
+// filter that does not compile, a field each does not know are bad input.
+func TestParseSpecGateFilterAndEach(t *testing.T) {
+	gate := func(lines ...string) []byte {
+		return doc(append([]string{specHead, target1, chart1, `  wait:`, `    health:`, `    - apiVersion: longhorn.io/v1beta2`,
+			`      kind: InstanceManager`, `      namespace: longhorn-system`, `      current: "status.currentState == 'running'"`}, lines...)...)
+	}
+	s, err := ParseSpec("spec.yaml", gate(
+		`      filter: "spec.image == values.image"`,
+		`      each: {apiVersion: longhorn.io/v1beta2, kind: Node, namespace: longhorn-system, key: "metadata.labels['longhorn.io/node']"}`), kinds)
+	require.NoError(t, err)
+	g := s.Charts[0].Wait.Health[0]
+	require.NotNil(t, g.Filter)
+	require.NotNil(t, g.Each)
+	assert.Equal(t, "Node", g.Each.Kind)
+	assert.Equal(t, "InstanceManager longhorn.io/v1beta2 in longhorn-system, each Node longhorn.io/v1beta2 in longhorn-system", g.String())
+	for _, c := range []struct{ line, want string }{
+		{`      filter: "spec.image =="`, "charts[1].wait.health[1].filter: the CEL expression"},
+		{`      filter: "spec.replicas + 1"`, "not a bool"},
+		{`      each: {apiVersion: longhorn.io/v1beta2, kind: Node, key: "1 + 1"}`, "charts[1].wait.health[1].each.key: the CEL expression \"1 + 1\" does not compile to a string"},
+		{`      each: {apiVersion: longhorn.io/v1beta2, kind: Node}`, `missing required field "key"`},
+		{`      each: {apiVersion: longhorn.io/v1beta2, kind: node, key: metadata.name}`, "each.kind: want a kind as manifests spell it"},
+		{`      each: {apiVersion: longhorn.io/v1beta2, kind: Node, key: metadata.name, minCount: 2}`, "each.minCount: unknown field"},
+	} {
+		_, err := ParseSpec("spec.yaml", gate(c.line), kinds)
+		require.Error(t, err, c.line)
+		assert.Contains(t, err.Error(), c.want, c.line)
+		assert.ErrorIs(t, err, outcome.ErrBadInput)
 	}
 }

@@ -91,6 +91,18 @@ func (r SpecReads) GateReads(gates []health.Gate, rendered []*unstructured.Unstr
 		if g.Rendered() {
 			r.add(releaseNamespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: listWatch})
 		}
+		if g.Each != nil {
+			egvk := g.Each.GroupVersionKind()
+			eres, enamespaced := scope(egvk)
+			ns := releaseNamespace
+			switch {
+			case !enamespaced:
+				ns = ""
+			case g.Each.Namespace != "":
+				ns = g.Each.Namespace
+			}
+			r.add(ns, rbacv1.PolicyRule{APIGroups: []string{egvk.Group}, Resources: []string{eres}, Verbs: listWatch})
+		}
 	}
 }
 

@@ -18,10 +18,11 @@ func TestGateReadsListAndWatchWhereEachGateReads(t *testing.T) {
 	sel, err := health.ParseSelector("app=im")
 	require.NoError(t, err)
 	gates := []health.Gate{
-		{APIVersion: "kubevirt.io/v1", Kind: "KubeVirt", Current: cur},                                                          // the release's
-		{APIVersion: "longhorn.io/v1beta2", Kind: "InstanceManager", Namespace: "longhorn-system", Selector: sel, Current: cur}, // an operator's
-		{APIVersion: "apps/v1", Kind: "DaemonSet", Selector: sel, Current: cur},                                                 // the release's namespace
-		{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Selector: sel, Current: cur},                                    // cluster-scoped
+		{APIVersion: "kubevirt.io/v1", Kind: "KubeVirt", Current: cur}, // the release's
+		{APIVersion: "longhorn.io/v1beta2", Kind: "InstanceManager", Namespace: "longhorn-system", Selector: sel, Current: cur, // an operator's, one per Longhorn node
+			Each: &health.Each{APIVersion: "longhorn.io/v1beta2", Kind: "Node", Namespace: "longhorn-system"}},
+		{APIVersion: "apps/v1", Kind: "DaemonSet", Selector: sel, Current: cur},              // the release's namespace
+		{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Selector: sel, Current: cur}, // cluster-scoped
 	}
 	kv := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt", "metadata": map[string]any{"name": "kv", "namespace": "virt"}}}
 	r := SpecReads{}
@@ -30,7 +31,7 @@ func TestGateReadsListAndWatchWhereEachGateReads(t *testing.T) {
 	assert.Equal(t, SpecReads{
 		"virt":            {{APIGroups: []string{"kubevirt.io"}, Resources: []string{"kubevirts"}, Verbs: lw}},
 		"apps":            {{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: lw}, {APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: lw}},
-		"longhorn-system": {{APIGroups: []string{"longhorn.io"}, Resources: []string{"instancemanagers"}, Verbs: lw}},
+		"longhorn-system": {{APIGroups: []string{"longhorn.io"}, Resources: []string{"instancemanagers"}, Verbs: lw}, {APIGroups: []string{"longhorn.io"}, Resources: []string{"nodes"}, Verbs: lw}},
 		"":                {{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: lw}},
 	}, r)
 

@@ -34,10 +34,12 @@ func judgeGates(gates []health.Gate, seen []health.Seen, defaults map[string]any
 func withGates(r Readiness, verdicts []health.Verdict) Readiness {
 	r.Gates = verdicts
 	for _, v := range verdicts {
-		switch v.State {
-		case health.Current:
+		switch {
+		case v.BadExpr != "":
+			r.Failed, r.Terminal = v.Line(), true
+		case v.State == health.Current:
 			continue
-		case health.Failed:
+		case v.State == health.Failed:
 			if r.Failed == "" {
 				r.Failed, r.Terminal = v.Line(), true
 			}
@@ -47,6 +49,17 @@ func withGates(r Readiness, verdicts []health.Verdict) Readiness {
 		r.Ready = false
 	}
 	return r
+}
+
+// badGate is the first gate whose expression gave a value of the wrong
+// type, "" when none did.
+func (r Readiness) badGate() string {
+	for _, v := range r.Gates {
+		if v.BadExpr != "" {
+			return v.BadExpr
+		}
+	}
+	return ""
 }
 
 // gateFailed reports whether r failed on a health gate (not on the

@@ -47,6 +47,11 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 		return nil, j.revert(ctx, want, fmt.Errorf("%s cannot start version %s: %s, for %s (wait.podFailureGrace)", j.ref, want.Version,
 			r.PodFailed, j.job.PodFailureGrace))
 	}
+	if bad := r.badGate(); errors.Is(err, ErrFailed) && bad != "" {
+		// the spec is wrong, not the upgrade: nothing to undo
+		return nil, outcome.BadInput(fmt.Errorf("%s is applied at version %s, but a health gate cannot be judged: %s; "+
+			"correct the gate in the spec and run again: the next run waits without applying again", j.ref, want.Version, bad))
+	}
 	if errors.Is(err, ErrFailed) && r.gateFailed() {
 		return nil, j.revert(ctx, want, fmt.Errorf("%s is ready at version %s, but a health gate failed: %s", j.ref, want.Version, r.Failed))
 	}
