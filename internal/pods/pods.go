@@ -16,10 +16,12 @@ package pods
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	release "helm.sh/helm/v4/pkg/release/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,7 +62,10 @@ type Port struct {
 var _ upgrade.Pods = (*Port)(nil)
 
 // Watch is the upgrade.Pods watch: nil when the target's release is not on
-// this cluster.
+// this cluster. It returns at once: the release is found and its pods
+// watched in the background, again and again while the API server does
+// not answer (a restart during the wait), until ctx ends; until then no
+// pod is failing.
 func (p *Port) Watch(ctx context.Context, o *upgrade.Observed, want upgrade.Want) (upgrade.PodWatch, error) {
 	if o == nil {
 		return nil, nil
@@ -69,23 +74,57 @@ func (p *Port) Watch(ctx context.Context, o *upgrade.Observed, want upgrade.Want
 	if errors.Is(err, outcome.ErrBadInput) {
 		return nil, nil // its pods are elsewhere: Fleet's reports speak for them
 	}
-	if err != nil {
-		return nil, err
-	}
 	log := p.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	w := &watch{kube: p.Kube, ctx: ctx, log: log, version: want.Version, signal: cluster.NewSignal(), pods: map[string]cache.SharedIndexInformer{}}
-	rw, err := p.Releases.WatchRevisions(ctx, ns, name, driver, w.changed)
-	if err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	w.release = rw
-	w.mu.Unlock()
-	w.changed()
+	first := err
+	go w.start(func() error {
+		if first != nil { // the first answer failed: ask again next time
+			e := first
+			first = nil
+			return fmt.Errorf("finding the release: %w", e)
+		}
+		if ns == "" {
+			var ferr error
+			ns, name, driver, ferr = p.Target.HelmRelease(ctx, o)
+			if errors.Is(ferr, outcome.ErrBadInput) {
+				return nil // elsewhere after all: no pods to watch
+			}
+			if ferr != nil {
+				ns = ""
+				return ferr
+			}
+		}
+		rw, err := p.Releases.WatchRevisions(ctx, ns, name, driver, w.changed)
+		if err != nil {
+			return err
+		}
+		w.mu.Lock()
+		w.release = rw
+		w.mu.Unlock()
+		w.changed()
+		return nil
+	})
 	return w, nil
+}
+
+// start runs begin until it succeeds, a second apart, until w's context
+// ends.
+func (w *watch) start(begin func() error) {
+	for {
+		err := begin()
+		if err == nil {
+			return
+		}
+		w.log.Warn("the pods of the new revision are not watched yet", "error", err.Error())
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // watch is the live view of one release's new pods.

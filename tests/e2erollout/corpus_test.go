@@ -385,7 +385,7 @@ func TestPreflightNamesTheWebhooksItCannotJudge(t *testing.T) {
 	ns := env.Namespace(t)
 	chart, rel := name("r"), name("rel")
 	writeCharts(t, chart, map[string]any{"replicas": 2})
-	preflight, _ := releaseKind(t, env, chart, ns, rel)
+	run, _ := releaseKind(t, env, chart, ns, rel)
 	ignore, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
 	url := "https://127.0.0.1:1/never-called"
 	hook := func(name, nsName string) admissionregistrationv1.ValidatingWebhook {
@@ -402,7 +402,7 @@ func TestPreflightNamesTheWebhooksItCannotJudge(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.Kube().AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
-	r := preflight("-o", "json")
+	r := run("preflight", "-o", "json")
 	r.RequireCode(t, 0)
 	assert.Contains(t, r.Stdout, `"kind": "admission-webhook"`)
 	assert.Contains(t, r.Stdout, "2 objects of the upgrade go through admission webhook ValidatingWebhookConfiguration "+ns+": check.example.com (failurePolicy Ignore)")
