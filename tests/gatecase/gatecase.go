@@ -32,14 +32,21 @@ import (
 // Chart is the gated chart's name.
 const Chart = "gated"
 
-// Versions are the chart's versions: 4.0.0's Widget fails (fail: true).
-var Versions = []string{"1.0.0", "2.0.0", "3.0.0", "4.0.0"}
+// Versions are the chart's versions: 4.0.0's Widget fails (fail: true);
+// 3.0.1's Widget has 3.0.0's spec (its generation does not move, as
+// KubeVirt's object in a release that changes only virt-operator's
+// image), and its values name the operator version 3.0.1.
+var Versions = []string{"1.0.0", "2.0.0", "3.0.0", "3.0.1", "4.0.0"}
 
 // WriteCharts writes the gated chart at every version into dir.
 func WriteCharts(dir string) error {
 	for _, v := range Versions {
 		c := testchart.ConfigMapChart(Chart, v, map[string]any{"a": "x"})
 		c.Values["fail"] = v == "4.0.0"
+		c.Values["operatorVersion"] = v
+		if v == "3.0.1" {
+			c.Values["widgetVersion"] = "3.0.0"
+		}
 		c.Templates["widget.yaml"] = operator.WidgetTemplate
 		c.CRDs = map[string]string{"gates.yaml": operator.CRDs}
 		if _, err := testchart.Write(dir, c); err != nil {
@@ -155,6 +162,11 @@ func Run(h Harness) {
 		{"an unknown field", strings.Replace(gates, "      minCount: 2\n", "      minCount: 2\n      ready: true\n", 1), "wait.health[2].ready: unknown field"},
 		{"a selector that does not parse", strings.Replace(gates, operator.PartLabel+"=true", "a in (b", 1), `wait.health[2].selector: bad label selector "a in (b"`},
 		{"a kind the cluster does not serve", strings.Replace(gates, "kind: WidgetPart", "kind: Sprocket", 1), "the cluster does not serve Sprocket gates.example.com/v1, and no CRD this upgrade applies defines it"},
+		{"a filter that does not compile", strings.Replace(gates, "      minCount: 2\n", "      minCount: 2\n      filter: \"spec.version ==\"\n", 1), "wait.health[2].filter: the CEL expression"},
+		{"a group key that is not a string", strings.Replace(gates, "      minCount: 2\n", "      minCount: 2\n      each: {apiVersion: gates.example.com/v1, kind: Widget, key: \"1 + 1\"}\n", 1),
+			`wait.health[2].each.key: the CEL expression "1 + 1" does not compile to a string`},
+		{"a comparison left out, on the objects as they are", strings.Replace(gates, `current: "status.phase == 'Deployed'"`, `current: "status.phase"`, 1),
+			`wait.health[1]: the expression "status.phase" gives "Deployed", not a bool`},
 	} {
 		r := h.Run("upgrade", "--spec", h.Spec(c.spec), "--version", "2.0.0")
 		r.RequireCode(t, outcome.ExitBadInput)
@@ -205,9 +217,108 @@ func Run(h Harness) {
 	r.RequireCode(t, 0)
 	assert.Equal(t, applies+2, h.Applies(), "the re-run waited, it did not apply again")
 
+	staleAndPerGroup(h)
+
 	// a failed gate ends the wait at once: exit 1, not the timeout's 4
 	r = h.Run("upgrade", "--spec", spec, "--version", "4.0.0")
 	r.RequireCode(t, outcome.ExitFailure)
 	assert.Contains(t, r.Stderr, "a health gate failed: gate Widget gates.example.com/v1 (the release's): failed")
 	assert.Contains(t, r.Stderr, fmt.Sprintf(`Widget %s/%s: failed: status.phase == 'Failed' (status.phase = \"Failed\")`, h.Namespace, h.Widget))
+}
+
+// GroupLabel, NodeLabel and IMLabel label the WidgetParts staleAndPerGroup
+// makes: a "node" (GroupLabel=node), and an "instance manager" of a node
+// (IMLabel=true, NodeLabel=<node>).
+const (
+	GroupLabel = "example.com/group"
+	NodeLabel  = "example.com/node"
+	IMLabel    = "example.com/im"
+)
+
+// perGroup is the gate of Harvester's instance managers on WidgetParts:
+// those of the new image (filter), one running for each "node" (each).
+func perGroup(namespace, filter string) string {
+	return `    - apiVersion: gates.example.com/v1
+      kind: WidgetPart
+      namespace: ` + namespace + `
+      selector: "` + IMLabel + `=true"
+      filter: "` + filter + `"
+      each: {apiVersion: gates.example.com/v1, kind: WidgetPart, namespace: ` + namespace + `, selector: "` + GroupLabel + `=node", key: "metadata.labels['` + NodeLabel + `']"}
+      current: "status.state == 'running'"
+`
+}
+
+// staleAndPerGroup is Harvester's two waits the gates could not say
+// before: 3.0.1 leaves the Widget's spec as 3.0.0's (its generation
+// stays: KubeVirt's object when only virt-operator's image changes), so
+// its status from before, Deployed, satisfies a gate comparing the
+// status with itself; the gate asks for the release's operator version
+// (values) instead, and holds until the "new operator" reports it. And
+// instance managers of two images on two nodes, one node's new one late:
+// the wait ends only when each node has one of the new image running.
+// Then a filter that leaves every object out keeps the gate open, and
+// the timeout says so; an expression that gives a string where a bool
+// belongs ends the wait at once with exit 2 and the value.
+func staleAndPerGroup(h Harness) {
+	t := h.T
+	ctx := t.Context()
+	parts := h.Env.Dynamic().Resource(operator.PartGVR).Namespace(h.Namespace)
+	mk := func(name string, labels map[string]string, image, state string) time.Time {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gates.example.com/v1", "kind": "WidgetPart",
+			"metadata": map[string]any{"name": name, "namespace": h.Namespace}, "spec": map[string]any{"image": image}}}
+		u.SetLabels(labels)
+		created, err := parts.Create(ctx, u, metav1.CreateOptions{})
+		require.NoError(t, err)
+		if state != "" {
+			created.Object["status"] = map[string]any{"state": state}
+			_, err = parts.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			require.NoError(t, err)
+		}
+		return time.Now()
+	}
+	for _, n := range []string{"node-1", "node-2"} {
+		mk(n, map[string]string{GroupLabel: "node"}, "", "")
+		mk("im-old-"+n, map[string]string{IMLabel: "true", NodeLabel: n}, "im:3.0.0", "running")
+	}
+	mk("im-new-node-1", map[string]string{IMLabel: "true", NodeLabel: "node-1"}, "im:3.0.1", "running")
+
+	widget := `    - apiVersion: gates.example.com/v1
+      kind: Widget
+      current: "status.phase == 'Deployed' && status.operatorVersion == values.operatorVersion"
+`
+	spec := h.Spec("  wait:\n    timeout: 2m\n    health:\n" + widget + perGroup(h.Namespace, "spec.image == 'im:' + version") + h.Timeout)
+	applies, generation := h.Applies(), h.widget().GetGeneration()
+	done := make(chan noderun.Result, 1)
+	go func() { done <- h.Run("upgrade", "--spec", spec, "--version", "3.0.1") }()
+	require.Eventually(t, func() bool { return h.Applies() > applies }, 2*time.Minute, 50*time.Millisecond, "the upgrade to 3.0.1 applies")
+	assert.Equal(t, generation, h.widget().GetGeneration(), "3.0.1 leaves the Widget's spec, and its generation, as they were")
+	require.Never(t, func() bool { return len(done) > 0 }, 2*time.Second, 50*time.Millisecond,
+		"the Widget's status from before (Deployed, the generation unchanged) does not end the wait")
+
+	// the new operator reports its version
+	w := h.widget()
+	w.Object["status"].(map[string]any)["operatorVersion"] = "3.0.1"
+	_, err := h.Env.Dynamic().Resource(operator.WidgetGVR).Namespace(h.Namespace).UpdateStatus(ctx, w, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Never(t, func() bool { return len(done) > 0 }, 2*time.Second, 50*time.Millisecond,
+		"node-2 has no instance manager of the new image yet: the old one, running, does not count")
+	late := mk("im-new-node-2", map[string]string{IMLabel: "true", NodeLabel: "node-2"}, "im:3.0.1", "running")
+	r := <-done
+	exit := time.Now()
+	r.RequireCode(t, 0)
+	assert.True(t, exit.After(late), "the exit follows node-2's new instance manager")
+	assert.Contains(t, r.Stderr, "WidgetPart node-2: 0 current WidgetParts, 1 needed", "the progress line names the group waited on")
+	assert.Contains(t, r.Stderr, "(2 left out by the filter)", "the progress line says how many the filter left out")
+
+	// a filter that leaves every object out keeps the gate open
+	r = h.Run("upgrade", "--spec", h.Spec("  wait:\n    health:\n"+perGroup(h.Namespace, "spec.image == 'nope'")+h.Timeout), "--version", "3.0.1", "--timeout", "5s")
+	r.RequireCode(t, outcome.ExitTimeout)
+	assert.Contains(t, r.Stderr, "(4 left out by the filter): WidgetPart node-1: 0 current WidgetParts, 1 needed")
+
+	// a comparison left out, met during the wait: exit 2 at once, with
+	// the value it gave
+	r = h.Run("upgrade", "--spec", h.Spec("  wait:\n    health:\n    - apiVersion: gates.example.com/v1\n      kind: Widget\n      current: \"status.operatorVersion\"\n"+h.Timeout),
+		"--version", "3.0.1", "--timeout", "1m")
+	r.RequireCode(t, outcome.ExitBadInput)
+	assert.Contains(t, r.Stderr, `the expression \"status.operatorVersion\" gives \"3.0.1\", not a bool`)
 }

@@ -78,13 +78,14 @@ spec:
 `
 
 // WidgetTemplate is the chart's Widget, <release>-w, at the chart's
-// version; spec.fail from .Values.fail.
+// version (.Values.widgetVersion when set: a chart whose Widget's spec
+// stays as it was); spec.fail from .Values.fail.
 const WidgetTemplate = `apiVersion: gates.example.com/v1
 kind: Widget
 metadata:
   name: {{ .Release.Name }}-w
 spec:
-  version: {{ .Chart.Version | quote }}
+  version: {{ .Values.widgetVersion | default .Chart.Version | quote }}
   fail: {{ .Values.fail | default false }}
 `
 
