@@ -162,7 +162,7 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 	if podGrace != nil {
 		j.PodFailureGrace = *podGrace
 	}
-	if r, ok := tg.(pods.Released); ok {
+	if r, ok := tg.(gates.Released); ok {
 		j.Pods = &pods.Port{Kube: s.clients.Kube, Target: r, Log: s.log,
 			Releases: &helmrelease.Client{Kube: s.clients.Kube, Dynamic: s.clients.Dynamic, Log: s.log, RESTMapper: s.clients.Mapper}}
 	}

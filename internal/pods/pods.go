@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/gates"
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -43,19 +44,13 @@ import (
 var Reasons = []string{"ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError",
 	"InvalidImageName", "RunContainerError"}
 
-// Released is a target whose chart is a Helm release on this cluster
-// (every kind; a ManagedChart's on the local cluster); an error marked
-// outcome.ErrBadInput says it has none here. Adapters implement it
-// without importing it.
-type Released interface {
-	HelmRelease(ctx context.Context, o *upgrade.Observed) (namespace, name, driver string, err error)
-}
-
-// Port is the upgrade.Pods of one target.
+// Port is the upgrade.Pods of one target: its release as the health
+// gates find it (gates.Released: an error marked outcome.ErrBadInput says
+// it has none here).
 type Port struct {
 	Kube     kubernetes.Interface
 	Releases *helmrelease.Client
-	Target   Released
+	Target   gates.Released
 	Log      *slog.Logger
 }
 
