@@ -195,7 +195,7 @@ func (s *session) imagePort(t upgrade.Target, c spec.Chart) (upgrade.Images, str
 		for i, v := range c.Images.Values {
 			declared[i] = imagecheck.Declared{Image: v.Image, Registry: v.Registry, Repository: v.Repository, Tag: v.Tag, Digest: v.Digest, At: v.At}
 		}
-		return &imagecheck.Port{Kube: s.clients.Kube, Puller: s.images, Target: r, Declared: declared, Discover: c.Images.Discover, Log: s.log}, ""
+		return &imagecheck.Port{Kube: s.clients.Kube, Puller: s.images, Target: r, Declared: declared, Discover: c.Images.Discover}, ""
 	}
 }
 

@@ -2,7 +2,6 @@ package imagecheck
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -89,16 +88,9 @@ func LoadRegistries(path, hostRoot string) (*Registries, error) {
 		var t httpclient.NodeTLS
 		t.SkipVerify = hc.TLS.InsecureSkipVerify
 		if hc.TLS.CAFile != "" {
-			pem, err := os.ReadFile(onNode(hc.TLS.CAFile)) // #nosec G304: the node's own file, as registries.yaml names it
+			pool, err := httpclient.CertPool(onNode(hc.TLS.CAFile))
 			if err != nil {
-				return nil, outcome.BadInput(fmt.Errorf("%s.ca_file: %w", at, err))
-			}
-			pool, err := x509.SystemCertPool()
-			if err != nil {
-				pool = x509.NewCertPool()
-			}
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, outcome.BadInput(fmt.Errorf("%s.ca_file: %s holds no PEM certificate", at, hc.TLS.CAFile))
+				return nil, fmt.Errorf("%s.ca_file: %w", at, err) // bad input, naming the file
 			}
 			t.CA = pool
 		}

@@ -14,7 +14,6 @@ package imagecheck
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -62,7 +61,6 @@ type Port struct {
 	Discover bool
 	// Jobs bounds the images asked for at once (0: DefaultJobs).
 	Jobs int
-	Log  *slog.Logger
 }
 
 var _ upgrade.Images = (*Port)(nil)
