@@ -1,11 +1,13 @@
 package chart
 
 import (
+	"slices"
 	"strings"
 	"text/template/parse"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/provenance"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -130,6 +132,10 @@ type test struct {
 	path      []string
 	relative  string
 	truthOnly bool
+	// ranged: a range reads it; literals are the texts a comparison
+	// compares it with
+	ranged   bool
+	literals []any
 }
 
 // testedPaths are the .Values paths of tests (one template's), those
@@ -157,7 +163,10 @@ func templateTests(name, text string) []test {
 		case *parse.RangeNode:
 			// a range over null ranges over nothing, over a marker fails:
 			// asked, like a condition, only whether it is empty
-			out = append(out, pipeTests(x.Pipe, true)...)
+			for _, t := range pipeTests(x.Pipe, true) {
+				t.ranged = true
+				out = append(out, t)
+			}
 		case *parse.ActionNode:
 			// a test outside a condition picks a text all the same
 			// (`(empty $config.uplink) | ternary "a" "b"`)
@@ -190,9 +199,7 @@ func inlineTests(p *parse.PipeNode) []test {
 			}
 			continue
 		case ok && comparisons[id.Ident]:
-			for _, a := range args[1:] {
-				out = append(out, argTests(a, false)...)
-			}
+			out = append(out, compared(args[1:])...)
 			continue
 		}
 		for _, a := range args {
@@ -234,8 +241,93 @@ func pipeTests(p *parse.PipeNode, truth bool) []test {
 		} else if len(args) == 1 {
 			argTruth = truth
 		}
+		if id, ok := c.Args[0].(*parse.IdentifierNode); ok && comparisons[id.Ident] {
+			out = append(out, compared(args)...)
+			continue
+		}
 		for _, a := range args {
 			out = append(out, argTests(a, argTruth)...)
+		}
+	}
+	return out
+}
+
+// compared are the values the arguments of a comparison read, each with
+// the texts it is compared with (`eq .Values.kind "DaemonSet"`).
+func compared(args []parse.Node) []test {
+	var literals []any
+	for _, a := range args {
+		switch x := a.(type) {
+		case *parse.StringNode:
+			literals = append(literals, x.Text)
+		case *parse.NumberNode:
+			if x.IsInt {
+				literals = append(literals, x.Int64)
+			}
+		}
+	}
+	var out []test
+	for _, a := range args {
+		for _, t := range argTests(a, false) {
+			t.literals = literals
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// testedValues are the values c's conditions and ranges test, for
+// conditional probing (provenance.Tested): each .Values path, and each
+// value of effective named as a value read from a changed dot or a
+// variable (`.imageRoot.digest`: every digest), once, with what ranges
+// read it and the texts it is compared with.
+func testedValues(c *chart.Chart, effective map[string]any) []provenance.Tested {
+	byPath := map[string]int{}
+	var out []provenance.Tested
+	add := func(at []string, t test) {
+		k := strings.Join(at, "\x00")
+		i, ok := byPath[k]
+		if !ok {
+			i = len(out)
+			byPath[k] = i
+			out = append(out, provenance.Tested{At: at})
+		}
+		out[i].Ranged = out[i].Ranged || t.ranged
+		for _, l := range t.literals {
+			if !slices.Contains(out[i].Literals, l) {
+				out[i].Literals = append(out[i].Literals, l)
+			}
+		}
+	}
+	relative := map[string][]test{}
+	var walk func(c *chart.Chart, prefix []string)
+	walk = func(c *chart.Chart, prefix []string) {
+		for _, tpl := range c.Templates {
+			if tpl == nil || !strings.HasPrefix(tpl.Name, "templates/") {
+				continue
+			}
+			for _, t := range templateTests(tpl.Name, string(tpl.Data)) {
+				switch {
+				case t.path != nil:
+					add(append(slices.Clone(prefix), t.path...), t)
+				case t.relative != "":
+					relative[t.relative] = append(relative[t.relative], t)
+				}
+			}
+		}
+		for _, sub := range c.Dependencies() {
+			walk(sub, append(slices.Clone(prefix), sub.Name()))
+		}
+	}
+	walk(c, nil)
+	if len(relative) > 0 {
+		var paths [][]string
+		eachValue(effective, nil, func(at []string, _ any) { paths = append(paths, at) })
+		slices.SortFunc(paths, func(a, b []string) int { return strings.Compare(strings.Join(a, "\x00"), strings.Join(b, "\x00")) })
+		for _, at := range paths {
+			for _, t := range relative[at[len(at)-1]] {
+				add(at, t)
+			}
 		}
 	}
 	return out

@@ -61,6 +61,10 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 	// an answer is checked by rendering it, as Helm will
 	m.CheckWith(r.renderer(c, name, namespace))
 	fallbacks(m, c, namespace)
+	// a field only another branch of a condition renders live is read
+	// back through a trace with the value it tests set so
+	m.RetraceWith(func(vals map[string]any) (*provenance.Map, error) { return r.Trace(c, vals, name, namespace) },
+		func() []provenance.Tested { return testedValues(c, effective) })
 	return m, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -64,40 +66,8 @@ func (m *Map) Explain(id ObjectID, steps []Step, live any, liveSet bool) Source 
 	if !mok {
 		return Source{Reason: ReasonCondition}
 	}
-	switch v := mv.(type) {
-	case string:
-		if parts := split(v); hasMark(parts) {
-			if len(parts) == 1 {
-				return m.whole(parts[0].mark, live, liveSet)
-			}
-			return m.fit(parts, rv, live, liveSet, "")
-		}
-		if decoded, err := base64.StdEncoding.DecodeString(v); err == nil {
-			if parts := split(string(decoded)); hasMark(parts) {
-				lv, ok := live.(string)
-				var dl []byte
-				if ok {
-					dl, ok = decodeB64(lv)
-				}
-				var real any
-				if rs, isText := rv.(string); isText {
-					if dr, ok := decodeB64(rs); ok {
-						real = string(dr)
-					}
-				}
-				return m.fit(parts, real, string(dl), liveSet && ok, "base64 (b64enc) of the value")
-			}
-		}
-	case map[string]any:
-		if at, ok := m.subtree(v); ok {
-			src := Source{Note: "a block the chart renders whole from " + PathString(at) + " (toYaml)"}
-			src.Assignments = []Assignment{m.assign(at, live, liveSet)}
-			return src
-		}
-	case []any:
-		if at, ok := m.sublist(v); ok {
-			return Source{Assignments: []Assignment{m.assign(at, live, liveSet)}}
-		}
+	if src, ok := m.explainValue(mv, rv, live, liveSet); ok {
+		return src
 	}
 	if reflect.DeepEqual(values.Normalize(mv), values.Normalize(rv)) {
 		if m.marks.refused != "" {
@@ -106,6 +76,124 @@ func (m *Map) Explain(id ObjectID, steps []Step, live any, liveSet bool) Source 
 		return Source{Reason: ReasonNoValue}
 	}
 	return Source{Reason: ReasonTransformed}
+}
+
+// explainValue says which values render a field whose marked render is
+// mv and real render rv, and what they must be for live; ok false when
+// no marker reaches it.
+func (m *Map) explainValue(mv, rv, live any, liveSet bool) (Source, bool) {
+	switch v := mv.(type) {
+	case string:
+		return m.explainText(v, rv, live, liveSet)
+	case map[string]any:
+		if at, ok := m.subtree(v); ok {
+			src := Source{Note: "a block the chart renders whole from " + PathString(at) + " (toYaml)"}
+			src.Assignments = []Assignment{m.assign(at, live, liveSet)}
+			return src, true
+		}
+	case []any:
+		if at, ok := m.sublist(v); ok {
+			return Source{Assignments: []Assignment{m.assign(at, live, liveSet)}}, true
+		}
+	default:
+		return Source{}, false
+	}
+	// a map or list made of values and literal text: read value by value
+	if !liveSet {
+		return Source{}, false
+	}
+	if as, ok := m.readBack(mv, rv, live); ok && len(as) > 0 {
+		return Source{Assignments: as, Note: NoteByValue}, true
+	}
+	return Source{}, false
+}
+
+// The notes of a field read through a transform.
+const (
+	NoteByValue = "read back value by value"
+	NoteBase64  = "base64 (b64enc) of the value"
+	NoteUpper   = "upper of the value"
+	NoteYAML    = "the text read back as YAML (toYaml, toJson of the values)"
+)
+
+// explainText is explainValue of a field the marked render writes as the
+// text v: a value whole, values with literal text around them (fit),
+// the same base64-encoded (b64enc) or upper-cased (upper), or a YAML or
+// JSON document of values (toYaml, toJson) read back as one.
+func (m *Map) explainText(v string, rv, live any, liveSet bool) (Source, bool) {
+	if parts := split(v); hasMark(parts) {
+		if len(parts) == 1 {
+			return m.whole(parts[0].mark, live, liveSet), true
+		}
+		src := m.fit(parts, rv, live, liveSet, "")
+		if src.Reason != "" {
+			if doc, ok := m.explainDocument(v, rv, live, liveSet); ok {
+				return doc, true
+			}
+		}
+		return src, true
+	}
+	if decoded, err := base64.StdEncoding.DecodeString(v); err == nil {
+		if parts := split(string(decoded)); hasMark(parts) {
+			lv, ok := live.(string)
+			var dl []byte
+			if ok {
+				dl, ok = decodeB64(lv)
+			}
+			var real any
+			if rs, isText := rv.(string); isText {
+				if dr, ok := decodeB64(rs); ok {
+					real = string(dr)
+				}
+			}
+			if len(parts) == 1 {
+				src := m.whole(parts[0].mark, string(dl), liveSet && ok)
+				src.Note = NoteBase64
+				return src, true
+			}
+			return m.fit(parts, real, string(dl), liveSet && ok, NoteBase64), true
+		}
+	}
+	if lower := strings.ToLower(v); lower != v {
+		if parts := split(lower); hasMark(parts) {
+			// upper: the marker upper-cased; the live text is read in
+			// lower case, and the render check keeps only a value whose
+			// upper case is the live text
+			lv, ok := live.(string)
+			real, _ := rv.(string)
+			return m.fit(parts, strings.ToLower(real), strings.ToLower(lv), liveSet && ok, NoteUpper), true
+		}
+	}
+	return Source{}, false
+}
+
+// explainDocument reads a text of values written as a YAML or JSON
+// document (a ConfigMap key from toYaml of a map) back as one: the marked
+// text and the live one parsed, and the live document read value by
+// value, a block rendered whole from a value taken whole.
+func (m *Map) explainDocument(v string, rv, live any, liveSet bool) (Source, bool) {
+	lv, ok := live.(string)
+	if !ok || !liveSet || !strings.ContainsAny(v, "\n{[") {
+		return Source{}, false
+	}
+	var mdoc, rdoc, ldoc any
+	if yaml.Unmarshal([]byte(v), &mdoc) != nil || yaml.Unmarshal([]byte(lv), &ldoc) != nil {
+		return Source{}, false
+	}
+	if rs, ok := rv.(string); ok {
+		_ = yaml.Unmarshal([]byte(rs), &rdoc)
+	}
+	switch mdoc.(type) {
+	case map[string]any, []any:
+	default:
+		return Source{}, false
+	}
+	src, ok := m.explainValue(mdoc, rdoc, ldoc, true)
+	if !ok || !src.Mapped() {
+		return Source{}, false
+	}
+	src.Note = NoteYAML
+	return src, true
 }
 
 func decodeB64(s string) ([]byte, bool) {
@@ -144,7 +232,12 @@ func (m *Map) underSubtree(t *traced, steps []Step, live any, liveSet bool) Sour
 		}
 		at, ok := m.subtree(mp)
 		if !ok {
-			continue
+			// the map may also hold keys the template writes itself, or
+			// leave keys of the value out (omit): its keys from values are
+			// one value map's keys of the same name
+			if at, ok = m.keysOf(mp); !ok {
+				continue
+			}
 		}
 		full := append(append([]Step(nil), at...), steps[k:]...)
 		for _, s := range steps[k:] {
@@ -162,7 +255,8 @@ func (m *Map) underSubtree(t *traced, steps []Step, live any, liveSet bool) Sour
 // child of the same name.
 func (m *Map) subtree(node map[string]any) ([]Step, bool) {
 	var at []Step
-	for k, c := range node {
+	for rk, c := range node {
+		k := m.marks.keyOf(rk)
 		var child []Step
 		switch v := c.(type) {
 		case string:
@@ -197,11 +291,54 @@ func (m *Map) subtree(node map[string]any) ([]Step, bool) {
 		return nil, false
 	}
 	for k := range node {
-		if _, ok := vm[k]; !ok {
+		if _, ok := vm[m.marks.keyOf(k)]; !ok {
 			return nil, false
 		}
 	}
 	return at, true
+}
+
+// keysOf is the value map whose keys a rendered map's marked keys are:
+// each marked child of node is that map's child of the same name (other
+// children the template writes itself), and node holds all that map's
+// keys but one at most.
+func (m *Map) keysOf(node map[string]any) ([]Step, bool) {
+	var at []Step
+	for rk, c := range node {
+		s, ok := c.(string)
+		if !ok {
+			continue
+		}
+		parts := split(s)
+		if len(parts) != 1 || parts[0].mark < 0 {
+			continue
+		}
+		child := m.marks.at[parts[0].mark]
+		if len(child) == 0 || child[len(child)-1] != Step(m.marks.keyOf(rk)) {
+			return nil, false
+		}
+		if at != nil && PathString(at) != PathString(child[:len(child)-1]) {
+			return nil, false
+		}
+		at = child[:len(child)-1]
+	}
+	if at == nil {
+		return nil, false
+	}
+	// and the map holds that value map's keys, but for one it may leave
+	// out (omit .Values.livenessProbe "enabled")
+	v, _ := At(m.values, at)
+	vm, isMap := v.(map[string]any)
+	if !isMap {
+		return nil, false
+	}
+	missing := 0
+	for k := range vm {
+		if _, ok := node[k]; !ok {
+			missing++
+		}
+	}
+	return at, missing <= 1
 }
 
 // sublist is the value list a rendered list is the whole of (toJson or

@@ -144,7 +144,14 @@ func (m *Marks) mark(v any, at []Step) any {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for _, k := range slices.Sorted(maps.Keys(t)) {
-			out[k] = m.mark(t[k], append(at[:len(at):len(at)], k))
+			key := k
+			if holeKey.MatchString(k) {
+				// a key conditional probing put in an empty map: marked
+				// itself, so that the text a template makes of it is read
+				// back as a key
+				key = m.newMark(append(at[:len(at):len(at)], KeyOf(k)), k)
+			}
+			out[key] = m.mark(t[k], append(at[:len(at):len(at)], k))
 		}
 		return out
 	case []any:
@@ -162,11 +169,29 @@ func (m *Marks) mark(v any, at []Step) any {
 	default:
 		return v
 	}
+	return m.newMark(at, v)
+}
+
+// newMark records a mark of v at at and returns its marker.
+func (m *Marks) newMark(at []Step, v any) string {
 	n := len(m.orig)
 	m.at = append(m.at, append([]Step(nil), at...))
 	m.orig = append(m.orig, v)
 	return markPrefix + strconv.Itoa(n) + markSuffix
 }
+
+// KeyOf is a step that stands for the key k of a map itself, not its
+// value: where a key that conditional probing put in a map was marked.
+type KeyOf string
+
+// holeKey matches the keys conditional probing puts in a map (holeKeyOf).
+var holeKey = regexp.MustCompile(`^zqk[0-9]+kqz$`)
+
+// holeKeyOf is the i-th key conditional probing puts in a map, and
+// hole the string it puts where a value must be found.
+func holeKeyOf(i int) string { return "zqk" + strconv.Itoa(i) + "kqz" }
+
+const hole = "zqhole"
 
 // PathString is a place in the values as a person writes it:
 // web.image.tag, args[1], a["b.c"].

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -100,6 +101,13 @@ func (m *Map) probes(id ObjectID, steps []Step, live any) []probe {
 			}
 			return
 		case bool:
+			// a switch the template writes as it is
+			// (automountServiceAccountToken), or quoted ("true")
+			if lb, ok := live.(bool); ok && values.Equal(x, rv) {
+				out = append(out, probe{append([]Step(nil), at...), lb, 0})
+			} else if lb, err := strconv.ParseBool(liveText); err == nil && liveIsText && rendered == strconv.FormatBool(x) {
+				out = append(out, probe{append([]Step(nil), at...), lb, 0})
+			}
 			return
 		}
 		here := append([]Step(nil), at...)

@@ -59,11 +59,20 @@ func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Re
 				return r
 			}
 		}
+		// nor does it render the live value as the conditions go now: a
+		// value they test may make it (condition.go)
+		if r, ok := m.readByCondition(id, steps, live, secret); ok {
+			return r
+		}
 	}
 	if !liveSet {
 		return Reading{Source: src}
 	}
-	return m.reading(src, id, steps, live, secret)
+	r := m.reading(src, id, steps, live, secret)
+	if !r.Mapped() && m.budgetSpent {
+		r.Reason += "; " + ReasonBudget
+	}
+	return r
 }
 
 // reading is src (the values a field is made of) as a Reading: the

@@ -61,6 +61,15 @@ type Map struct {
 	fallbacks []fallback
 	// regen are the fields each render makes anew (regenerated).
 	regen map[string]bool
+	// tests are the values the chart's conditions test, retrace traces
+	// the chart with some set otherwise, retraces are those traces by
+	// candidate, and budgetSpent says MaxRetraces stopped one
+	// (condition.go).
+	tests       []Tested
+	tested      func() []Tested
+	retrace     Retracer
+	retraces    map[string]*Map
+	budgetSpent bool
 }
 
 type traced struct {

@@ -60,7 +60,7 @@ func (m *Map) check(r Reading, id ObjectID, steps []Step, live any) (ok bool, al
 			break
 		}
 	}
-	if !values.Equal(got, live) {
+	if !renders(got, live) {
 		return false, nil, nil
 	}
 	// the other fields the change changes, by object; not those a render
