@@ -186,7 +186,77 @@ func FieldDrift(tc managedfields.TypeConverter, reset map[fieldpath.APIVersion]f
 		d.Steps = steps
 		out = append(out, d)
 	})
+	// the elements another manager added to a list the chart renders
+	// (a Service port `kubectl patch` added): the list is the field
+	added := map[string]*Drifted{}
+	var order []string
+	for _, o := range owners {
+		o.set.Difference(set).Leaves().Iterate(func(fp fieldpath.Path) {
+			list, ok := addedElementList(fp, set)
+			if !ok || skipDrift(list, secret) {
+				return
+			}
+			key := list.String()
+			d := added[key]
+			if d == nil {
+				p := pathOf(list)
+				rv, rok := p.Lookup(want.Object)
+				lv, lok := p.Lookup(live.Object)
+				steps, sok := p.Steps(want.Object)
+				if !rok || !lok || !sok {
+					return
+				}
+				d = &Drifted{Kind: rendered.GetKind(), Namespace: rendered.GetNamespace(), Name: rendered.GetName(),
+					Object: liveobjects.Describe(rendered), Field: key, Rendered: rv, Live: lv, LiveSet: true, Secret: secret,
+					Differs: true, Steps: steps}
+				added[key] = d
+				order = append(order, key)
+			}
+			if !slices.Contains(d.Managers, o.label) {
+				d.Managers = append(d.Managers, o.label)
+				if d.Owner == "" {
+					d.Owner = o.name
+				}
+			}
+		})
+	}
+	for _, k := range order {
+		out = append(out, *added[k])
+	}
 	return out, nil
+}
+
+// addedElementList is the list a field another manager owns was added to
+// as an element of it (a list element the rendered set does not hold,
+// in a list it holds other elements of): the list's path.
+func addedElementList(fp fieldpath.Path, rendered *fieldpath.Set) (fieldpath.Path, bool) {
+	for i, pe := range fp {
+		if pe.Key == nil && pe.Value == nil && pe.Index == nil {
+			continue
+		}
+		if holds(rendered, fp[:i+1]) {
+			continue // the chart renders this element: deeper
+		}
+		if !holds(rendered, fp[:i]) {
+			return nil, false // nor the list: not a list the chart renders
+		}
+		return fp[:i].Copy(), true
+	}
+	return nil, false
+}
+
+// holds says whether set has p or a field under it.
+func holds(set *fieldpath.Set, p fieldpath.Path) bool {
+	if set.Has(p) {
+		return true
+	}
+	under := set
+	for _, pe := range p {
+		if under = under.WithPrefix(pe); under.Empty() {
+			return false
+		}
+	}
+	return true
 }
 
 // skipDrift: the identity of the object, the metadata the API server

@@ -104,6 +104,17 @@ func (m *Map) reading(src Source, id ObjectID, steps []Step, live any, secret bo
 	}
 	if secret {
 		r.Set = nil
+		if flag, ok := secretSetFile(r, id, steps, live); ok {
+			r.Set = []string{flag}
+		}
+	}
+	if len(r.Adopt) == 0 {
+		// no value changes: the chart must render the live value as it is
+		if t := m.find(id); t != nil {
+			if rv, ok := At(t.real, steps); ok && !renders(rv, live) {
+				return Reading{Source: Source{Reason: ReasonRendersOther}}
+			}
+		}
 	}
 	if m.render != nil && len(r.Adopt) > 0 {
 		ok, also, err := m.check(r, id, steps, live)
@@ -117,6 +128,31 @@ func (m *Map) reading(src Source, id ObjectID, steps []Step, live any, secret bo
 		r.AlsoChanges = also
 	}
 	return r
+}
+
+// secretSetFile is the flag that gives a Secret's value to Helm from the
+// live Secret, never on the command line: --set-file with kubectl reading
+// the key and base64 decoding it, when the one value changed is the
+// whole decoded key (b64enc of the value).
+func secretSetFile(r Reading, id ObjectID, steps []Step, live any) (string, bool) {
+	if id.Kind != "Secret" || len(steps) != 2 || steps[0] != Step("data") || len(r.Adopt) != 1 {
+		return "", false
+	}
+	key, _ := steps[1].(string)
+	lv, _ := live.(string)
+	decoded, ok := decodeB64(lv)
+	if !ok || key == "" {
+		return "", false
+	}
+	if v, isText := r.Adopt[0].Value.(string); !isText || v != string(decoded) {
+		return "", false
+	}
+	ns := ""
+	if id.Namespace != "" {
+		ns = " -n " + id.Namespace
+	}
+	return fmt.Sprintf("--set-file %s=<(kubectl get secret%s %s -o jsonpath='{.data.%s}' | base64 -d)",
+		setKey(r.Adopt[0].Keys), ns, id.Name, strings.ReplaceAll(key, ".", `\.`)), true
 }
 
 // AdoptRule is the spec rule, in YAML flow style, that adopts the value
@@ -150,12 +186,7 @@ func StepsOf(keys []string) []Step {
 // shows a secret, and none with its value redacted, which would render
 // the redaction (a number then breaks the render).
 func SetFlag(keys []string, v any, secret bool) string {
-	esc := strings.NewReplacer(`\`, `\\`, `.`, `\.`, `,`, `\,`, `=`, `\=`, `[`, `\[`)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = esc.Replace(k)
-	}
-	key := strings.Join(parts, ".")
+	key := setKey(keys)
 	if secret {
 		return ""
 	}
@@ -173,6 +204,17 @@ func SetFlag(keys []string, v any, secret bool) string {
 	return fmt.Sprintf("--set %s=%v", key, v)
 }
 
+// setKey is a path of keys as strvals reads it: joined by dots, a dot,
+// comma, equals sign, bracket or backslash in a key escaped.
+func setKey(keys []string) string {
+	esc := strings.NewReplacer(`\`, `\\`, `.`, `\.`, `,`, `\,`, `=`, `\=`, `[`, `\[`)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = esc.Replace(k)
+	}
+	return strings.Join(parts, ".")
+}
+
 // Says is the reading in one clause for a conflict line: which values
 // render the field, and how to keep the live value (or why it cannot be
 // adopted).
@@ -187,6 +229,9 @@ func (r Reading) Says() string {
 	case len(r.Set) == 0:
 		s = fmt.Sprintf("%s; to keep the live value, adopt it with the spec rule %s (a secret: adopt takes it from the cluster, and no flag shows it)",
 			s, strings.Join(r.Rules, " and "))
+	case strings.HasPrefix(r.Set[0], "--set-file "):
+		s = fmt.Sprintf("%s; to keep the live value, adopt it with the spec rule %s (a secret: adopt takes it from the cluster), or give %s, which reads it from the live Secret",
+			s, strings.Join(r.Rules, " and "), strings.Join(r.Set, " "))
 	default:
 		s = fmt.Sprintf("%s; to keep the live value, adopt it with the spec rule %s, or give %s",
 			s, strings.Join(r.Rules, " and "), strings.Join(r.Set, " "))
