@@ -127,6 +127,7 @@ func (m *Map) explainText(v string, rv, live any, liveSet bool) (Source, bool) {
 		}
 		src := m.fit(parts, rv, live, liveSet, "")
 		if src.Reason != "" {
+			// a YAML or JSON document of values, keys added or dropped
 			if doc, ok := m.explainDocument(v, rv, live, liveSet); ok {
 				return doc, true
 			}
@@ -163,6 +164,21 @@ func (m *Map) explainText(v string, rv, live any, liveSet bool) (Source, bool) {
 			real, _ := rv.(string)
 			return m.fit(parts, strings.ToLower(real), strings.ToLower(lv), liveSet && ok, NoteUpper), true
 		}
+	}
+	return Source{}, false
+}
+
+// documentAt is the field at steps of id read as a YAML or JSON document
+// (explainDocument), when its marked render is text.
+func (m *Map) documentAt(id ObjectID, steps []Step, live any) (Source, bool) {
+	t := m.find(id)
+	if t == nil || t.marked == nil || m.failed != "" {
+		return Source{}, false
+	}
+	mv, _ := At(t.marked, steps)
+	rv, _ := At(t.real, steps)
+	if v, ok := mv.(string); ok {
+		return m.explainDocument(v, rv, live, true)
 	}
 	return Source{}, false
 }

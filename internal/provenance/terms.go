@@ -69,6 +69,15 @@ func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Re
 		return Reading{Source: src}
 	}
 	r := m.reading(src, id, steps, live, secret)
+	if !r.Mapped() && r.Reason == ReasonRendersOther {
+		// the text split along the template's literal text renders
+		// something else: read as a YAML document, it may not
+		if doc, ok := m.documentAt(id, steps, live); ok {
+			if d := m.reading(doc, id, steps, live, secret); d.Mapped() {
+				return d
+			}
+		}
+	}
 	if !r.Mapped() && m.budgetSpent {
 		r.Reason += "; " + ReasonBudget
 	}

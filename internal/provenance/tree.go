@@ -22,16 +22,15 @@ func (m *Map) readBack(mv, rv, lv any) ([]Assignment, bool) {
 	walk = func(mv, rv, lv any) bool {
 		switch v := mv.(type) {
 		case map[string]any:
-			if at, ok := m.subtree(v); ok {
-				if _, isMap := lv.(map[string]any); !isMap {
-					return false
-				}
-				out = append(out, m.assign(at, lv, true))
-				return true
-			}
 			lm, ok := lv.(map[string]any)
 			if !ok {
 				return false
+			}
+			if at, ok := m.subtree(v); ok && !sameKeys(v, lm, m.marks) {
+				// a block rendered whole from a value, keys added or
+				// dropped: the value is the live block
+				out = append(out, m.assign(at, lv, true))
+				return true
 			}
 			rm, _ := rv.(map[string]any)
 			for _, k := range slices.Sorted(maps.Keys(v)) {
@@ -79,6 +78,20 @@ func (m *Map) readBack(mv, rv, lv any) ([]Assignment, bool) {
 		return nil, false
 	}
 	return mergeAssignments(out)
+}
+
+// sameKeys says whether the live map lm has the keys of the marked map
+// mv (each as the values name it), and no other.
+func sameKeys(mv, lm map[string]any, marks *Marks) bool {
+	if len(mv) != len(lm) {
+		return false
+	}
+	for k := range mv {
+		if _, ok := lm[marks.keyOf(k)]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeAssignments keeps one assignment of each path; two that want one

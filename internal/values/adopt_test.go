@@ -79,3 +79,18 @@ func TestAdoptedSecretIsRedacted(t *testing.T) {
 	require.NotContains(t, d.Reason, "s3cret-live")
 	require.NotContains(t, d.Reason, "old")
 }
+
+// A map adopted whole (a ConfigMap key toYaml writes from it, a key
+// added live) is decided at its path, with the live keys, not key by key
+// against the new defaults.
+func TestAdoptOfAWholeMap(t *testing.T) {
+	in := values.Input{
+		OldDefaults: vals(t, "config: {keep-alive: '75', workers: '4'}"),
+		NewDefaults: vals(t, "config: {keep-alive: '75', workers: '8'}"),
+		Rules:       rules(t, "adopt:config"),
+		Adopt:       []values.Adoption{adoption(map[string]any{"keep-alive": "75", "workers": "4", "ssl-protocols": "TLSv1.3"}, "config")},
+	}
+	res := mustMerge(t, in)
+	require.Equal(t, values.ActionAdopt, decisionAt(t, res, "config").Action)
+	require.Equal(t, map[string]any{"keep-alive": "75", "workers": "4", "ssl-protocols": "TLSv1.3"}, res.Values["config"])
+}

@@ -85,7 +85,11 @@ func (m *merger) visit(vals [nTrees]node, parent ruleState, decided int, forced 
 
 	liveHere := forced != nil && forced.end && decided >= 0 && m.in.Rules[decided].Policy.needsSource() &&
 		len(m.in.Rules[decided].Pattern.segs) == len(m.keys)
-	if liveHere || m.isLeaf(vals, forced) {
+	// a map an adopt rule adopts whole (a block rendered from it, keys
+	// added live) is decided here, not key by key
+	_, adoptHere := m.adopt[at.path]
+	adoptHere = adoptHere && forced != nil && forced.end && decided >= 0 && m.in.Rules[decided].Policy == PolicyAdopt
+	if liveHere || adoptHere || m.isLeaf(vals, forced) {
 		m.leaf(vals, states, decided, liveHere, at)
 		return
 	}
