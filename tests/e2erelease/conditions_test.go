@@ -234,4 +234,3 @@ func TestDriftTracesHotfixesThroughConditions(t *testing.T) {
 	_, denied := rbaccheck.Requests(t, f.env, sa)
 	assert.Empty(t, denied, "requests of %s the RBAC refused", sa)
 }
-
