@@ -217,6 +217,10 @@ func inlineTests(p *parse.PipeNode) []test {
 var (
 	emptinessFuncs = map[string]bool{"not": true, "empty": true, "hasKey": true}
 	andOr          = map[string]bool{"and": true, "or": true}
+	// passesEmptiness give a result that is empty only when their
+	// arguments are (`with (merge .Values.controller.image
+	// .Values.global.image)`): asked only that, so are they
+	passesEmptiness = map[string]bool{"merge": true, "mergeOverwrite": true, "default": true, "coalesce": true, "deepCopy": true}
 )
 
 // pipeTests are the values pipeline p reads; truth says whether p's result
@@ -232,7 +236,7 @@ func pipeTests(p *parse.PipeNode, truth bool) []test {
 		args := c.Args
 		if id, ok := args[0].(*parse.IdentifierNode); ok {
 			switch {
-			case emptinessFuncs[id.Ident], andOr[id.Ident] && truth:
+			case emptinessFuncs[id.Ident], (andOr[id.Ident] || passesEmptiness[id.Ident]) && truth:
 				argTruth = true
 			case id.Ident == "kindIs" && len(args) == 3 && isString(args[1], "invalid"):
 				argTruth = true
@@ -245,11 +249,41 @@ func pipeTests(p *parse.PipeNode, truth bool) []test {
 			out = append(out, compared(args)...)
 			continue
 		}
+		if id, ok := c.Args[0].(*parse.IdentifierNode); ok && id.Ident == "index" {
+			if t, ok := indexed(args, argTruth); ok {
+				// `index .Values.controller.extraArgs "update-status"`
+				// tests that key, not the map
+				out = append(out, t)
+				continue
+			}
+		}
 		for _, a := range args {
 			out = append(out, argTests(a, argTruth)...)
 		}
 	}
 	return out
+}
+
+// indexed is the value `index .Values.a "b" "c"` reads (a.b.c), when
+// every key is a literal text.
+func indexed(args []parse.Node, truth bool) (test, bool) {
+	if len(args) < 2 {
+		return test{}, false
+	}
+	ts := argTests(args[0], truth)
+	if len(ts) != 1 || ts[0].path == nil {
+		return test{}, false
+	}
+	t := ts[0]
+	t.path = slices.Clone(t.path)
+	for _, a := range args[1:] {
+		s, ok := a.(*parse.StringNode)
+		if !ok {
+			return test{}, false
+		}
+		t.path = append(t.path, s.Text)
+	}
+	return t, true
 }
 
 // compared are the values the arguments of a comparison read, each with

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -59,7 +60,7 @@ func (m *Map) RetraceWith(r Retracer, tested func() []Tested) {
 // field is read back through at most; MaxRetraces how many traces with
 // one set a Map makes in all (each costs two renders of the chart).
 const (
-	MaxConditionProbes = 6
+	MaxConditionProbes = 8
 	MaxRetraces        = 64
 )
 
@@ -253,17 +254,38 @@ func (m *Map) conditionCandidates(id ObjectID, steps []Step, live any) []candida
 		return nil
 	}
 	rv, _ := At(t.real, steps)
+	// the values whose markers the field holds: a candidate among them
+	// renders into it (a digest after the `@` the live value lacks)
+	inField := map[string]bool{}
+	if t.marked != nil {
+		if mv, ok := At(t.marked, steps); ok {
+			b, _ := json.Marshal(mv)
+			for _, sm := range markerRE.FindAllStringSubmatch(string(b), -1) {
+				if n, err := strconv.Atoi(sm[1]); err == nil && n < len(m.marks.at) {
+					inField[PathString(m.marks.at[n])] = true
+				}
+			}
+		}
+	}
+	grew := false
 	more := 1 // elements a range must add
 	if rl, ok := rv.([]any); ok {
 		if ll, ok := live.([]any); ok && len(ll) > len(rl) {
-			more = len(ll) - len(rl)
+			more, grew = len(ll)-len(rl), true
 		}
 	}
 	liveText := fieldText(live)
+	added := addedTokens(rv, live)
 	words := wordsOf(id.Kind + " " + id.Name + " " + liveText)
 	for _, s := range steps {
 		if k, ok := s.(string); ok {
 			words = append(words, wordsOf(k)...)
+		}
+	}
+	field := ""
+	for _, s := range steps {
+		if k, ok := s.(string); ok {
+			field = strings.ToLower(k)
 		}
 	}
 	var out []candidate
@@ -274,14 +296,28 @@ func (m *Map) conditionCandidates(id ObjectID, steps []Step, live any) []candida
 			return
 		}
 		seen[c.key()] = true
-		c.score = m.likeness(at, words, liveText)
+		c.score = m.likeness(at, words, liveText, added)
+		// named as the field (env for .env), or ending so (extraArgs for .args)
+		if k := strings.ToLower(at[len(at)-1]); k == field {
+			c.score += 4
+		} else if len(field) >= 3 && strings.HasSuffix(k, field) {
+			c.score += 2
+		}
+		if inField[PathString(c.at)] {
+			c.score += 5
+		}
+		switch v.(type) {
+		case []any, map[string]any:
+			if grew {
+				c.score += 3 // a range adds the elements the live list has more
+			}
+		}
 		out = append(out, c)
 	}
 	for _, tv := range m.tests {
-		v, ok := values.Lookup(m.values, tv.At)
-		if !ok {
-			continue
-		}
+		// a value the chart's values do not have (a commented-out
+		// `# adminPassword:`) is set like a null one
+		v, _ := values.Lookup(m.values, tv.At)
 		switch x := v.(type) {
 		case bool:
 			add(tv.At, !x)
@@ -327,6 +363,13 @@ func (m *Map) conditionCandidates(id ObjectID, steps []Step, live any) []candida
 				}
 				add(tv.At, mp)
 			}
+			// its switches (a port's `expose: {default: false}`, which a
+			// template reads with index)
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if b, ok := x[k].(bool); ok {
+					add(append(slices.Clone(tv.At), k), !b)
+				}
+			}
 		}
 	}
 	slices.SortStableFunc(out, func(a, b candidate) int { return cmp.Compare(b.score, a.score) })
@@ -337,34 +380,66 @@ func (m *Map) conditionCandidates(id ObjectID, steps []Step, live any) []candida
 // word of its path among words (the field's, its object's and the live
 // value's), and each value beside it (its parent's other scalars) whose
 // text the live value holds.
-func (m *Map) likeness(at []string, words []string, liveText string) int {
+func (m *Map) likeness(at []string, words []string, liveText string, added map[string]bool) int {
 	score := 0
+	counted := map[string]bool{} // each word once: metrics.prometheus.serviceMonitor is not three times metrics
 	for _, k := range at {
 		for _, w := range wordsOf(k) {
-			if slices.ContainsFunc(words, func(f string) bool { return alike(w, f) }) {
+			if !counted[w] && slices.ContainsFunc(words, func(f string) bool { return alike(w, f) }) {
+				counted[w] = true
 				score++
 			}
 		}
 	}
-	if len(at) == 0 {
-		return score
-	}
-	parent, _ := values.Lookup(m.values, at[:len(at)-1])
-	if pm, ok := parent.(map[string]any); ok {
+	// the values beside it, and beside its parent (a switch in
+	// `expose: {default: false}` beside a port's number): each whose text
+	// the live value holds, more when only the live value holds it
+	for up := 1; up <= 2 && up <= len(at); up++ {
+		parent, _ := values.Lookup(m.values, at[:len(at)-up])
+		pm, ok := parent.(map[string]any)
+		if !ok {
+			continue
+		}
 		for k, v := range pm {
-			if k == at[len(at)-1] {
+			if k == at[len(at)-up] {
 				continue
 			}
 			switch v.(type) {
 			case map[string]any, []any, bool, nil:
 				continue
 			}
-			if t := text(values.Normalize(v)); len(t) >= 3 && strings.Contains(liveText, t) {
+			t := text(values.Normalize(v))
+			switch {
+			case len(t) < 3 || !strings.Contains(liveText, t):
+			case added[t]:
+				score += 3
+			case up == 1:
 				score += 2
 			}
 		}
 	}
 	return score
+}
+
+// addedTokens are the words and numbers of live's text that rendered's
+// lacks (a port's number the live Service adds).
+func addedTokens(rendered, live any) map[string]bool {
+	tokens := func(v any) []string {
+		return strings.FieldsFunc(fieldText(v), func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' && r != '-' && r != '_' && r != '/' && r != ':'
+		})
+	}
+	had := map[string]bool{}
+	for _, t := range tokens(rendered) {
+		had[t] = true
+	}
+	out := map[string]bool{}
+	for _, t := range tokens(live) {
+		if !had[t] {
+			out[t] = true
+		}
+	}
+	return out
 }
 
 // alike: one word starts the other, both of three letters or more
