@@ -199,6 +199,8 @@ func PathString(at []Step) string {
 	var b strings.Builder
 	for _, s := range at {
 		switch k := s.(type) {
+		case KeyOf:
+			fmt.Fprintf(&b, "‹the key %s›", string(k)) // never shown: conditional probing renames it
 		case int:
 			fmt.Fprintf(&b, "[%d]", k)
 		case string:
