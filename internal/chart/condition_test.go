@@ -21,6 +21,12 @@ import (
 func gatewayChart(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "gw")
+	gatewayFiles(t, dir)
+	return dir
+}
+
+func gatewayFiles(t testing.TB, dir string) {
+	t.Helper()
 	writeFiles(t, dir, map[string]string{
 		"Chart.yaml": chartfile("gw", "1.0.0"),
 		"values.yaml": `image: {registry: registry.example, image: gw, tag: "1.0", digest: "sha256:0123"}
@@ -65,7 +71,6 @@ data:
     {{- toYaml .Values.config | nindent 4 }}
 `,
 	})
-	return dir
 }
 
 func TestReadThroughTheOtherBranchOfACondition(t *testing.T) {
@@ -213,4 +218,24 @@ data:
 	assert.Equal(t, []any{"DaemonSet"}, got["kind"].Literals)
 	assert.Equal(t, []any{int64(1)}, got["replicas"].Literals)
 	assert.True(t, got["list"].Ranged)
+}
+
+// BenchmarkReadThroughACondition is one trace of gatewayChart and one
+// field read through the other branch of a condition: the image set to a
+// tag without the default's digest (one more trace, and its check).
+func BenchmarkReadThroughACondition(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "gw")
+	gatewayFiles(b, dir)
+	c, err := Load(dir)
+	require.NoError(b, err)
+	steps := []any{"spec", "template", "spec", "containers", 0, "image"}
+	for b.Loop() {
+		m, err := Trace(c, nil, "rel", "ns")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := m.Read(provenance.ObjectID{Kind: "Deployment", Name: "gw"}, steps, "registry.example/gw:1.1", true, false); !r.Mapped() {
+			b.Fatal(r.Reason)
+		}
+	}
 }
