@@ -37,6 +37,7 @@ func TestPairByName(t *testing.T) {
 	live := []any{map[string]any{"name": "B"}, map[string]any{"name": "A"}, map[string]any{"name": "LOG_LEVEL"}}
 	require.Equal(t, []int{1, 2, 0}, m.pairByName(mv, live))
 	require.Equal(t, []int{0, 1}, m.pairByName([]any{"a", "b"}, []any{"b", "a"}), "not maps: by index")
+	require.Equal(t, []int{0}, m.pairByName([]any{"zqv0vqz"}, []any{map[string]any{"name": "A"}}), "a marked text where the live list has maps")
 }
 
 // A candidate's holes are filled by what its trace read back: a key, its

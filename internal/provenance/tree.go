@@ -131,8 +131,9 @@ func (m *Map) pairByName(mv, live []any) []int {
 	var marked []int
 	taken := make([]bool, len(live))
 	for i, e := range mv {
-		name, _ := e.(map[string]any)["name"].(string)
-		if name == "" {
+		mp, isMap := e.(map[string]any)
+		name, _ := mp["name"].(string)
+		if !isMap || name == "" {
 			return order
 		}
 		if hasMark(split(name)) {
