@@ -156,6 +156,9 @@ func (m *Map) holeKeyField(t *traced, steps []Step) (rv, mv any, as []Assignment
 			continue
 		}
 		at := m.marks.at[parts[0].mark]
+		if len(at) == 0 {
+			continue
+		}
 		if hk, isHole := at[len(at)-1].(KeyOf); isHole {
 			if r, ok := rm[string(hk)]; ok {
 				return r, v, []Assignment{{At: at, Path: PathString(at), Value: key, Changed: true}}, true
