@@ -16,28 +16,18 @@ func TestWordsOf(t *testing.T) {
 }
 
 // A live value covers a render when it holds each of its keys and
-// elements; a list of named maps in any order.
+// elements, in order.
 func TestRenders(t *testing.T) {
 	port := func(name string, n int) map[string]any { return map[string]any{"name": name, "port": n} }
 	withProtocol := func(m map[string]any) map[string]any { m["protocol"] = "TCP"; return m }
 	require.True(t, renders([]any{port("http", 80), port("metrics", 9100)},
-		[]any{withProtocol(port("metrics", 9100)), withProtocol(port("http", 80))}), "by name, the API server's defaults aside")
+		[]any{withProtocol(port("http", 80)), withProtocol(port("metrics", 9100))}), "the API server's defaults aside")
+	require.False(t, renders([]any{port("http", 80), port("metrics", 9100)}, []any{port("metrics", 9100), port("http", 80)}),
+		"another order is another list (env's order decides what $(VAR) reads)")
 	require.False(t, renders([]any{port("http", 80)}, []any{port("http", 80), port("metrics", 9100)}), "an element the render lacks")
 	require.False(t, renders([]any{port("http", 80), port("metrics", 9100)}, []any{port("http", 80), port("metrics", 9200)}))
 	require.False(t, renders(map[string]any{"a": "1", "b": "2"}, map[string]any{"a": "1"}), "a key the live value lacks")
 	require.True(t, renders([]any{"--a", "--b"}, []any{"--a", "--b"}))
-	require.False(t, renders([]any{"--a", "--b"}, []any{"--b", "--a"}), "args keep their order")
-}
-
-// The marked elements of a named list are paired with the live ones by
-// name; one whose name a marker writes takes the live one left.
-func TestPairByName(t *testing.T) {
-	m := &Map{marks: &Marks{}}
-	mv := []any{map[string]any{"name": "A"}, map[string]any{"name": "zqv0vqz"}, map[string]any{"name": "B"}}
-	live := []any{map[string]any{"name": "B"}, map[string]any{"name": "A"}, map[string]any{"name": "LOG_LEVEL"}}
-	require.Equal(t, []int{1, 2, 0}, m.pairByName(mv, live))
-	require.Equal(t, []int{0, 1}, m.pairByName([]any{"a", "b"}, []any{"b", "a"}), "not maps: by index")
-	require.Equal(t, []int{0}, m.pairByName([]any{"zqv0vqz"}, []any{map[string]any{"name": "A"}}), "a marked text where the live list has maps")
 }
 
 // A candidate's holes are filled by what its trace read back: a key, its

@@ -53,13 +53,12 @@ func (m *Map) readBack(mv, rv, lv any) ([]Assignment, bool) {
 				return false
 			}
 			rl, _ := rv.([]any)
-			order := m.pairByName(v, ll)
 			for i := range v {
 				var r any
 				if i < len(rl) {
 					r = rl[i]
 				}
-				if !walk(v[i], r, ll[order[i]]) {
+				if !walk(v[i], r, ll[i]) {
 					return false
 				}
 			}
@@ -113,74 +112,10 @@ func mergeAssignments(as []Assignment) ([]Assignment, bool) {
 	return out, true
 }
 
-// pairByName is, for each element of the marked list mv, the index of
-// the live element it stands for: the one of the same name when every
-// element of both is a map with a name of its own (env, ports, containers:
-// the API server keeps such a list by name, and `kubectl set env` adds at
-// the end what a chart renders in its place), an element whose name a
-// marker writes the next live one no name matched; else the same index.
-func (m *Map) pairByName(mv, live []any) []int {
-	order := make([]int, len(mv))
-	for i := range order {
-		order[i] = i
-	}
-	liveNames, ok := names(live)
-	if !ok {
-		return order
-	}
-	var marked []int
-	taken := make([]bool, len(live))
-	for i, e := range mv {
-		mp, isMap := e.(map[string]any)
-		name, _ := mp["name"].(string)
-		if !isMap || name == "" {
-			return order
-		}
-		if hasMark(split(name)) {
-			marked = append(marked, i)
-			continue
-		}
-		j, ok := liveNames[name]
-		if !ok {
-			return order
-		}
-		order[i], taken[j] = j, true
-	}
-	next := 0
-	for _, i := range marked {
-		for next < len(live) && taken[next] {
-			next++
-		}
-		if next == len(live) {
-			return order
-		}
-		order[i], taken[next] = next, true
-	}
-	return order
-}
-
-// names are the indices of a list's elements by name, when each is a map
-// with a name no other has.
-func names(l []any) (map[string]int, bool) {
-	out := map[string]int{}
-	for i, e := range l {
-		mp, ok := e.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		name, ok := mp["name"].(string)
-		if _, dup := out[name]; !ok || dup {
-			return nil, false
-		}
-		out[name] = i
-	}
-	return out, len(l) > 0
-}
-
 // renders says whether got, a field as the chart renders it, is the
 // live value: equal, or for a map or a list, each of its keys and
-// elements so (the live one may hold keys the API server added; a list
-// of named maps in any order).
+// elements so, in order (the live one may hold keys the API server
+// added: a port's protocol).
 func renders(got, live any) bool {
 	switch g := got.(type) {
 	case map[string]any:
@@ -200,17 +135,8 @@ func renders(got, live any) bool {
 		if !ok || len(l) != len(g) {
 			return false
 		}
-		_, gok := names(g)
-		ln, lok := names(l)
 		for i := range g {
-			j := i
-			if gok && lok {
-				name, _ := g[i].(map[string]any)["name"].(string)
-				if j, ok = ln[name]; !ok {
-					return false
-				}
-			}
-			if !renders(g[i], l[j]) {
+			if !renders(g[i], l[i]) {
 				return false
 			}
 		}
