@@ -87,14 +87,20 @@ func (c candidate) key() string {
 
 // readByCondition reads the field at steps of id back through each
 // candidate in turn; the first whose reading renders live is the answer.
-func (m *Map) readByCondition(id ObjectID, steps []Step, live any, secret bool) (Reading, bool) {
+// When none does and the field had more candidates than it may try,
+// cut says how many were left.
+func (m *Map) readByCondition(id ObjectID, steps []Step, live any, secret bool) (r Reading, ok bool, cut string) {
 	if m.retrace == nil {
-		return Reading{}, false
+		return Reading{}, false, ""
 	}
 	if m.tested != nil {
 		m.tests, m.tested = m.tested(), nil
 	}
-	for _, c := range m.conditionCandidates(id, steps, live) {
+	candidates, all := m.conditionCandidates(id, steps, live)
+	if all > len(candidates) {
+		cut = fmt.Sprintf("conditional probing tried the %d likeliest of %d settings of the values the chart's conditions test", len(candidates), all)
+	}
+	for _, c := range candidates {
 		sub := m.retraced(c)
 		if sub == nil {
 			continue
@@ -128,10 +134,10 @@ func (m *Map) readByCondition(id ObjectID, steps []Step, live any, secret bool) 
 			continue
 		}
 		if r := m.reading(Source{Assignments: found, Note: ConditionNote}, id, steps, live, secret); r.Mapped() {
-			return r, true
+			return r, true, ""
 		}
 	}
-	return Reading{}, false
+	return Reading{}, false, cut
 }
 
 // holeKeyField is, for a field at steps that names a key the traced
@@ -250,11 +256,12 @@ func hasHole(v any) bool {
 }
 
 // conditionCandidates are the candidates of the field at steps of id,
-// live now, most likely first, at most MaxConditionProbes.
-func (m *Map) conditionCandidates(id ObjectID, steps []Step, live any) []candidate {
+// live now, most likely first, at most MaxConditionProbes, and how many
+// there were.
+func (m *Map) conditionCandidates(id ObjectID, steps []Step, live any) (_ []candidate, all int) {
 	t := m.find(id)
 	if t == nil {
-		return nil
+		return nil, 0
 	}
 	rv, _ := At(t.real, steps)
 	// the values whose markers the field holds: a candidate among them
@@ -376,7 +383,7 @@ func (m *Map) conditionCandidates(id ObjectID, steps []Step, live any) []candida
 		}
 	}
 	slices.SortStableFunc(out, func(a, b candidate) int { return cmp.Compare(b.score, a.score) })
-	return out[:min(len(out), MaxConditionProbes)]
+	return out[:min(len(out), MaxConditionProbes)], len(out)
 }
 
 // likeness is how much the tested value at at looks like the field's: a

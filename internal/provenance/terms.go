@@ -50,6 +50,7 @@ const Redacted = values.Redaction
 // the value from the cluster.
 func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Reading {
 	src := m.Explain(id, steps, live, liveSet)
+	probed := "" // why conditional probing may have missed it
 	if !src.Mapped() && liveSet && m.render != nil {
 		// no marker reached the field: a value that renders it may still
 		// be found by rendering (probe.go)
@@ -61,9 +62,11 @@ func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Re
 		}
 		// nor does it render the live value as the conditions go now: a
 		// value they test may make it (condition.go)
-		if r, ok := m.readByCondition(id, steps, live, secret); ok {
+		r, ok, cut := m.readByCondition(id, steps, live, secret)
+		if ok {
 			return r
 		}
+		probed = cut
 	}
 	if !liveSet {
 		return Reading{Source: src}
@@ -78,8 +81,12 @@ func (m *Map) Read(id ObjectID, steps []Step, live any, liveSet, secret bool) Re
 			}
 		}
 	}
-	if !r.Mapped() && m.budgetSpent {
+	switch {
+	case r.Mapped():
+	case m.budgetSpent:
 		r.Reason += "; " + ReasonBudget
+	case probed != "":
+		r.Reason += "; " + probed
 	}
 	return r
 }
