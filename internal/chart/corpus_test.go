@@ -57,8 +57,12 @@ func (h hotfix) String() string {
 // PROVENANCE_CHARTS, a list of chart directories separated by the path
 // list separator, measures those charts instead (scripts/provenance-recall:
 // public charts fetched by hand, which the repository does not carry).
+// One trace reads every hotfix of a chart, so they share its budget of
+// conditional traces (provenance.MaxRetraces); PROVENANCE_TRACE_EACH set
+// reads each with a trace of its own, as one drift run would.
 func TestProvenanceOnTheCorpus(t *testing.T) {
 	dirs := filepath.SplitList(os.Getenv("PROVENANCE_CHARTS"))
+	traceEach := os.Getenv("PROVENANCE_TRACE_EACH") != ""
 	if len(dirs) == 0 {
 		entries, err := os.ReadDir(filepath.Join("testdata", "corpus"))
 		require.NoError(t, err)
@@ -77,6 +81,12 @@ func TestProvenanceOnTheCorpus(t *testing.T) {
 		require.NoError(t, err, dir)
 		for _, h := range corpusHotfixes(t, c) {
 			cases++
+			if traceEach {
+				// as one drift run reading this one hotfix: a trace of its
+				// own, with its own budget of conditional traces
+				base, err = Trace(c, nil, "rel", "ns")
+				require.NoError(t, err, dir)
+			}
 			r := base.Read(h.id, h.steps, h.live, true, false)
 			if !r.Mapped() {
 				reasons[r.Reason]++
