@@ -301,6 +301,9 @@ func (m *Map) conditionCandidates(id ObjectID, steps []Step, live any) (_ []cand
 	var out []candidate
 	seen := map[string]bool{}
 	add := func(at []string, v any) {
+		if len(at) == 0 {
+			return // the values as a whole are no candidate
+		}
 		c := candidate{at: StepsOf(at), value: v}
 		if seen[c.key()] {
 			return
