@@ -34,6 +34,7 @@ extraArgs: {}
 logLevel: info
 metrics: {enabled: false, port: 9100}
 config: {keep-alive: "75", workers: "4"}
+hosts: [a.example, b.example]
 `,
 		"templates/gw.yaml": `apiVersion: apps/v1
 kind: Deployment
@@ -67,6 +68,7 @@ kind: ConfigMap
 metadata:
   name: gw
 data:
+  hosts: {{ join "," .Values.hosts | quote }}
   config.yaml: |
     {{- toYaml .Values.config | nindent 4 }}
 `,
@@ -107,6 +109,11 @@ func TestReadThroughTheOtherBranchOfACondition(t *testing.T) {
 	r = read(provenance.ObjectID{Kind: "ConfigMap", Name: "gw"}, []any{"data", "config.yaml"}, "keep-alive: \"75\"\nssl: TLSv1.3\nworkers: \"4\"\n")
 	assert.Equal(t, provenance.NoteYAML, r.Note)
 	assert.Equal(t, map[string]any{"keep-alive": "75", "ssl": "TLSv1.3", "workers": "4"}, assignments(r.Source)["config"])
+
+	// a list joined, an element added
+	r = read(provenance.ObjectID{Kind: "ConfigMap", Name: "gw"}, []any{"data", "hosts"}, "a.example,b.example,c.example")
+	assert.Equal(t, provenance.NoteJoin, r.Note)
+	assert.Equal(t, []string{`--set-json hosts=["a.example","b.example","c.example"]`}, r.Set)
 
 	// the registry too: three values at once, read in the same trace
 	r = read(dep, append(container, "image"), "other.example/gw:1.1")

@@ -129,6 +129,7 @@ func TestProvenanceOnTheCorpus(t *testing.T) {
 			{"a Service port a switch adds", "metrics.enabled", "Service", "spec.ports"},
 			{"a ConfigMap key from toYaml of a map, a key added", "controller.config", "ConfigMap", `data["config.yaml"]`},
 			{"a Secret key from b64enc of a value with a random default", "auth.password", "Secret", "data.password"},
+			{"a list joined, an element added", "controller.allowedHosts", "ConfigMap", "data.allowed-hosts"},
 		} {
 			found := slices.ContainsFunc(rightly, func(h hotfix) bool {
 				return h.chart == "gateway" && h.value == shape.value && h.id.Kind == shape.kind && provenance.PathString(h.steps) == shape.field

@@ -125,6 +125,11 @@ func (m *Map) explainText(v string, rv, live any, liveSet bool) (Source, bool) {
 		if len(parts) == 1 {
 			return m.whole(parts[0].mark, live, liveSet), true
 		}
+		// a list joined, elements added or dropped (a fit would put the
+		// separator inside an element)
+		if joined, ok := m.explainJoin(parts, live, liveSet); ok {
+			return joined, true
+		}
 		src := m.fit(parts, rv, live, liveSet, "")
 		if src.Reason != "" {
 			// a YAML or JSON document of values, keys added or dropped
@@ -166,6 +171,70 @@ func (m *Map) explainText(v string, rv, live any, liveSet bool) (Source, bool) {
 		}
 	}
 	return Source{}, false
+}
+
+// NoteJoin says a field was read back as a list joined (join, or a range
+// writing a separator between elements).
+const NoteJoin = "a list joined with a separator, split back"
+
+// explainJoin reads a text that joins the whole of one values list with a
+// separator (`{{ join "," .Values.hosts }}`: the elements' markers in
+// order, the same text between each two) back as that list: the live
+// text between the same text before and after, split at the separator.
+// A list of fewer than two elements shows no separator: none; nor when
+// the live text splits into as many elements (then each is read as it is).
+func (m *Map) explainJoin(parts []part, live any, liveSet bool) (Source, bool) {
+	lv, ok := live.(string)
+	if !ok || !liveSet {
+		return Source{}, false
+	}
+	var list []Step
+	var sep, before, after string
+	n := 0
+	for i, p := range parts {
+		if p.mark < 0 {
+			switch {
+			case n == 0:
+				before = p.lit
+			case i == len(parts)-1:
+				after = p.lit
+			case sep == "":
+				sep = p.lit
+			case p.lit != sep:
+				return Source{}, false
+			}
+			continue
+		}
+		at := m.marks.at[p.mark]
+		if len(at) == 0 || at[len(at)-1] != Step(n) {
+			return Source{}, false
+		}
+		if list == nil {
+			list = at[:len(at)-1]
+		} else if PathString(list) != PathString(at[:len(at)-1]) {
+			return Source{}, false
+		}
+		if i > 0 && parts[i-1].mark >= 0 {
+			return Source{}, false // two markers with nothing between
+		}
+		n++
+	}
+	orig, _ := At(m.values, list)
+	ol, isList := orig.([]any)
+	if n < 2 || sep == "" || !isList || len(ol) != n ||
+		len(lv) < len(before)+len(after) || !strings.HasPrefix(lv, before) || !strings.HasSuffix(lv, after) {
+		return Source{}, false
+	}
+	elems := []any{}
+	if middle := lv[len(before) : len(lv)-len(after)]; middle != "" {
+		for _, e := range strings.Split(middle, sep) {
+			elems = append(elems, coerce(e, ol[0]))
+		}
+	}
+	if len(elems) == n {
+		return Source{}, false // as many elements: each is read as it is (fit)
+	}
+	return Source{Assignments: []Assignment{m.assign(list, elems, true)}, Note: NoteJoin}, true
 }
 
 // documentAt is the field at steps of id read as a YAML or JSON document
