@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/health"
@@ -47,35 +48,8 @@ func (w walker) gate(n *yaml.Node, field string) (health.Gate, error) {
 		return health.Gate{}, err
 	}
 	g := health.Gate{MinCount: 1, At: fmt.Sprintf("%s:%d: %s", w.Name, n.Line, field)}
-	var vn *yaml.Node
-	if g.APIVersion, vn, err = w.ReqString(f, "apiVersion"); err != nil {
+	if g.APIVersion, g.Kind, g.Namespace, g.Selector, err = w.objects(f, "kubevirt.io/v1", "KubeVirt"); err != nil {
 		return g, err
-	}
-	if gv, err := schema.ParseGroupVersion(g.APIVersion); err != nil || gv.Version == "" {
-		return g, w.Failf(vn, f.Path("apiVersion"), "want GROUP/VERSION (kubevirt.io/v1) or v1, not %q", g.APIVersion)
-	}
-	if g.Kind, vn, err = w.ReqString(f, "kind"); err != nil {
-		return g, err
-	}
-	if !kindName.MatchString(g.Kind) {
-		return g, w.Failf(vn, f.Path("kind"), "want a kind as manifests spell it (KubeVirt), not %q", g.Kind)
-	}
-	if g.Namespace, err = w.OptString(f, "namespace"); err != nil {
-		return g, err
-	}
-	if g.Namespace != "" {
-		if err := checkNamespace(g.Namespace); err != nil {
-			return g, w.Fail(f.Get("namespace"), f.Path("namespace"), err)
-		}
-	}
-	sel, err := w.OptString(f, "selector")
-	if err != nil {
-		return g, err
-	}
-	if sel != "" {
-		if g.Selector, err = health.ParseSelector(sel); err != nil {
-			return g, w.Fail(f.Get("selector"), f.Path("selector"), err)
-		}
 	}
 	if mn := f.Get("minCount"); mn != nil {
 		c, err := strconv.Atoi(mn.Value)
@@ -114,35 +88,8 @@ func (w walker) each(n *yaml.Node, field string) (*health.Each, error) {
 		return nil, err
 	}
 	e := &health.Each{}
-	var vn *yaml.Node
-	if e.APIVersion, vn, err = w.ReqString(f, "apiVersion"); err != nil {
+	if e.APIVersion, e.Kind, e.Namespace, e.Selector, err = w.objects(f, "longhorn.io/v1beta2", "Node"); err != nil {
 		return nil, err
-	}
-	if gv, err := schema.ParseGroupVersion(e.APIVersion); err != nil || gv.Version == "" {
-		return nil, w.Failf(vn, f.Path("apiVersion"), "want GROUP/VERSION (longhorn.io/v1beta2) or v1, not %q", e.APIVersion)
-	}
-	if e.Kind, vn, err = w.ReqString(f, "kind"); err != nil {
-		return nil, err
-	}
-	if !kindName.MatchString(e.Kind) {
-		return nil, w.Failf(vn, f.Path("kind"), "want a kind as manifests spell it (Node), not %q", e.Kind)
-	}
-	if e.Namespace, err = w.OptString(f, "namespace"); err != nil {
-		return nil, err
-	}
-	if e.Namespace != "" {
-		if err := checkNamespace(e.Namespace); err != nil {
-			return nil, w.Fail(f.Get("namespace"), f.Path("namespace"), err)
-		}
-	}
-	sel, err := w.OptString(f, "selector")
-	if err != nil {
-		return nil, err
-	}
-	if sel != "" {
-		if e.Selector, err = health.ParseSelector(sel); err != nil {
-			return nil, w.Fail(f.Get("selector"), f.Path("selector"), err)
-		}
 	}
 	src, kn, err := w.ReqString(f, "key")
 	if err != nil {
@@ -152,6 +99,41 @@ func (w walker) each(n *yaml.Node, field string) (*health.Each, error) {
 		return nil, w.Failf(kn, f.Path("key"), "the CEL expression %q does not compile to a string, the name of an object of %s (the variables are metadata, spec, status, values and version): %v", src, e.Kind, err)
 	}
 	return e, nil
+}
+
+// objects reads the objects a gate or its each names: apiVersion and
+// kind (required), namespace and label selector (optional); apiExample
+// and kindExample are what the errors give as examples.
+func (w walker) objects(f *yamlfile.Fields, apiExample, kindExample string) (apiVersion, kind, namespace string, selector labels.Selector, err error) {
+	var vn *yaml.Node
+	if apiVersion, vn, err = w.ReqString(f, "apiVersion"); err != nil {
+		return
+	}
+	if gv, perr := schema.ParseGroupVersion(apiVersion); perr != nil || gv.Version == "" {
+		return "", "", "", nil, w.Failf(vn, f.Path("apiVersion"), "want GROUP/VERSION (%s) or v1, not %q", apiExample, apiVersion)
+	}
+	if kind, vn, err = w.ReqString(f, "kind"); err != nil {
+		return
+	}
+	if !kindName.MatchString(kind) {
+		return "", "", "", nil, w.Failf(vn, f.Path("kind"), "want a kind as manifests spell it (%s), not %q", kindExample, kind)
+	}
+	if namespace, err = w.OptString(f, "namespace"); err != nil {
+		return
+	}
+	if namespace != "" {
+		if err = checkNamespace(namespace); err != nil {
+			return "", "", "", nil, w.Fail(f.Get("namespace"), f.Path("namespace"), err)
+		}
+	}
+	sel, err := w.OptString(f, "selector")
+	if err != nil || sel == "" {
+		return
+	}
+	if selector, err = health.ParseSelector(sel); err != nil {
+		return "", "", "", nil, w.Fail(f.Get("selector"), f.Path("selector"), err)
+	}
+	return
 }
 
 // celExpr compiles the CEL expression of field key (nil when optional and
