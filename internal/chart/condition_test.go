@@ -218,7 +218,7 @@ data:
 	c, err := Load(dir)
 	require.NoError(t, err)
 	got := map[string]provenance.Tested{}
-	for _, tv := range testedValues(c, map[string]any{}) {
+	for _, tv := range testedValues(c, map[string]any{}, templateTestsCache{}) {
 		got[strings.Join(tv.At, ".")] = tv
 	}
 	require.Contains(t, got, "args.update-status", "index tests the key")

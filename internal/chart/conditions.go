@@ -23,17 +23,8 @@ import (
 // name; its globals also under global). A value a condition reads through
 // a changed dot or a variable (`.imageRoot.digest` in a helper given a
 // dict) has no path here: each value of that last name is kept as above.
-func conditionValues(c *chart.Chart, effective map[string]any) [][]string {
-	parsed := map[string][]test{} // each template parsed once for the three walks
-	testsOf := func(name, text string) []test {
-		k := name + "\x00" + text
-		ts, ok := parsed[k]
-		if !ok {
-			ts = templateTests(name, text)
-			parsed[k] = ts
-		}
-		return ts
-	}
+func conditionValues(c *chart.Chart, effective map[string]any, parsed templateTestsCache) [][]string {
+	testsOf := parsed.of
 	keep := chartValuePaths(c, func(name, text string) [][]string { return testedPaths(testsOf(name, text), false) })
 	for _, p := range chartValuePaths(c, func(name, text string) [][]string { return testedPaths(testsOf(name, text), true) }) {
 		if v, ok := values.Lookup(effective, p); ok && flipsWhenMarked(v) {
@@ -148,6 +139,21 @@ func testedPaths(tests []test, truthOnly bool) [][]string {
 		}
 	}
 	return out
+}
+
+// templateTestsCache holds each template's tests (templateTests) once,
+// by name and text: the walks of one trace and the traces conditional
+// probing makes of the same chart share it.
+type templateTestsCache map[string][]test
+
+func (c templateTestsCache) of(name, text string) []test {
+	k := name + "\x00" + text
+	ts, ok := c[k]
+	if !ok {
+		ts = templateTests(name, text)
+		c[k] = ts
+	}
+	return ts
 }
 
 // templateTests are the values the conditions (if, else if, with) and the
@@ -315,7 +321,7 @@ func compared(args []parse.Node) []test {
 // value of effective named as a value read from a changed dot or a
 // variable (`.imageRoot.digest`: every digest), once, with what ranges
 // read it and the texts it is compared with.
-func testedValues(c *chart.Chart, effective map[string]any) []provenance.Tested {
+func testedValues(c *chart.Chart, effective map[string]any, parsed templateTestsCache) []provenance.Tested {
 	byPath := map[string]int{}
 	var out []provenance.Tested
 	add := func(at []string, t test) {
@@ -340,7 +346,7 @@ func testedValues(c *chart.Chart, effective map[string]any) []provenance.Tested 
 			if tpl == nil || !strings.HasPrefix(tpl.Name, "templates/") {
 				continue
 			}
-			for _, t := range templateTests(tpl.Name, string(tpl.Data)) {
+			for _, t := range parsed.of(tpl.Name, string(tpl.Data)) {
 				switch {
 				case t.path != nil:
 					add(append(slices.Clone(prefix), t.path...), t)

@@ -29,6 +29,12 @@ func Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*
 
 // Trace is the package's Trace, on r's cluster.
 func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespace string) (*provenance.Map, error) {
+	return r.trace(c, userValues, name, namespace, templateTestsCache{})
+}
+
+// trace is Trace with the templates' tests parsed into parsed, which the
+// traces conditional probing makes of c share.
+func (r Renderer) trace(c *chart.Chart, userValues map[string]any, name, namespace string, parsed templateTestsCache) (*provenance.Map, error) {
 	real, err := r.render(c, userValues, name, namespace, false)
 	if err != nil {
 		return nil, err
@@ -38,7 +44,7 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 		return nil, fmt.Errorf("coalescing the values of chart %s: %w", nameVersion(c), err)
 	}
 	keepNulls(c, effective, nil)
-	conditions := conditionValues(c, effective)
+	conditions := conditionValues(c, effective, parsed)
 	marked, marks := provenance.Mark(effective, conditions...)
 	traced, err := r.render(c, marked, name, namespace, true)
 	if err != nil {
@@ -63,8 +69,8 @@ func (r Renderer) Trace(c *chart.Chart, userValues map[string]any, name, namespa
 	fallbacks(m, c, namespace)
 	// a field only another branch of a condition renders live is read
 	// back through a trace with the value it tests set so
-	m.RetraceWith(func(vals map[string]any) (*provenance.Map, error) { return r.Trace(c, vals, name, namespace) },
-		func() []provenance.Tested { return testedValues(c, effective) })
+	m.RetraceWith(func(vals map[string]any) (*provenance.Map, error) { return r.trace(c, vals, name, namespace, parsed) },
+		func() []provenance.Tested { return testedValues(c, effective, parsed) })
 	return m, nil
 }
 

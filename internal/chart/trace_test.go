@@ -325,7 +325,7 @@ data:
 	// the kind, which eq tests, and the empty region, which a marker
 	// would make true; not the mode, which with asks only whether it is
 	// empty, and which a marker keeps non-empty
-	require.ElementsMatch(t, [][]string{{"controller", "kind"}, {"backend", "global", "region"}, {"global", "region"}}, conditionValues(c, effective))
+	require.ElementsMatch(t, [][]string{{"controller", "kind"}, {"backend", "global", "region"}, {"global", "region"}}, conditionValues(c, effective, templateTestsCache{}))
 	m := traceOf(t, dir, nil)
 	image := m.Explain(provenance.ObjectID{Kind: "Deployment", Name: "ctl"},
 		[]any{"spec", "template", "spec", "containers", 0, "image"}, "registry.example/ctl:2", true)
