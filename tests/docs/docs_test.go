@@ -249,12 +249,12 @@ func TestMakeTargetsExist(t *testing.T) {
 }
 
 // outside are the marks of a reference to something outside the
-// repository: the sibling directory the project's notes were kept in, an
-// absolute path into it, and the old design document's citations (the
-// project's design is docs/design.md, cited as "docs/design.md §n").
+// repository: a path into the directory the project's notes were kept in,
+// relative (from beside the checkout) or absolute, and the old design
+// document's citations (the project's design is docs/design.md, cited as
+// "docs/design.md §n").
 var outside = []string{
-	"../" + "shared",
-	"/work/" + "shared",
+	"/" + "shared",
 	"DESIGN" + " §",
 	"DESIGN" + ".md",
 }
