@@ -109,6 +109,8 @@ func TestResolve(t *testing.T) {
 			[]string{"https all.example.com/v2 library/nginx ns=docker.io", "https registry-1.docker.io/v2 library/nginx"}},
 		{"rewrite: on the mirror, never on the registry", "mirrors:\n  docker.io:\n    endpoint: [\"https://m.example.com\"]\n    rewrite:\n      \"^rancher/(.*)\": \"mirrored/rancher/$1\"\n", false, "rancher/harvester:v1.4.0",
 			[]string{"https m.example.com/v2 mirrored/rancher/harvester ns=docker.io", "https registry-1.docker.io/v2 rancher/harvester"}},
+		{"rewrite: never on the registry listed last as a mirror endpoint (it is the server)", "mirrors:\n  r.example.com:\n    endpoint: [\"https://m.example.com\", \"https://r.example.com\"]\n    rewrite:\n      \"^app$\": \"other/app\"\n", false, "r.example.com/app:1",
+			[]string{"https m.example.com/v2 other/app ns=r.example.com", "https r.example.com/v2 app"}},
 		{"rewrite: the first pattern that changes the repository", "mirrors:\n  docker.io:\n    endpoint: [\"https://m.example.com\"]\n    rewrite:\n      \"^nomatch/(.*)\": \"x/$1\"\n      \"^library/(.*)\": \"hub/$1\"\n", false, "nginx",
 			[]string{"https m.example.com/v2 hub/nginx ns=docker.io", "https registry-1.docker.io/v2 library/nginx"}},
 		{"http endpoint with TLS settings: https first", "mirrors:\n  r.example.com:\n    endpoint: [\"http://m.example.com:5000\"]\nconfigs:\n  m.example.com:5000:\n    tls:\n      ca_file: /etc/ca.pem\n", false, "r.example.com/app:1",

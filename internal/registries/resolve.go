@@ -182,11 +182,19 @@ func (h hostEndpoint) hasConfig() bool {
 	return h.override || h.auth != nil || h.tls != nil || len(h.rewrites) > 0
 }
 
-// endpoint is h for img: the repository rewritten (the first rewrite that
-// changes it), the schemes tried.
+// endpoint is h for img: on a mirror, the repository rewritten (the
+// first rewrite that changes it); the schemes tried. The server is never
+// rewritten, even when it was the mirror's last endpoint and k3s moved it
+// there with the mirror's rewrites: its hosts.toml template writes no
+// rewrite for the server ("rewrites are not applied to pulls against the
+// default endpoint", k3s's docs).
 func (h hostEndpoint) endpoint(img Image, mirror bool) Endpoint {
 	e := Endpoint{URL: *h.url, Mirror: mirror, Registry: img.Registry, Repository: img.Repository, TLS: h.tls}
-	for _, rw := range h.rewrites {
+	rewrites := h.rewrites
+	if !mirror {
+		rewrites = nil
+	}
+	for _, rw := range rewrites {
 		if r := rw.re.ReplaceAllString(img.Repository, rw.Replacement); r != img.Repository {
 			e.Repository, e.Rewrite = r, rw.Pattern
 			break
