@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/containerd/platforms"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -170,16 +171,40 @@ func wantedPlatforms(us []Use, nodes []corev1.Node) []string {
 	return out
 }
 
-// missingPlatforms are the wanted os/arch that have holds none of (a
-// variant in have matches its os/arch: the nodes do not report theirs).
+// missingPlatforms are the wanted os/arch (nodes' platforms) that no
+// platform of have (an index's or an image's, "os/arch[/variant]") is
+// pulled for by containerd on such a node: one missing matches none of
+// have under nodeMatcher. A platform of have that does not parse
+// (platforms.Parse: an empty os or arch, say) matches no node.
 func missingPlatforms(wanted, have []string) []string {
 	var out []string
 	for _, w := range wanted {
-		if !slices.ContainsFunc(have, func(h string) bool { return h == w || strings.HasPrefix(h, w+"/") }) {
+		m, ok := nodeMatcher(w)
+		if !ok || !slices.ContainsFunc(have, func(h string) bool {
+			p, err := platforms.Parse(h)
+			return err == nil && m.Match(p)
+		}) {
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// nodeMatcher is the matcher containerd's CRI picks an image's platform
+// with on a node of platform w, "os/arch" as the node reports it:
+// platforms.Only of the node's platform normalized. Nodes report no
+// variant, so it is the one Normalize gives: arm is arm/v7, arm64 has
+// none (its v8, as an image's arm64/v8 normalizes to). Only admits the
+// node's own platform and: on amd64, 386; on arm/vN, arm/vN-1 down to
+// arm/v5; on arm64, arm/v8 down to arm/v5. ok is false when w lacks its
+// os or arch (Normalize would put this binary's os in): such a node
+// matches nothing.
+func nodeMatcher(w string) (m platforms.MatchComparer, ok bool) {
+	os, arch, _ := strings.Cut(w, "/")
+	if os == "" || arch == "" {
+		return nil, false
+	}
+	return platforms.Only(platforms.Normalize(platforms.Platform{OS: os, Architecture: arch})), true
 }
 
 // nodesOf names the nodes of the missing platforms a use may run on, at
