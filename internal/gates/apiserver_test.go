@@ -98,6 +98,57 @@ func TestCheck(t *testing.T) {
 	require.NoError(t, p.Check(t.Context(), o, upgrade.Change{CRDs: []map[string]any{crd}}), "a CRD the upgrade applies defines it")
 }
 
+// A gate's each that selects no object is bad input at preflight, naming
+// the gate, the kind, the namespace and the selector: a mistyped
+// namespace, or none (the release's), would leave the gate no group and
+// nothing to wait for. A group on the cluster, or one the chart renders
+// there (the apply creates it), is a selection.
+func TestCheckRefusesAnEachThatSelectsNothing(t *testing.T) {
+	env, ns, p := world(t)
+	o := &upgrade.Observed{}
+	key, err := health.CompileString("metadata.labels['example.com/node']")
+	require.NoError(t, err)
+	sel, err := health.ParseSelector("example.com/group=node")
+	require.NoError(t, err)
+	withEach := func(namespace string) health.Gate {
+		g := partGate(t, ns)
+		g.Each = &health.Each{APIVersion: "gates.example.com/v1", Kind: "WidgetPart", Namespace: namespace, Selector: sel, Key: key}
+		return g
+	}
+	chart := func(manifest string) upgrade.Change {
+		return upgrade.Change{Chart: &upgrade.Chart{Manifest: func(map[string]any, string, string) (string, error) { return manifest, nil }}}
+	}
+
+	p.Gates = []health.Gate{withEach(ns + "-typo")}
+	err = p.Check(t.Context(), o, chart(""))
+	assert.ErrorIs(t, err, outcome.ErrBadInput)
+	assert.EqualError(t, err, "spec.yaml:9: charts[1].wait.health[1]: each selects no object: no WidgetPart gates.example.com/v1 in namespace "+ns+
+		"-typo with labels example.com/group=node exists, and the chart renders none: the gate would have no group to wait for")
+
+	p.Gates = []health.Gate{withEach("")}
+	err = p.Check(t.Context(), o, chart(""))
+	assert.ErrorIs(t, err, outcome.ErrBadInput)
+	assert.ErrorContains(t, err, "no WidgetPart gates.example.com/v1 in namespace "+ns+" (the release's: each names no namespace) with labels example.com/group=node exists")
+
+	// the chart renders one, elsewhere or not selected: still none
+	const node = "apiVersion: gates.example.com/v1\nkind: WidgetPart\nmetadata:\n  name: node-1\n"
+	err = p.Check(t.Context(), o, chart(node+"  namespace: elsewhere\n  labels: {example.com/group: node}\n"))
+	assert.ErrorIs(t, err, outcome.ErrBadInput, "rendered in another namespace")
+	err = p.Check(t.Context(), o, chart(node+"  labels: {example.com/group: other}\n"))
+	assert.ErrorIs(t, err, outcome.ErrBadInput, "rendered without the label")
+	require.NoError(t, p.Check(t.Context(), o, chart(node+"  labels: {example.com/group: node}\n")),
+		"the chart renders one in the release's namespace: the apply creates it")
+
+	// on the cluster: selected
+	u := part(ns, "node-1", "1", "")
+	u.SetLabels(map[string]string{"example.com/group": "node"})
+	_, err = env.Dynamic().Resource(operator.PartGVR).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
+	require.NoError(t, err)
+	p.Gates = []health.Gate{withEach(ns)}
+	require.NoError(t, p.Check(t.Context(), o, chart("")))
+	require.NoError(t, p.Check(t.Context(), o, upgrade.Change{}), "no chart needed when the cluster has one")
+}
+
 // BenchmarkGateExit measures the gate's own overhead: from an operator's
 // write that makes a gate current to the watch judging it so (the
 // informer's event, the signal, the judgement), which is what the wait's

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/health"
@@ -26,9 +28,9 @@ var secrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 // input (exit 2): the target's release is not on this cluster; a kind the
 // cluster does not serve, unless a CRD the upgrade applies (c.CRDs)
 // defines it; a namespace on a cluster-scoped kind; a gate on the
-// release's objects of a kind c's chart does not render. A refusal (exit
-// 3): a list or watch the gates need and this process may not make, with
-// the rule to add.
+// release's objects of a kind c's chart does not render; an each that
+// selects no object (checkGroups). A refusal (exit 3): a list or watch
+// the gates need and this process may not make, with the rule to add.
 func (p *Port) Check(ctx context.Context, o *upgrade.Observed, c upgrade.Change) error {
 	if len(p.Gates) == 0 {
 		return nil
@@ -40,8 +42,21 @@ func (p *Port) Check(ctx context.Context, o *upgrade.Observed, c upgrade.Change)
 	if err != nil {
 		return err
 	}
+	// render is c's chart rendered as the release, once; "" without a
+	// chart (the change renders nothing)
 	var text string
 	var rendered1 bool
+	render := func() (string, error) {
+		if rendered1 || c.Chart == nil || c.Chart.Manifest == nil {
+			return text, nil
+		}
+		t, err := c.Chart.Manifest(c.Values, rel.Name, rel.Namespace)
+		if err != nil {
+			return "", err
+		}
+		text, rendered1 = t, true
+		return text, nil
+	}
 	var missing []string // rules to add
 	need := func(gvr schema.GroupVersionResource, ns string) error {
 		ok, err := p.Access.May(ctx, gvr, ns, "list", "watch")
@@ -90,16 +105,14 @@ func (p *Port) Check(ctx context.Context, o *upgrade.Observed, c upgrade.Change)
 			}
 			continue
 		}
-		if !rendered1 {
-			if c.Chart == nil || c.Chart.Manifest == nil {
-				return fmt.Errorf("%s: no chart to render for the gates", g.At)
-			}
-			if text, err = c.Chart.Manifest(c.Values, rel.Name, rel.Namespace); err != nil {
-				return err
-			}
-			rendered1 = true
+		if c.Chart == nil || c.Chart.Manifest == nil {
+			return fmt.Errorf("%s: no chart to render for the gates", g.At)
 		}
-		objs, err := rendered(g, text, rel, sc.namespaced)
+		m, err := render()
+		if err != nil {
+			return err
+		}
+		objs, err := rendered(g, m, rel, sc.namespaced)
 		if err != nil {
 			return fmt.Errorf("reading the chart's manifest: %w", err)
 		}
@@ -119,13 +132,89 @@ func (p *Port) Check(ctx context.Context, o *upgrade.Observed, c upgrade.Change)
 	if len(missing) > 0 {
 		return outcome.Refused(fmt.Errorf("the health gates need reads this process may not make: %s", joinUnique(missing)))
 	}
+	for _, g := range p.Gates {
+		if g.Each == nil {
+			continue
+		}
+		if err := p.checkGroups(ctx, g, rel, render); err != nil {
+			return err
+		}
+	}
 	return p.probe(ctx, o, c)
+}
+
+// checkGroups refuses gate g, which has an each, when its each selects no
+// object (bad input): none of its kind in its namespace that its selector
+// selects exists on the cluster (one list, of one object), nor is one
+// among the objects of the chart rendered as the release (render), which
+// the apply creates: a gate grouped by objects the chart renders is not
+// refused before they exist. A gate with no group would wait for nothing
+// (a mistyped namespace: Harvester's gate on its instance managers, one
+// per Longhorn Node, would never wait).
+func (p *Port) checkGroups(ctx context.Context, g health.Gate, rel Release, render func() (string, error)) error {
+	esc, ns, err := p.each(g, rel)
+	if err != nil {
+		return fmt.Errorf("%s: mapping %s %s to its resource: %w", g.At, g.Each.Kind, g.Each.APIVersion, err)
+	}
+	opts := metav1.ListOptions{Limit: 1}
+	if g.Each.Selector != nil {
+		opts.LabelSelector = g.Each.Selector.String()
+	}
+	l, err := p.Dynamic.Resource(esc.gvr).Namespace(ns).List(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("%s: each: reading %s in %s: %w", g.At, esc.gvr.Resource, where(ns), err)
+	}
+	if len(l.Items) > 0 {
+		return nil
+	}
+	text, err := render()
+	if err != nil {
+		return err
+	}
+	objs, err := renderedKind(g.Each.GroupVersionKind().GroupKind(), text, rel, esc.namespaced)
+	if err != nil {
+		return fmt.Errorf("reading the chart's manifest: %w", err)
+	}
+	if selectsAny(*g.Each, ns, objs) {
+		return nil
+	}
+	return noGroups(g, ns)
+}
+
+// selectsAny reports whether e, read in ns ("": cluster-wide), selects
+// one of objs (objects of its kind, their namespaces set).
+func selectsAny(e health.Each, ns string, objs []*unstructured.Unstructured) bool {
+	for _, o := range objs {
+		if ns != "" && o.GetNamespace() != ns {
+			continue
+		}
+		if e.Selector == nil || e.Selector.Matches(labels.Set(o.GetLabels())) {
+			return true
+		}
+	}
+	return false
+}
+
+// noGroups is the refusal of gate g whose each, read in ns, selects no
+// object: it names the gate, the kind, the namespace (and that it is the
+// release's when the each names none) and the selector.
+func noGroups(g health.Gate, ns string) error {
+	what := fmt.Sprintf("%s %s in %s", g.Each.Kind, g.Each.APIVersion, where(ns))
+	if ns != "" && g.Each.Namespace == "" {
+		what += " (the release's: each names no namespace)"
+	}
+	if g.Each.Selector != nil && !g.Each.Selector.Empty() {
+		what += fmt.Sprintf(" with labels %s", g.Each.Selector)
+	}
+	return outcome.BadInput(fmt.Errorf("%s: each selects no object: no %s exists, and the chart renders none: the gate would have no group to wait for",
+		g.At, what))
 }
 
 // probe evaluates each gate's expressions on its objects as they are now
 // (those of the deployed revision, or the operator's), as the wait will:
 // one that gives a value of the wrong type (a bool's place, a group
-// key's) is bad input naming the gate and the expression.
+// key's), or a filter that cannot be evaluated on one (health.Probe), is
+// bad input naming the gate and the expression.
 func (p *Port) probe(ctx context.Context, o *upgrade.Observed, c upgrade.Change) error {
 	seen, err := p.Read(ctx, o, upgrade.Want{Version: o.Version})
 	if err != nil {

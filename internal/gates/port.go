@@ -117,11 +117,16 @@ func (p *Port) served(g health.Gate) string {
 // its namespace set (the release's, for a namespaced kind that names
 // none).
 func rendered(g health.Gate, text string, rel Release, namespaced bool) ([]*unstructured.Unstructured, error) {
+	return renderedKind(g.GroupVersionKind().GroupKind(), text, rel, namespaced)
+}
+
+// renderedKind are the objects of kind gk in a release manifest, each
+// with its namespace set as rendered sets it.
+func renderedKind(gk schema.GroupKind, text string, rel Release, namespaced bool) ([]*unstructured.Unstructured, error) {
 	objs, err := manifest.Objects(text)
 	if err != nil {
 		return nil, err
 	}
-	gk := g.GroupVersionKind().GroupKind()
 	var out []*unstructured.Unstructured
 	for _, o := range objs {
 		if o.GroupVersionKind().GroupKind() != gk {

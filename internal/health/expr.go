@@ -126,6 +126,25 @@ func (e *Expr) eval(act map[string]any) (bool, error) {
 	return b, nil
 }
 
+// lacking reports whether err, an expression's error, says the object
+// lacks what it reads: a field or map key ("no such key: phase"), an
+// attribute, a list element ("index out of bounds: 0"). The object does
+// not show it (yet), which makes the expression false, not an error; any
+// other error (division by zero, "no such overload", a regular expression
+// that does not parse, the cost limit) is the expression's own.
+func lacking(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"no such key: ", "no such attribute", "index out of bounds: "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // evalString evaluates a string expression on act.
 func (e *Expr) evalString(act map[string]any) (string, error) {
 	out, _, err := e.prog.Eval(act)

@@ -189,3 +189,67 @@ func TestNotABool(t *testing.T) {
 	v = Judge(g, Seen{Objects: []map[string]any{o}, Groups: []map[string]any{node("n")}}, Vars{})
 	assert.Contains(t, v.BadExpr, `each.key: the expression "metadata.generation" gives 1, not a string`)
 }
+
+// An each that selects no object has no group: the gate is not current
+// ("0/0 current" held vacuously before), it waits, saying so; a group
+// that appears is judged as any.
+func TestJudgeEachWithNoGroupWaits(t *testing.T) {
+	key, err := CompileString("metadata.labels['longhorn.io/node']")
+	require.NoError(t, err)
+	g := Gate{APIVersion: "longhorn.io/v1beta2", Kind: "InstanceManager", Namespace: "longhorn-system", MinCount: 1,
+		Current: mustCompile(t, "status.currentState == 'running'"),
+		Each:    &Each{APIVersion: "longhorn.io/v1beta2", Kind: "Node", Namespace: "longhorn-sytem", Key: key}}
+	const img = "longhornio/longhorn-instance-manager:v1.7.2"
+
+	v := Judge(g, Seen{}, Vars{})
+	assert.Equal(t, InProgress, v.State, "no group, no object: nothing to wait for is not current")
+	assert.Equal(t, []string{"each Node longhorn.io/v1beta2 in longhorn-sytem selects no object: no group to judge the gate in"}, v.Why)
+	assert.Equal(t, "gate InstanceManager longhorn.io/v1beta2 in longhorn-system, each Node longhorn.io/v1beta2 in longhorn-sytem: in progress, 0/0 current: "+
+		"each Node longhorn.io/v1beta2 in longhorn-sytem selects no object: no group to judge the gate in", v.Line())
+
+	v = Judge(g, Seen{Objects: []map[string]any{im("a", "node-1", img, "running")}}, Vars{})
+	assert.Equal(t, InProgress, v.State, "every object current, but no group")
+	assert.Equal(t, 1, v.Current)
+	assert.Contains(t, v.Line(), "in progress, 1/1 current: each Node longhorn.io/v1beta2 in longhorn-sytem selects no object")
+
+	v = Judge(g, Seen{Groups: []map[string]any{node("node-1")}, Objects: []map[string]any{im("a", "node-1", img, "running")}}, Vars{})
+	assert.Equal(t, Current, v.State, "once the group is there")
+}
+
+// A filter that cannot be evaluated on an object for another reason than
+// a field the object lacks (here a label that is not a number) is not
+// counted out: the gate cannot be judged (BadExpr, exit 2), naming the
+// gate, the filter, the object and CEL's error; Probe finds it on the
+// objects as they are. An object that lacks the label is left out, as
+// one the filter is false of.
+func TestFilterErrorIsReported(t *testing.T) {
+	g := gate(t, "status.phase == 'Deployed'", "", "")
+	g.At = "spec.yaml:14: charts[1].wait.health[2]"
+	g.Filter = mustCompile(t, "int(metadata.labels['rank']) >= 2")
+	ranked := func(name, rank string) map[string]any {
+		o := obj(name, 1, 1, map[string]any{"phase": "Deployed"})
+		if rank != "" {
+			o["metadata"].(map[string]any)["labels"] = map[string]any{"rank": rank}
+		}
+		return o
+	}
+
+	v := Judge(g, Seen{Objects: []map[string]any{ranked("a", "2"), ranked("b", "1"), ranked("c", "")}}, Vars{})
+	assert.Equal(t, Current, v.State, v.Why)
+	assert.Empty(t, v.BadExpr, "an object without the label is left out, not an error")
+	assert.Equal(t, 2, v.LeftOut)
+	assert.Equal(t, 1, v.Objects)
+
+	bad := []map[string]any{ranked("a", "2"), ranked("b", "two")}
+	const want = `spec.yaml:14: charts[1].wait.health[2]: filter: the expression "int(metadata.labels['rank']) >= 2" cannot be evaluated on Widget ns/b: ` +
+		`type conversion error from 'string' to 'int'`
+	v = Judge(g, Seen{Objects: bad}, Vars{})
+	assert.Equal(t, want, v.BadExpr, "not left out silently")
+	assert.NotEqual(t, Current, v.State)
+	assert.Contains(t, v.Line(), want)
+
+	err := Probe(g, Seen{Objects: bad}, Vars{})
+	require.Error(t, err, "at preflight too")
+	assert.Equal(t, want, err.Error())
+	assert.NoError(t, Probe(g, Seen{Objects: []map[string]any{ranked("c", "")}}, Vars{}), "a label not there is not the spec's fault")
+}

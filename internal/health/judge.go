@@ -49,8 +49,11 @@ type Verdict struct {
 	Objects int `json:"objects"`
 	Current int `json:"current"`
 	LeftOut int `json:"leftOut,omitempty"`
-	// BadExpr, when set, says an expression gave a value of the wrong type
-	// (a bool's place, a group key's): the spec is wrong (exit 2).
+	// BadExpr, when set, says the gate cannot be judged: an expression gave
+	// a value of the wrong type (a bool's place, a group key's), or the
+	// filter could not be evaluated on an object for another reason than a
+	// field the object lacks (division by zero, no such overload): the spec
+	// is wrong (exit 2).
 	BadExpr string `json:"badExpression,omitempty"`
 	// Why says what keeps the gate open or failed, one line each (the
 	// object, the expression or rule, the fields it read); empty when
@@ -78,12 +81,14 @@ func (v Verdict) Line() string {
 }
 
 // Judge judges gate g on what was read of its objects: those its filter
-// keeps (the others left out, neither current nor counted). The gate is
-// failed when one object is. Without Each it is current when at least
-// MinCount objects exist, none is missing and each is current; with Each,
-// when every group has MinCount current objects (those whose key names
-// it), whatever the others. Else it is in progress. An expression that
-// gives a value of the wrong type sets BadExpr.
+// keeps (the others left out, neither current nor counted: it is false of
+// them, or they lack a field it reads). The gate is failed when one object
+// is. Without Each it is current when at least MinCount objects exist,
+// none is missing and each is current; with Each, when there is at least
+// one group and every group has MinCount current objects (those whose key
+// names it), whatever the others. Else it is in progress. An expression
+// that gives a value of the wrong type, or a filter that cannot be
+// evaluated on an object (filterError), sets BadExpr.
 func Judge(g Gate, seen Seen, v Vars) Verdict {
 	out := Verdict{Gate: g.String(), State: InProgress}
 	if seen.Waiting != "" {
@@ -98,6 +103,10 @@ func Judge(g Gate, seen Seen, v Vars) Verdict {
 			ok, err := g.Filter.eval(activation(o, v))
 			if bad := badExpr(g, "filter", err); bad != "" {
 				out.BadExpr = bad
+				return out
+			}
+			if bad := filterError(g, o, err); bad != nil {
+				out.BadExpr = bad.Error()
 				return out
 			}
 			if err != nil || !ok {
@@ -132,6 +141,11 @@ func Judge(g Gate, seen Seen, v Vars) Verdict {
 		return out
 	}
 	if g.Each != nil {
+		if len(seen.Groups) == 0 {
+			// no group is not "every group current": nothing was judged
+			out.Why = []string{fmt.Sprintf("%s selects no object: no group to judge the gate in", g.Each)}
+			return out
+		}
 		why, bad := groups(g, seen.Groups, current, v)
 		if bad != "" {
 			out.BadExpr = bad
@@ -194,6 +208,18 @@ func badExpr(g Gate, field string, err error) string {
 	return fmt.Sprintf("%s: %v", g.At, nt)
 }
 
+// filterError is the error of g's filter on object o, when err, the
+// filter's, is none of nil, a field o lacks (which leaves o out) and a
+// value of the wrong type (badExpr's): the gate cannot be judged; it names
+// the gate, the expression, the object and CEL's message.
+func filterError(g Gate, o map[string]any, err error) error {
+	var nt *NotOfType
+	if err == nil || lacking(err) || errors.As(err, &nt) {
+		return nil
+	}
+	return fmt.Errorf("%s: filter: the expression %q cannot be evaluated on %s %s: %v", g.At, g.Filter.Source, g.Kind, objectName(o), err)
+}
+
 // judgeObject is one object's state, as Flux judges healthCheckExprs,
 // and, unless current, one line saying why; err is an expression's value
 // of the wrong type (*NotOfType).
@@ -239,7 +265,8 @@ func judgeObject(g Gate, o map[string]any, v Vars) (State, string, error) {
 
 // Probe evaluates every expression of g on each object of seen (the
 // objects as they are before the upgrade), as the wait will: a value of
-// the wrong type is returned (the spec is wrong); any other outcome is
+// the wrong type, or a filter that cannot be evaluated on an object
+// (filterError), is returned (the spec is wrong); any other outcome is
 // none of its business.
 func Probe(g Gate, seen Seen, v Vars) error {
 	for _, o := range seen.Objects {
@@ -248,8 +275,14 @@ func Probe(g Gate, seen Seen, v Vars) error {
 			if e == nil {
 				continue
 			}
-			if _, err := e.eval(act); badExpr(g, "", err) != "" {
+			_, err := e.eval(act)
+			if badExpr(g, "", err) != "" {
 				return fmt.Errorf("%s: %w", g.At, err)
+			}
+			if e == g.Filter {
+				if err := filterError(g, o, err); err != nil {
+					return err
+				}
 			}
 		}
 		if g.Each != nil {
