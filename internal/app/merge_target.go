@@ -47,7 +47,7 @@ func MergeTarget(ctx context.Context, o MergeTargetOptions) (*values.Result, err
 		return nil, err
 	}
 	s := &session{clients: clients, cluster: &cluster.Cluster{Clients: clients, Kinds: targets.Kinds()}}
-	job, err := s.job(ctx, charts[0], o.CAFile, o.Explicit, 0, nil)
+	job, err := s.job(ctx, charts[0], o.CAFile, o.Explicit, 0, nil, nil)
 	if err != nil {
 		return nil, err
 	}

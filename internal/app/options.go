@@ -40,6 +40,8 @@ type Options struct {
 	// PodFailureGrace overrides the spec's wait.podFailureGrace when set
 	// (--pod-failure-grace; 0: off).
 	PodFailureGrace *time.Duration
+	// Settle overrides the spec's wait.settle when set (--settle; 0: off).
+	Settle *time.Duration
 
 	AllowDowngrade    bool
 	Unpause           bool

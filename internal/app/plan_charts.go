@@ -47,7 +47,7 @@ func planCharts(opts *Options) ([]spec.Chart, string, error) {
 			return nil, "", outcome.BadInput(fmt.Errorf("--chart-source is required with --target %s (only a %s may name its own)", opts.Target, kind.Or(own)))
 		}
 		c := spec.Chart{Target: t, Chart: spec.ChartRef{Name: opts.ChartName, Source: opts.ChartSource},
-			Wait:  spec.Wait{Timeout: spec.DefaultWaitTimeout, FailureGrace: spec.DefaultFailureGrace, PodFailureGrace: spec.DefaultPodFailureGrace},
+			Wait:  spec.Wait{Timeout: spec.DefaultWaitTimeout, FailureGrace: spec.DefaultFailureGrace, PodFailureGrace: spec.DefaultPodFailureGrace, Settle: spec.DefaultSettle},
 			Apply: kind.DefaultApply, Images: spec.DefaultImages}
 		if k.Options != nil {
 			c.Options = k.Options.Default()

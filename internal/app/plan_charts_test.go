@@ -87,7 +87,7 @@ func TestPlanChartsOfOneTarget(t *testing.T) {
 			c := charts[0]
 			assert.Equal(t, spec.Target{Kind: k.Name, Namespace: "apps", Name: "web"}, c.Target)
 			assert.Equal(t, spec.ChartRef{Name: "demo", Source: "./charts"}, c.Chart)
-			assert.Equal(t, spec.Wait{Timeout: spec.DefaultWaitTimeout, FailureGrace: spec.DefaultFailureGrace, PodFailureGrace: spec.DefaultPodFailureGrace}, c.Wait)
+			assert.Equal(t, spec.Wait{Timeout: spec.DefaultWaitTimeout, FailureGrace: spec.DefaultFailureGrace, PodFailureGrace: spec.DefaultPodFailureGrace, Settle: spec.DefaultSettle}, c.Wait)
 			assert.Equal(t, spec.DefaultImages, c.Images)
 			assert.Empty(t, c.Rules)
 			if k.Options != nil {

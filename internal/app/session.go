@@ -132,9 +132,9 @@ func (s *session) runner(ctx context.Context, set upgrade.Settings) *upgrade.Run
 
 // job is one chart of a spec as the core runs it: the target from the kind
 // registry, its chart source and rules, the overrides, the wait timeout
-// (timeout overrides the spec's when > 0) and the pods' grace (podGrace,
-// when set, overrides the spec's).
-func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit Explicit, timeout time.Duration, podGrace *time.Duration) (upgrade.Job, error) {
+// (timeout overrides the spec's when > 0), the pods' grace and the
+// settle (podGrace and settle, when set, override the spec's).
+func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit Explicit, timeout time.Duration, podGrace, settle *time.Duration) (upgrade.Job, error) {
 	tg, lease, err := openTarget(ctx, s.clients, c.Target, c.Options, c.Apply)
 	if err != nil {
 		return upgrade.Job{}, err
@@ -161,6 +161,10 @@ func (s *session) job(ctx context.Context, c spec.Chart, caFile string, explicit
 	j.PodFailureGrace = c.Wait.PodFailureGrace
 	if podGrace != nil {
 		j.PodFailureGrace = *podGrace
+	}
+	j.Settle = c.Wait.Settle
+	if settle != nil {
+		j.Settle = *settle
 	}
 	if r, ok := tg.(gates.Released); ok {
 		j.Pods = &pods.Port{Kube: s.clients.Kube, Target: r, Log: s.log,

@@ -65,7 +65,7 @@ func runCharts(ctx context.Context, opts Options, goal upgrade.Goal, verb string
 	runner.Hooks = &host.Hooks{Dir: opts.HooksDir, Timeout: opts.HookTimeout, HostRoot: opts.HostRoot, Log: opts.Log}
 	done := 0
 	for _, c := range charts {
-		job, err := sess.job(ctx, c, opts.CAFile, opts.Explicit, opts.Timeout, opts.PodFailureGrace)
+		job, err := sess.job(ctx, c, opts.CAFile, opts.Explicit, opts.Timeout, opts.PodFailureGrace, opts.Settle)
 		if err != nil {
 			return err
 		}

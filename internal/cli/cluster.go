@@ -67,6 +67,7 @@ func targetFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "version", EnvVars: []string{"SYSTEM_UPGRADE_PLAN_LATEST_VERSION"}, Usage: "chart `VERSION` to upgrade to (default: $SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 		&ucli.DurationFlag{Name: "timeout", DefaultText: "the spec's wait.timeout, else 20m", Usage: "how long to wait for readiness: `DURATION`, overriding the spec's wait.timeout"},
 		&ucli.StringFlag{Name: "pod-failure-grace", DefaultText: "the spec's wait.podFailureGrace, else 2m", Usage: "how long a container of the new revision may fail to start (ImagePullBackOff, CrashLoopBackOff, …) before the wait gives up with exit 1: `DURATION`, or 0 for never; overrides the spec's wait.podFailureGrace"},
+		&ucli.StringFlag{Name: "settle", DefaultText: "the spec's wait.settle, else 10s", Usage: "how long the target must stay ready, its pods watched, before the upgrade is done; a container of the new revision that crashes meanwhile fails it with exit 1 (a container without a readiness probe is Ready between two crashes): `DURATION`, or 0 for off; overrides the spec's wait.settle"},
 		&ucli.BoolFlag{Name: "allow-downgrade", Usage: "allow a target version older than the deployed one"},
 		&ucli.BoolFlag{Name: "unpause", Usage: "upgrade (and unpause) a target that someone else paused"},
 		&ucli.BoolFlag{Name: "require-nodes-ready", Usage: "refuse unless every node is Ready"},

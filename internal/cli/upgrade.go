@@ -30,11 +30,15 @@ func upgradeCommand() *ucli.Command {
 // upgradeOptions gathers the flags of upgrade and preflight.
 func upgradeOptions(c *ucli.Context) (app.Options, error) {
 	l := local(c)
-	grace, err := podFailureGrace(c)
+	grace, err := offDuration(c, "pod-failure-grace", "2m or 30s")
 	if err != nil {
 		return app.Options{}, err
 	}
-	return app.Options{PodFailureGrace: grace,
+	settle, err := offDuration(c, "settle", "10s or 1m")
+	if err != nil {
+		return app.Options{}, err
+	}
+	return app.Options{PodFailureGrace: grace, Settle: settle,
 		SpecFile: c.String("spec"), Target: c.String("target"), ChartSource: c.String("chart-source"),
 		ChartName: c.String("chart-name"), PolicyFile: c.String("policy"),
 		CRDs: c.String("crds"), CRDsSet: c.IsSet("crds"), MigrateCRDs: c.Bool("crds-migrate"),
@@ -50,19 +54,20 @@ func upgradeOptions(c *ucli.Context) (app.Options, error) {
 	}, nil
 }
 
-// podFailureGrace is --pod-failure-grace: nil when not given; 0 or a
-// positive duration, else bad input.
-func podFailureGrace(c *ucli.Context) (*time.Duration, error) {
-	if !c.IsSet("pod-failure-grace") {
+// offDuration is a duration flag that 0 turns off (--pod-failure-grace,
+// --settle): nil when not given; 0 or a positive duration, else bad
+// input.
+func offDuration(c *ucli.Context, flag, example string) (*time.Duration, error) {
+	if !c.IsSet(flag) {
 		return nil, nil
 	}
-	s := c.String("pod-failure-grace")
+	s := c.String(flag)
 	if s == "0" {
 		s = "0s"
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return nil, outcome.BadInput(fmt.Errorf("%s: --pod-failure-grace %q: want a positive duration such as 2m or 30s, or 0 (never)", commandPath(c), s))
+		return nil, outcome.BadInput(fmt.Errorf("%s: --%s %q: want a positive duration such as %s, or 0 (off)", commandPath(c), flag, s, example))
 	}
 	return &d, nil
 }

@@ -41,8 +41,9 @@ import (
 
 // Reasons are the kubelet's waiting reasons of a container that cannot
 // start (k8s.io/kubernetes pkg/kubelet/images, container and kuberuntime).
-var Reasons = []string{"ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError",
-	"InvalidImageName", "RunContainerError"}
+var Reasons = []string{"ImagePullBackOff", "ErrImagePull", "ErrImageNeverPull", "ImageInspectError", "InvalidImageName",
+	"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+	"PreCreateHookError", "PreStartHookError", "PostStartHookError"}
 
 // Port is the upgrade.Pods of one target: its release as the health
 // gates find it (gates.Released: an error marked outcome.ErrBadInput says
@@ -243,9 +244,12 @@ func (w *watch) Failing() []upgrade.PodFailure {
 	return out
 }
 
-// failures are pod's containers that cannot start: waiting for one of
-// Reasons; or running again, not ready, after a failed exit (between two
-// CrashLoopBackOffs).
+// failures are pod's containers that cannot start, as the kubelet's
+// status shows them in each of its writes: waiting for one of Reasons;
+// terminated with a non-zero exit (between a crash and its back-off); or
+// running again after a non-zero exit (between two back-offs, Ready when
+// it has no readiness probe), which is failing only while its restart
+// count keeps rising (the wait's clock judges that: Running).
 func failures(pod *corev1.Pod) []upgrade.PodFailure {
 	images := map[string]string{}
 	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
@@ -256,21 +260,26 @@ func failures(pod *corev1.Pod) []upgrade.PodFailure {
 		for _, st := range sts {
 			f := upgrade.PodFailure{Pod: pod.Namespace + "/" + pod.Name, Container: kind + " " + st.Name, Image: images[st.Name], Restarts: st.RestartCount}
 			if t := st.LastTerminationState.Terminated; t != nil {
-				code := t.ExitCode
-				f.LastExit, f.LastMessage = &code, strings.TrimSpace(t.Message)
-				if f.LastMessage == "" {
-					f.LastMessage = t.Reason
-				}
+				f.LastExit, f.LastMessage = exit(t)
 			}
 			switch {
 			case st.State.Waiting != nil && isReason(st.State.Waiting.Reason):
 				f.Reason, f.Message = st.State.Waiting.Reason, st.State.Waiting.Message
-			case st.State.Running != nil && !st.Ready && st.RestartCount > 0 && f.LastExit != nil && *f.LastExit != 0:
-				f.Reason, f.Message = "CrashLoopBackOff", "running again after a failed exit, not ready"
+				f.Crashed = f.Reason == "CrashLoopBackOff"
+			case st.State.Terminated != nil && st.State.Terminated.ExitCode != 0:
+				t := st.State.Terminated
+				f.LastExit, f.LastMessage = exit(t)
+				f.Reason, f.Message, f.Crashed = t.Reason, fmt.Sprintf("exited with code %d", t.ExitCode), true
+				if f.Reason == "" {
+					f.Reason = "Error"
+				}
+			case st.State.Running != nil && st.RestartCount > 0 && f.LastExit != nil && *f.LastExit != 0:
+				f.Reason, f.Message = "Restarted", fmt.Sprintf("running again after exit code %d", *f.LastExit)
+				f.Crashed, f.Running = true, true
 			default:
 				continue
 			}
-			if f.Reason != "CrashLoopBackOff" && f.Reason != "RunContainerError" {
+			if !f.Crashed && f.Reason != "RunContainerError" {
 				f.LastExit, f.LastMessage = nil, ""
 			}
 			out = append(out, f)
@@ -279,6 +288,17 @@ func failures(pod *corev1.Pod) []upgrade.PodFailure {
 	add("init container", pod.Status.InitContainerStatuses)
 	add("container", pod.Status.ContainerStatuses)
 	return out
+}
+
+// exit is a termination's exit code and its message (its reason when it
+// has none).
+func exit(t *corev1.ContainerStateTerminated) (*int32, string) {
+	code := t.ExitCode
+	msg := strings.TrimSpace(t.Message)
+	if msg == "" {
+		msg = t.Reason
+	}
+	return &code, msg
 }
 
 func isReason(r string) bool {

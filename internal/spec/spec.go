@@ -47,6 +47,15 @@ const DefaultFailureGrace = 60 * time.Second
 // moment later.
 const DefaultPodFailureGrace = 2 * time.Minute
 
+// DefaultSettle is how long the target must stay ready, its pods
+// watched, before an upgrade is done (wait.settle). A container without a
+// readiness probe is Ready the moment it starts, so a crash loop looks
+// available between two crashes; most containers that crash at start
+// (a configuration that does not parse, a file or a service missing) do
+// so within seconds. 10 s catches those for 10 s more per upgrade; a
+// chart whose containers take longer to fail sets more.
+const DefaultSettle = 10 * time.Second
+
 // Spec is a parsed upgrade spec (docs/design.md §6).
 type Spec struct {
 	File   string  // the file it was read from, as given
@@ -91,6 +100,11 @@ type Wait struct {
 	// fail to start before the wait gives up with exit 1 (0: never;
 	// DefaultPodFailureGrace when not given).
 	PodFailureGrace time.Duration
+	// Settle is how long the target must stay ready before the upgrade is
+	// done; a container of the new revision that crashes meanwhile fails
+	// it (0: off; DefaultSettle when not given; only where the pods are
+	// watched).
+	Settle time.Duration
 }
 
 // ParseSpec parses an upgrade spec whose targets are of kinds; file names
@@ -453,11 +467,11 @@ func (w walker) recreate(n *yaml.Node, field string) ([]string, error) {
 }
 
 func (w walker) wait(n *yaml.Node, field string) (Wait, error) {
-	out := Wait{Timeout: DefaultWaitTimeout, FailureGrace: DefaultFailureGrace, PodFailureGrace: DefaultPodFailureGrace}
+	out := Wait{Timeout: DefaultWaitTimeout, FailureGrace: DefaultFailureGrace, PodFailureGrace: DefaultPodFailureGrace, Settle: DefaultSettle}
 	if n == nil {
 		return out, nil
 	}
-	f, err := w.Fields(n, field, "timeout", "errAppliedGrace", "podFailureGrace", "health")
+	f, err := w.Fields(n, field, "timeout", "errAppliedGrace", "podFailureGrace", "settle", "health")
 	if err != nil {
 		return Wait{}, err
 	}
@@ -480,6 +494,13 @@ func (w walker) wait(n *yaml.Node, field string) (Wait, error) {
 		if d, err := time.ParseDuration(pn.Value); pn.Value == "0" || (err == nil && d == 0) {
 			out.PodFailureGrace = 0 // off: the pods are not watched
 		} else if out.PodFailureGrace, err = w.Duration(pn, f.Path("podFailureGrace"), "2m or 30s (0: off)"); err != nil {
+			return Wait{}, err
+		}
+	}
+	if sn := f.Get("settle"); sn != nil {
+		if d, err := time.ParseDuration(sn.Value); sn.Value == "0" || (err == nil && d == 0) {
+			out.Settle = 0
+		} else if out.Settle, err = w.Duration(sn, f.Path("settle"), "10s or 1m (0: off)"); err != nil {
 			return Wait{}, err
 		}
 	}

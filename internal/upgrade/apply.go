@@ -109,7 +109,10 @@ func (j *jobRun) write(ctx context.Context, r Resolved, in *Intent, fresh *Obser
 	if err := j.applyCRDs(ctx, r, in, o); err != nil {
 		return nil, err
 	}
-	now, err := j.job.Target.Apply(ctx, o, in.stamped())
+	now, err := j.applyWatched(ctx, o, in.stamped(), in.Want)
+	if errors.Is(err, ErrPodFailed) {
+		return nil, err
+	}
 	if err == nil {
 		j.wrote = true
 		return &Applied{Obs: now, Want: in.Want, Wrote: true, Situation: SituationApplied}, nil
@@ -122,6 +125,56 @@ func (j *jobRun) write(ctx context.Context, r Resolved, in *Intent, fresh *Obser
 		return nil, err
 	}
 	return &Applied{Obs: o, Stale: true, Situation: Assess(o, r.To, false)}, nil
+}
+
+// applyWatched is Target.Apply with the new revision's pods watched from
+// its start: Helm runs a release's pre-upgrade hooks inside the apply and
+// waits for them, so a hook's pod that cannot start (an image the node
+// cannot pull) would end it only at Helm's hook timeout, unnamed. One that
+// fails for the whole wait.podFailureGrace stops the apply, and the error
+// (ErrPodFailed, exit 1) names it as the wait names the release's own.
+func (j *jobRun) applyWatched(ctx context.Context, o *Observed, c Change, want Want) (*Observed, error) {
+	if j.job.Pods == nil || j.job.PodFailureGrace <= 0 {
+		return j.job.Target.Apply(ctx, o, c)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pw, err := j.job.Pods.Watch(actx, o, want)
+	if err != nil || pw == nil {
+		return j.job.Target.Apply(ctx, o, c) // the wait watches them, or says why it cannot
+	}
+	failed := make(chan PodFailure, 1)
+	go func() {
+		clock := newPodClock(pw, j.job.PodFailureGrace)
+		defer clock.stop()
+		for {
+			var r Readiness
+			if clock.judge(&r) {
+				failed <- *r.PodFailed
+				cancel()
+				return
+			}
+			select {
+			case <-actx.Done():
+				return
+			case <-clock.changed():
+			case <-clock.due():
+			}
+		}
+	}()
+	now, err := j.job.Target.Apply(actx, o, c)
+	cancel()
+	if err == nil {
+		return now, nil
+	}
+	select {
+	case f := <-failed:
+		j.wrote = true // the apply began: a failed revision may be left to undo
+		return nil, j.revert(ctx, want, fmt.Errorf("%w: %s stopped applying version %s: %s, for %s (wait.podFailureGrace)",
+			ErrPodFailed, j.ref, want.Version, f, j.job.PodFailureGrace))
+	default:
+	}
+	return nil, err
 }
 
 // stale is the Stale output for o when it is not the target the intent

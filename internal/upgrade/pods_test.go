@@ -90,3 +90,123 @@ func TestPodFailureString(t *testing.T) {
 	assert.Equal(t, "pod apps/web-1 (Deployment apps/web), container web, image r/web:2: CrashLoopBackOff: back-off 20s restarting failed container=web; "+
 		"last exit code 2 after 3 restarts: panic: bad config", f.String())
 }
+
+// kubeletStep is one status write of a crash-looping container as a real
+// kubelet makes them, at a second of a test's clock: the restart count is
+// the CRI's attempt of the newest container, so it rises when the next
+// container runs, not at the crash (pkg/kubelet convertToAPIContainerStatuses).
+type kubeletStep struct {
+	at int // seconds
+	f  *PodFailure
+}
+
+func crashStatus(state string, restarts int32) *PodFailure {
+	code := int32(2)
+	f := PodFailure{Pod: "apps/web-1", Workload: "Deployment apps/web", Container: "container web", Image: "r/web:2",
+		Restarts: restarts, LastExit: &code, LastMessage: "panic: bad config", Crashed: true}
+	switch state {
+	case "terminated":
+		f.Reason, f.Message = "Error", "exited with code 2"
+	case "backoff":
+		f.Reason, f.Message = "CrashLoopBackOff", "back-off 8s restarting failed container=web"
+	case "running":
+		f.Reason, f.Message, f.Running = "Restarted", "running again after exit code 2", true
+	}
+	return &f
+}
+
+// play judges each step on a clock that stands at its second, and says at
+// which second the clock gave up on the container (-1: never).
+func play(t *testing.T, grace time.Duration, steps []kubeletStep, until int) (int, *podClock) {
+	t.Helper()
+	pods := &fakePods{changed: make(chan struct{}, 100)}
+	clock := newPodClock(pods, grace)
+	var now time.Time
+	clock.now = func() time.Time { return now }
+	start := time.Unix(1_000_000, 0)
+	i := 0
+	for sec := 0; sec <= until; sec++ {
+		for i < len(steps) && steps[i].at == sec {
+			pods.mu.Lock()
+			pods.failing = nil
+			if steps[i].f != nil {
+				pods.failing = []PodFailure{*steps[i].f}
+			}
+			pods.mu.Unlock()
+			i++
+		}
+		now = start.Add(time.Duration(sec) * time.Second)
+		var r Readiness
+		if clock.judge(&r) {
+			return sec, clock
+		}
+	}
+	return -1, clock
+}
+
+// The kubelet's sequence of a crash loop whose back-off is capped below
+// the grace (KEP-4603): running and Ready (no readiness probe),
+// terminated, back-off, running … Each write shows another state, and
+// none lasts the grace; the container is failing all the same, and the
+// clock gives up on it at the grace.
+func TestPodClockCrashLoopAsTheKubeletShowsIt(t *testing.T) {
+	var steps []kubeletStep
+	for n, at := int32(0), 0; at < 60; n, at = n+1, at+10 {
+		steps = append(steps,
+			kubeletStep{at, crashStatus("terminated", n)},
+			kubeletStep{at + 1, crashStatus("backoff", n)},
+			kubeletStep{at + 9, crashStatus("running", n+1)})
+	}
+	gaveUp, _ := play(t, 15*time.Second, steps, 60)
+	assert.Equal(t, 15, gaveUp, "failing since its first crash, at 0 s, for the 15 s grace")
+}
+
+// A container that crashed once at start and then runs is not failing:
+// the clock lets it go once its crash is a grace old.
+func TestPodClockOneCrashThenRuns(t *testing.T) {
+	steps := []kubeletStep{{0, crashStatus("terminated", 0)}, {1, crashStatus("backoff", 0)}, {10, crashStatus("running", 1)}}
+	gaveUp, clock := play(t, 15*time.Second, steps, 60)
+	assert.Equal(t, -1, gaveUp)
+	var r Readiness
+	clock.judge(&r)
+	assert.Empty(t, r.Failing, "a crash a grace old is no failure")
+	assert.Empty(t, clock.since)
+}
+
+// A container first seen running after crashes before the wait began is
+// not failing until it crashes again.
+func TestPodClockRunningAfterOldCrashes(t *testing.T) {
+	steps := []kubeletStep{{0, crashStatus("running", 5)}, {20, crashStatus("terminated", 5)}, {21, crashStatus("backoff", 5)},
+		{29, crashStatus("running", 6)}, {31, crashStatus("terminated", 6)}, {32, crashStatus("backoff", 6)}, {40, crashStatus("running", 7)}}
+	gaveUp, _ := play(t, 15*time.Second, steps, 60)
+	assert.Equal(t, 35, gaveUp, "from its crash at 20 s")
+}
+
+// With wait.settle, a target that is ready while a container crashes
+// (Ready between two crashes: no readiness probe) fails the wait; one
+// that stays ready for the settle succeeds.
+func TestWaitReadySettle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
+	defer cancel()
+	pods := &fakePods{changed: make(chan struct{}, 10)}
+	done := make(chan struct{})
+	var r Readiness
+	var err error
+	go func() {
+		defer close(done)
+		r, err = WaitReady(ctx, staticWatch{Readiness{Ready: true}}, Want{Version: "2.0.0"},
+			WaitOptions{Pods: pods, PodFailureGrace: time.Hour, Settle: time.Hour})
+	}()
+	pods.set(*crashStatus("terminated", 0))
+	<-done
+	require.ErrorIs(t, err, ErrPodFailed)
+	assert.True(t, r.Settling)
+	require.NotNil(t, r.PodFailed)
+	assert.Equal(t, "Error", r.PodFailed.Reason)
+
+	quiet := &fakePods{changed: make(chan struct{})}
+	r, err = WaitReady(ctx, staticWatch{Readiness{Ready: true}}, Want{Version: "2.0.0"},
+		WaitOptions{Pods: quiet, PodFailureGrace: time.Hour, Settle: 10 * time.Millisecond})
+	require.NoError(t, err)
+	assert.True(t, r.Ready)
+}

@@ -333,6 +333,14 @@ type PodFailure struct {
 	Restarts    int32  `json:"restarts,omitempty"`
 	LastExit    *int32 `json:"lastExitCode,omitempty"`
 	LastMessage string `json:"lastMessage,omitempty"`
+	// Crashed: the container exited non-zero and the kubelet restarts it
+	// (waiting in CrashLoopBackOff, terminated with an error, or running
+	// again after one). Running: it runs again now, after such an exit
+	// (the kubelet's status between two back-offs, Ready when it has no
+	// readiness probe): it is failing only while its restart count keeps
+	// rising within the grace, which the wait's clock judges.
+	Crashed bool `json:"crashed,omitempty"`
+	Running bool `json:"running,omitempty"`
 }
 
 // Key tells one container's failure from another's.

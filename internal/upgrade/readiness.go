@@ -33,6 +33,9 @@ type Readiness struct {
 	// grace (the wait's end).
 	Failing   []PodFailure
 	PodFailed *PodFailure
+	// Settling: the target was ready and PodFailed crashed while it
+	// settled (WaitOptions.Settle).
+	Settling bool
 }
 
 // Wait adds a reason it is not ready yet.

@@ -52,6 +52,10 @@ type Job struct {
 	// grace of 0, judges no pod.
 	Pods            Pods
 	PodFailureGrace time.Duration
+	// Settle is how long the target must stay ready, its pods watched,
+	// before the upgrade is done; a container of the new revision that
+	// crashes meanwhile ends it (exit 1). 0: done when ready.
+	Settle time.Duration
 }
 
 // Settings are what the jobs of a run share.

@@ -29,7 +29,7 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 		return nil, err
 	}
 	start := time.Now()
-	opts := WaitOptions{Heartbeat: j.Heartbeat, FailureGrace: j.job.FailureGrace, PodFailureGrace: j.job.PodFailureGrace,
+	opts := WaitOptions{Heartbeat: j.Heartbeat, FailureGrace: j.job.FailureGrace, PodFailureGrace: j.job.PodFailureGrace, Settle: j.job.Settle,
 		Progress: func(r Readiness) {
 			j.note("waiting", "progress", r.Progress(), "elapsed", time.Since(start).Round(time.Second).String())
 		}}
@@ -43,6 +43,10 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 	}
 	r, err := WaitReady(wctx, w, want, opts)
 	j.lastGates = r.Gates
+	if errors.Is(err, ErrPodFailed) && r.Settling {
+		return nil, j.revert(ctx, want, fmt.Errorf("%s was ready at version %s, but a container crashed within %s (wait.settle): %s", j.ref, want.Version,
+			j.job.Settle, r.PodFailed))
+	}
 	if errors.Is(err, ErrPodFailed) {
 		return nil, j.revert(ctx, want, fmt.Errorf("%s cannot start version %s: %s, for %s (wait.podFailureGrace)", j.ref, want.Version,
 			r.PodFailed, j.job.PodFailureGrace))
@@ -98,6 +102,11 @@ type WaitOptions struct {
 	// ErrPodFailed; 0 never ends it so (each is still shown).
 	Pods            PodWatch
 	PodFailureGrace time.Duration
+	// Settle (0: none) is how long the target must stay ready, with Pods,
+	// before the wait ends in success: a container of the new revision
+	// that crashes meanwhile ends it with ErrPodFailed (Readiness.Settling).
+	// A container without a readiness probe is Ready between two crashes.
+	Settle time.Duration
 }
 
 // WaitReady returns when the watch judges the target ready for want; when
@@ -119,14 +128,39 @@ func WaitReady(ctx context.Context, w Watch, want Want, o WaitOptions) (Readines
 	var graceOver <-chan time.Time
 	pods := newPodClock(o.Pods, o.PodFailureGrace)
 	defer pods.stop()
+	settle := o.Settle
+	if o.Pods == nil {
+		settle = 0
+	}
+	var settleStart time.Time // when the target was first seen ready, while settling
+	var settleOver <-chan time.Time
+	settled := false
 	for {
 		r := w.Readiness(want)
-		if r.Ready {
+		if r.Ready && settle <= 0 {
 			return r, nil
 		}
 		if failed := pods.judge(&r); failed {
 			progress(r)
 			return r, ErrPodFailed
+		}
+		switch {
+		case r.Ready && settleStart.IsZero():
+			settleStart, settled = pods.judged, false // a crash seen in this look counts
+			settleOver = time.After(settle)
+		case !r.Ready:
+			settleStart, settleOver, settled = time.Time{}, nil, false
+		}
+		if r.Ready {
+			if f := pods.crashedSince(settleStart); f != nil {
+				r.PodFailed, r.Settling = f, true
+				progress(r)
+				return r, ErrPodFailed
+			}
+			if settled {
+				return r, nil
+			}
+			r.Wait("ready; settling for %s (wait.settle): no container of the new revision may crash meanwhile", settle)
 		}
 		if r.Failed != "" && r.Terminal {
 			progress(r)
@@ -154,6 +188,8 @@ func WaitReady(ctx context.Context, w Watch, want Want, o WaitOptions) (Readines
 				return r, ErrFailed
 			}
 			failedSince, graceOver = time.Time{}, nil
+		case <-settleOver:
+			settled, settleOver = true, nil
 		case <-w.Changed():
 		case <-pods.changed():
 		case <-pods.due():
@@ -164,16 +200,36 @@ func WaitReady(ctx context.Context, w Watch, want Want, o WaitOptions) (Readines
 }
 
 // podClock times how long each of the new revision's containers has been
-// failing, without a break, against the grace.
+// failing, without a break, against the grace. A container that crashed
+// and runs again (PodFailure.Running) breaks the run only once its restart
+// count has not risen for a whole grace: the kubelet shows a crash loop
+// as running, terminated, back-off, running …, and every write counts.
 type podClock struct {
 	w     PodWatch
 	grace time.Duration
-	since map[string]time.Time // by PodFailure.Key
+	since map[string]time.Time   // by PodFailure.Key: failing without a break since
+	seen  map[string]podRestarts // by PodFailure.Key: the restart count and when it was last seen to rise
 	timer *time.Timer
+	// crashed is the crash seen last (a container exited non-zero, or
+	// its restart count rose after such an exit) and when.
+	crashed   *PodFailure
+	crashedAt time.Time
+	now       func() time.Time // time.Now; a test's clock
+	judged    time.Time        // the time of the last judge
+}
+
+// podRestarts is one container's restart count as last seen, whether it
+// was running then, and when a crash of it was last seen (zero: none
+// since the watch began).
+type podRestarts struct {
+	count   int32
+	running bool
+	rose    time.Time
+	crashes int // seen while failing without a break
 }
 
 func newPodClock(w PodWatch, grace time.Duration) *podClock {
-	return &podClock{w: w, grace: grace, since: map[string]time.Time{}}
+	return &podClock{w: w, grace: grace, since: map[string]time.Time{}, seen: map[string]podRestarts{}, now: time.Now}
 }
 
 // judge puts the failing containers into r and says whether one has
@@ -183,13 +239,29 @@ func (c *podClock) judge(r *Readiness) bool {
 	if c.w == nil {
 		return false
 	}
-	r.Failing = c.w.Failing()
-	now := time.Now()
-	seen := map[string]bool{}
+	now := c.now()
+	c.judged = now
+	all := c.w.Failing()
+	r.Failing = nil
+	for _, f := range all {
+		if c.failing(f, now) {
+			r.Failing = append(r.Failing, f)
+		}
+	}
+	keys := map[string]bool{}
+	for _, f := range all {
+		keys[f.Key()] = true
+	}
+	for key := range c.seen {
+		if !keys[key] {
+			delete(c.seen, key)
+		}
+	}
+	failing := map[string]bool{}
 	next := time.Duration(-1)
 	for i, f := range r.Failing {
 		key := f.Key()
-		seen[key] = true
+		failing[key] = true
 		since, ok := c.since[key]
 		if !ok {
 			since = now
@@ -199,7 +271,11 @@ func (c *podClock) judge(r *Readiness) bool {
 			continue
 		}
 		left := c.grace - now.Sub(since)
-		if left <= 0 {
+		if left <= 0 && f.Running && c.seen[key].crashes < 2 {
+			// it crashed once and runs again: failing only if it crashes
+			// again while its last crash is within the grace
+			left = c.grace - now.Sub(c.seen[key].rose)
+		} else if left <= 0 {
 			r.PodFailed = &r.Failing[i]
 			return true
 		}
@@ -208,8 +284,12 @@ func (c *podClock) judge(r *Readiness) bool {
 		}
 	}
 	for key := range c.since {
-		if !seen[key] {
+		if !failing[key] {
 			delete(c.since, key)
+			if rs, ok := c.seen[key]; ok {
+				rs.crashes = 0
+				c.seen[key] = rs
+			}
 		}
 	}
 	c.stop()
@@ -217,6 +297,41 @@ func (c *podClock) judge(r *Readiness) bool {
 		c.timer = time.NewTimer(next)
 	}
 	return false
+}
+
+// failing notes f's restart count and says whether f is failing now: a
+// container that cannot start is; one running again after a crash is
+// while a crash was seen within the grace. A crash is seen when a
+// container is first seen exited non-zero or backing off, when it is seen
+// so again after running, and when its restart count rose between two
+// looks that saw it the same (the kubelet may count the restart when it
+// backs off or when it starts the container again).
+func (c *podClock) failing(f PodFailure, now time.Time) bool {
+	key := f.Key()
+	prev, known := c.seen[key]
+	rs := podRestarts{count: f.Restarts, running: f.Running, rose: prev.rose}
+	crash := f.Crashed && ((!known && !f.Running) || // first seen down after a crash
+		(known && prev.running && !f.Running) || // down again after running
+		(known && prev.running == f.Running && f.Restarts > prev.count)) // a restart between two looks
+	rs.crashes = prev.crashes
+	if crash {
+		rs.rose, rs.crashes = now, rs.crashes+1
+		cp := f
+		c.crashed, c.crashedAt = &cp, now
+	}
+	c.seen[key] = rs
+	if !f.Running {
+		return true
+	}
+	return !rs.rose.IsZero() && (c.grace <= 0 || now.Sub(rs.rose) < c.grace)
+}
+
+// crashedSince is the crash seen at or after t, if any.
+func (c *podClock) crashedSince(t time.Time) *PodFailure {
+	if c.crashed != nil && !c.crashedAt.Before(t) {
+		return c.crashed
+	}
+	return nil
 }
 
 func (c *podClock) changed() <-chan struct{} {

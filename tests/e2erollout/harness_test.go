@@ -162,6 +162,9 @@ spec:
           {{- if .Values.cpuLimit }}
           limits: {cpu: {{ .Values.cpuLimit }}}
           {{- end }}
+        {{- if .Values.readinessProbe }}
+        readinessProbe: {httpGet: {path: /healthz, port: 8080}}
+        {{- end }}
         {{- if .Values.hostPath }}
         volumeMounts: [{name: host, mountPath: /host}]
         {{- end }}
@@ -222,7 +225,7 @@ func defaults() map[string]any {
 	return map[string]any{"replicas": 1, "cpu": "100m", "memory": "64Mi", "cpuLimit": "", "privileged": false, "hostPath": false,
 		"nodeSelector": map[string]any{}, "tolerations": []any{}, "services": 1, "data": map[string]any{"a": "x"},
 		"image": images.origin.Host + "/app:1.0.0", "initImage": "", "hookImage": "", "pullSecrets": []any{}, "serviceAccount": "",
-		"podAnnotations": map[string]any{}}
+		"podAnnotations": map[string]any{}, "readinessProbe": false}
 }
 
 // writeCharts writes chart name at 1.0.0 (defaults) and 2.0.0 (defaults

@@ -54,9 +54,13 @@ const (
 	// ModeDiskFull: the pull fails while unpacking (no space left on
 	// device): ErrImagePull, then ImagePullBackOff, over and over.
 	ModeDiskFull = "disk-full"
-	// ModeCrashLoop: the container starts, exits 2 with a panic, and
-	// backs off: CrashLoopBackOff with the last termination, the restart
-	// count rising every BackOff.
+	// ModeCrashLoop: the container crash-loops, in the status writes a
+	// kubelet makes (pkg/kubelet convertToAPIContainerStatuses): running
+	// for CrashRun (Ready when it has no readiness probe), terminated
+	// with exit 2 and a panic, waiting in CrashLoopBackOff for the
+	// back-off (10 s doubling, capped at CrashBackOffCap as a kubelet's
+	// maxContainerRestartPeriod can be, KEP-4603), running again with the
+	// restart count one higher, and so on.
 	ModeCrashLoop = "crash-loop"
 	// ModeConfigError: CreateContainerConfigError, a ConfigMap key
 	// missing.
@@ -66,6 +70,13 @@ const (
 	ModeBriefBackOff = "brief-backoff"
 	// ModeSlow: ContainerCreating for BriefBackOff, then KWOK runs it.
 	ModeSlow = "slow"
+)
+
+// CrashRun is how long a ModeCrashLoop container runs before it exits;
+// CrashBackOffCap the kubelet's longest restart back-off here.
+const (
+	CrashRun        = 1500 * time.Millisecond
+	CrashBackOffCap = time.Second
 )
 
 // BriefBackOff is how long ModeBriefBackOff and ModeSlow hold a pod.
@@ -189,12 +200,7 @@ func (k *Kubelet) mode(ctx context.Context, pod *corev1.Pod) bool {
 			}
 		}
 	case ModeCrashLoop:
-		for restarts := int32(1); k.alive(ctx, pod); restarts++ {
-			k.crashed(ctx, pod, c, restarts)
-			if !sleep(ctx, BackOff) {
-				return true
-			}
-		}
+		k.crashLoop(ctx, pod, c)
 	case ModeConfigError:
 		k.report(ctx, pod, f, "CreateContainerConfigError", fmt.Sprintf("couldn't find key missing-key in ConfigMap %s/settings", pod.Namespace))
 	case ModeBriefBackOff, ModeSlow:
@@ -212,19 +218,54 @@ func (k *Kubelet) mode(ctx context.Context, pod *corev1.Pod) bool {
 	return true
 }
 
-// crashed reports c of pod in CrashLoopBackOff after restarts failed
-// starts, its last exit 2 with a panic, as a kubelet does.
-func (k *Kubelet) crashed(ctx context.Context, pod *corev1.Pod, c corev1.Container, restarts int32) {
-	now := metav1.Now()
-	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: restarts,
-		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
-			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backOffOf(restarts), c.Name, pod.Name, pod.Namespace, pod.UID)}},
-		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error",
-			Message: "panic: invalid configuration: listen.port must be a number", StartedAt: now, FinishedAt: now}}}
-	status := map[string]any{"phase": corev1.PodRunning, "containerStatuses": []corev1.ContainerStatus{st},
-		"conditions": []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"}}}
+// crashLoop plays c's crash loop until pod is gone: running, terminated,
+// backing off, running again, as a kubelet writes each.
+func (k *Kubelet) crashLoop(ctx context.Context, pod *corev1.Pod, c corev1.Container) {
+	ready := c.ReadinessProbe == nil // no probe: Ready once it runs
+	var last *corev1.ContainerStateTerminated
+	for restarts := int32(0); k.alive(ctx, pod); restarts++ {
+		started := metav1.Now()
+		running := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: restarts, Ready: ready, Started: ptr(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}}
+		if last != nil {
+			running.LastTerminationState = corev1.ContainerState{Terminated: last}
+		}
+		k.containerStatus(ctx, pod, running, corev1.PodRunning)
+		if !sleep(ctx, CrashRun) {
+			return
+		}
+		last = &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "panic: invalid configuration: listen.port must be a number",
+			StartedAt: started, FinishedAt: metav1.Now()}
+		k.containerStatus(ctx, pod, corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: restarts, Started: ptr(false),
+			State: corev1.ContainerState{Terminated: last}}, corev1.PodRunning)
+		if !sleep(ctx, 200*time.Millisecond) {
+			return
+		}
+		backOff := min(backOffOf(restarts+1), CrashBackOffCap)
+		k.containerStatus(ctx, pod, corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: restarts, Started: ptr(false),
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backOff, c.Name, pod.Name, pod.Namespace, pod.UID)}},
+			LastTerminationState: corev1.ContainerState{Terminated: last}}, corev1.PodRunning)
+		if !sleep(ctx, backOff) {
+			return
+		}
+	}
+}
+
+// containerStatus writes st as the pod's one container status, the pod
+// Ready as st is.
+func (k *Kubelet) containerStatus(ctx context.Context, pod *corev1.Pod, st corev1.ContainerStatus, phase corev1.PodPhase) {
+	ready, reason := corev1.ConditionFalse, "ContainersNotReady"
+	if st.Ready {
+		ready, reason = corev1.ConditionTrue, ""
+	}
+	status := map[string]any{"phase": phase, "containerStatuses": []corev1.ContainerStatus{st},
+		"conditions": []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
+			{Type: corev1.PodReady, Status: ready, Reason: reason}, {Type: corev1.ContainersReady, Status: ready, Reason: reason}}}
 	k.patchStatus(ctx, pod, status)
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // backOffOf is the kubelet's back-off after restarts: 10 s doubling to
 // 5 min.
