@@ -170,15 +170,19 @@ func TestFailing(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, w)
 	var failing []upgrade.PodFailure
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		failing = w.Failing()
-		return len(failing) == 4
-	}, 30*time.Second, 50*time.Millisecond, "the failing pods of the new revision: %v", failing)
-	var got []string
-	for _, f := range failing {
-		got = append(got, f.String())
+		assert.Len(c, failing, 4)
+	}, 30*time.Second, 50*time.Millisecond, "the failing pods of the new revision")
+	lines := func(fs []upgrade.PodFailure) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.String())
+		}
+		sort.Strings(out)
+		return out
 	}
-	sort.Strings(got)
+	got := lines(failing)
 	assert.Equal(t, []string{
 		"pod " + ns + "/agent-new (DaemonSet " + ns + "/agent), container agent, image r.example.com/agent:2: ImagePullBackOff: Back-off pulling image \"r.example.com/x:2\"",
 		"pod " + ns + "/db-0 (StatefulSet " + ns + "/db), container db, image r.example.com/db:2: CrashLoopBackOff: back-off 40s; last exit code 2 after 4 restarts: panic: bad config",
@@ -186,10 +190,26 @@ func TestFailing(t *testing.T) {
 		"pod " + ns + "/web-new-1 (Deployment " + ns + "/web), container web, image r.example.com/web:2: ImagePullBackOff: Back-off pulling image \"r.example.com/x:2\"",
 	}, got)
 
-	// waited for at another version: the revision is not the upgrade's
+	// waited for at another version: the revision is not the upgrade's,
+	// none of its pods counts. A watch starts empty and fills in the
+	// background, so an empty answer at once proves nothing: a second
+	// watch of the upgrade's version, asked for after at1 and doing the
+	// same reads, is the control. Once it lists its four, at1 has had its
+	// release and, had it taken the revision, its pods too; it must still
+	// have none, and keep none.
 	at1, err := port.Watch(ctx, &upgrade.Observed{}, upgrade.Want{Version: "1.0.0"})
 	require.NoError(t, err)
-	assert.Empty(t, at1.Failing())
+	require.NotNil(t, at1)
+	control, err := port.Watch(ctx, &upgrade.Observed{}, upgrade.Want{Version: "2.0.0"})
+	require.NoError(t, err)
+	require.NotNil(t, control)
+	require.Eventually(t, func() bool { return len(control.Failing()) == 4 }, 30*time.Second, 50*time.Millisecond,
+		"the control watch lists the new revision's failing pods")
+	assert.Empty(t, at1.Failing(), "at 1.0.0, once the control listed the pods")
+	assert.Never(t, func() bool { return len(at1.Failing()) > 0 }, time.Second, 50*time.Millisecond,
+		"at 1.0.0, no pod of the release at 2.0.0 counts")
+	assert.Empty(t, at1.Failing(), "at 1.0.0, a second later")
+	assert.Equal(t, got, lines(w.Failing()), "the first watch, listed long since, still says the same")
 	// a release elsewhere: no watch
 	elsewhere := &pods.Port{Kube: env.Kube(), Target: release{}, Releases: port.Releases}
 	nw, err := elsewhere.Watch(ctx, &upgrade.Observed{}, upgrade.Want{Version: "2.0.0"})

@@ -263,18 +263,23 @@ func staleAndPerGroup(h Harness) {
 	t := h.T
 	ctx := t.Context()
 	parts := h.Env.Dynamic().Resource(operator.PartGVR).Namespace(h.Namespace)
+	// mk makes a WidgetPart, and returns when its last write (the status,
+	// when it has one) was sent: an object is current from that write on,
+	// so nothing that waits for it can have seen it before then
 	mk := func(name string, labels map[string]string, image, state string) time.Time {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gates.example.com/v1", "kind": "WidgetPart",
 			"metadata": map[string]any{"name": name, "namespace": h.Namespace}, "spec": map[string]any{"image": image}}}
 		u.SetLabels(labels)
+		sent := time.Now()
 		created, err := parts.Create(ctx, u, metav1.CreateOptions{})
 		require.NoError(t, err)
 		if state != "" {
 			created.Object["status"] = map[string]any{"state": state}
+			sent = time.Now()
 			_, err = parts.UpdateStatus(ctx, created, metav1.UpdateOptions{})
 			require.NoError(t, err)
 		}
-		return time.Now()
+		return sent
 	}
 	for _, n := range []string{"node-1", "node-2"} {
 		mk(n, map[string]string{GroupLabel: "node"}, "", "")
@@ -288,8 +293,17 @@ func staleAndPerGroup(h Harness) {
 `
 	spec := h.Spec("  wait:\n    timeout: 2m\n    health:\n" + widget + perGroup(h.Namespace, "spec.image == 'im:' + version") + h.Timeout)
 	applies, generation := h.Applies(), h.widget().GetGeneration()
-	done := make(chan noderun.Result, 1)
-	go func() { done <- h.Run("upgrade", "--spec", spec, "--version", "3.0.1") }()
+	// the run's end is taken when it returned, not when the test got to
+	// read it: an exit before node-2's new instance manager stays before it
+	type ended struct {
+		noderun.Result
+		at time.Time
+	}
+	done := make(chan ended, 1)
+	go func() {
+		r := h.Run("upgrade", "--spec", spec, "--version", "3.0.1")
+		done <- ended{r, time.Now()}
+	}()
 	require.Eventually(t, func() bool { return h.Applies() > applies }, 2*time.Minute, 50*time.Millisecond, "the upgrade to 3.0.1 applies")
 	assert.Equal(t, generation, h.widget().GetGeneration(), "3.0.1 leaves the Widget's spec, and its generation, as they were")
 	require.Never(t, func() bool { return len(done) > 0 }, 2*time.Second, 50*time.Millisecond,
@@ -303,10 +317,11 @@ func staleAndPerGroup(h Harness) {
 	require.Never(t, func() bool { return len(done) > 0 }, 2*time.Second, 50*time.Millisecond,
 		"node-2 has no instance manager of the new image yet: the old one, running, does not count")
 	late := mk("im-new-node-2", map[string]string{IMLabel: "true", NodeLabel: "node-2"}, "im:3.0.1", "running")
-	r := <-done
-	exit := time.Now()
+	e := <-done
+	r := e.Result
 	r.RequireCode(t, 0)
-	assert.True(t, exit.After(late), "the exit follows node-2's new instance manager")
+	assert.True(t, e.at.After(late), "the exit (%s) follows node-2's new instance manager's running status (written from %s)",
+		e.at.Format(time.StampMicro), late.Format(time.StampMicro))
 	assert.Contains(t, r.Stderr, "WidgetPart node-2: 0 current WidgetParts, 1 needed", "the progress line names the group waited on")
 	assert.Contains(t, r.Stderr, "(2 left out by the filter)", "the progress line says how many the filter left out")
 
