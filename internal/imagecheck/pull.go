@@ -46,7 +46,17 @@ type Puller struct {
 	mu         sync.Mutex
 	answers    map[string]*asked
 	transports map[string]*http.Transport
+	hosts      map[string]*hostState // by scheme://host
 	requests   atomic.Int64
+}
+
+// hostState is whether a host answered this run: its first question goes
+// alone, the others wait for it; a host that gave no answer within the
+// timeout is not asked again (a dead endpoint costs one timeout per run,
+// not one per image).
+type hostState struct {
+	asked chan struct{} // closed once the first question was answered
+	dead  string        // what it said, when it gave no answer
 }
 
 // NewPuller asks as a node with r (nil: no registries.yaml) does, each
@@ -58,7 +68,7 @@ func NewPuller(r *Registries, timeout time.Duration) *Puller {
 	if r == nil {
 		r = &Registries{From: "none"}
 	}
-	return &Puller{registries: r, timeout: timeout, answers: map[string]*asked{}, transports: map[string]*http.Transport{}}
+	return &Puller{registries: r, timeout: timeout, answers: map[string]*asked{}, transports: map[string]*http.Transport{}, hosts: map[string]*hostState{}}
 }
 
 // Requests counts the HTTP requests made so far.
@@ -88,6 +98,8 @@ type Answer struct {
 	Index     bool
 	Platforms []string
 	Digest    string
+	// noAnswer: the endpoint gave no answer within the timeout.
+	noAnswer bool
 }
 
 // Pulled is where an image was found.
@@ -148,13 +160,47 @@ func (p *Puller) ask(ctx context.Context, e registries.Endpoint, img registries.
 	p.mu.Unlock()
 	a.once.Do(func() {
 		for _, scheme := range e.Schemes {
-			a.answer = p.get(ctx, e, scheme, img, auth)
+			a.answer = p.getOnce(ctx, e, scheme, img, auth)
 			if a.answer.Found || !a.answer.transportLevel() {
 				break
 			}
 		}
 	})
 	return a.answer
+}
+
+// getOnce is get, but a host's first question goes alone and a host that
+// gave no answer to it is not asked again this run.
+func (p *Puller) getOnce(ctx context.Context, e registries.Endpoint, scheme string, img registries.Image, auth authn.Authenticator) Answer {
+	key := scheme + "://" + e.URL.Host
+	p.mu.Lock()
+	h, known := p.hosts[key]
+	if !known {
+		h = &hostState{asked: make(chan struct{})}
+		p.hosts[key] = h
+	}
+	p.mu.Unlock()
+	if !known {
+		a := p.get(ctx, e, scheme, img, auth)
+		if a.noAnswer {
+			h.dead = a.Said
+		}
+		close(h.asked)
+		return a
+	}
+	select {
+	case <-h.asked:
+	case <-ctx.Done():
+		out := Answer{Endpoint: e, Said: "not asked: " + ctx.Err().Error()}
+		out.Endpoint.URL.Scheme = scheme
+		return out
+	}
+	if h.dead != "" {
+		out := Answer{Endpoint: e, Said: h.dead + " (asked once this run)", noAnswer: true}
+		out.Endpoint.URL.Scheme = scheme
+		return out
+	}
+	return p.get(ctx, e, scheme, img, auth)
 }
 
 // transportLevel: no HTTP answer at all (a refused connection, a TLS
@@ -195,12 +241,14 @@ func (p *Puller) get(ctx context.Context, e registries.Endpoint, scheme string, 
 		out.Said = fmt.Sprintf("not a reference there: %v", err)
 		return out
 	}
-	rt := &endpointTransport{base: p.transport(e, scheme), endpoint: out.Endpoint, scheme: scheme, requests: &p.requests}
+	rt := &endpointTransport{base: p.transport(e, scheme), endpoint: out.Endpoint, scheme: scheme, requests: &p.requests,
+		manifest: e.Repository + "/manifests/" + img.Ref()}
 	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(rt), remote.WithAuth(auth),
 		remote.WithRetryBackoff(remote.Backoff{Steps: 1}), remote.WithUserAgent(httpclient.UserAgent)}
 	desc, err := remote.Get(ref, opts...)
 	if err != nil {
 		out.Said, out.Unauthorized = said(ctx, err, p.timeout)
+		out.noAnswer = ctx.Err() != nil && !strings.Contains(out.Said, "(HTTP ")
 		return out
 	}
 	out.Found, out.Digest = true, desc.Digest.String()
@@ -286,11 +334,20 @@ func (p *Puller) transport(e registries.Endpoint, scheme string) *http.Transport
 // at endpoint's host to the endpoint as containerd would: over its
 // scheme, under its API root (an override path in place of /v2), with the
 // ns parameter of a mirror. It counts every request.
+//
+// containerd sends no /v2/ ping: its first request is the manifest's,
+// under the endpoint's API root, and it authenticates on that request's
+// challenge. go-containerregistry pings scheme://host/v2/ first, which
+// under an override path (a proxy-cache mirror at https://m/prefix) is
+// not the API at all and may answer 404: there the ping is sent as a
+// HEAD of the manifest, whose answer (200, or 401 with the challenge)
+// says what containerd's first request would.
 type endpointTransport struct {
 	base     http.RoundTripper
 	endpoint registries.Endpoint
 	scheme   string
 	requests *atomic.Int64
+	manifest string // REPOSITORY/manifests/REF, for the ping of an override path
 }
 
 func (t *endpointTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -300,6 +357,10 @@ func (t *endpointTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	r := req.Clone(req.Context())
 	r.URL.Scheme = t.scheme
+	if r.URL.Path == "/v2/" && t.endpoint.URL.Path != "/v2" && t.manifest != "" {
+		r.Method, r.URL.Path = http.MethodHead, "/v2/"+t.manifest
+		r.Header.Set("Accept", strings.Join(manifestTypes, ","))
+	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/v2/"); ok && rest != "" {
 		r.URL.Path = strings.TrimSuffix(t.endpoint.URL.Path, "/") + "/" + rest
 		r.URL.RawPath = ""
@@ -310,4 +371,10 @@ func (t *endpointTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		}
 	}
 	return t.base.RoundTrip(r)
+}
+
+// manifestTypes are the manifest media types containerd accepts.
+var manifestTypes = []string{
+	"application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json",
+	"application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json", "*/*",
 }
