@@ -133,15 +133,10 @@ func (c *Config) Resolve(img Image) []Endpoint {
 	}
 	if !ok {
 		// no hosts.toml: containerd's own default for the registry
-		u := url.URL{Scheme: "https", Host: defaultHost(img.Registry), Path: "/v2"}
-		e := Endpoint{URL: u, Schemes: []string{"https"}, Registry: img.Registry, Repository: img.Repository}
-		if isLocalhost(img.Registry) {
-			e.Schemes, e.InsecureSkipVerify = []string{"https", "http"}, true
-		}
+		e := registryDefault(img)
 		if c != nil {
-			e.Auth = c.authFor(u.Host)
+			e.Auth = c.authFor(e.URL.Host)
 		}
-		e.Namespace = namespace(e, img)
 		return []Endpoint{e}
 	}
 	var out []Endpoint
@@ -152,14 +147,44 @@ func (c *Config) Resolve(img Image) []Endpoint {
 	}
 	if h.server != nil {
 		srv := *h.server
-		if srv.url == nil { // "*": the pulled registry's own host
-			srv.url = &url.URL{Scheme: "https", Host: defaultHost(img.Registry), Path: "/v2"}
+		var e Endpoint
+		if srv.url == nil { // "*": the pulled registry's own host, as containerd fills it
+			e = registryDefault(img)
+			if srv.tls.set() {
+				e.TLS, e.InsecureSkipVerify = srv.tls, e.InsecureSkipVerify || srv.tls.InsecureSkipVerify
+			}
+		} else {
+			e = srv.endpoint(img, false)
 		}
-		e := srv.endpoint(img, false)
-		e.Auth = c.authFor(srv.url.Host)
+		e.Auth = c.authFor(e.URL.Host)
 		out = append(out, e)
 	}
 	return out
+}
+
+// registryDefault is the registry itself as containerd reaches it when
+// no hosts.toml names its URL (ConfigureHosts): https, docker.io at
+// registry-1.docker.io; a localhost or loopback registry over http
+// (tried over https first: the scheme is ambiguous) on a port other than
+// 443 and 80, https only on 443 or none, http only on 80, and unverified
+// but on 80.
+func registryDefault(img Image) Endpoint {
+	u := url.URL{Scheme: "https", Host: defaultHost(img.Registry), Path: "/v2"}
+	e := Endpoint{URL: u, Schemes: []string{"https"}, Registry: img.Registry, Repository: img.Repository}
+	if isLocalhost(img.Registry) {
+		_, port, _ := net.SplitHostPort(img.Registry)
+		switch port {
+		case "", "443":
+			e.InsecureSkipVerify = true
+		case "80":
+			e.Schemes = []string{"http"}
+		default:
+			e.Schemes, e.InsecureSkipVerify = []string{"https", "http"}, true
+		}
+		e.URL.Scheme = e.Schemes[0]
+	}
+	e.Namespace = namespace(e, img)
+	return e
 }
 
 // hostEntry is one registry's hosts.toml as k3s writes it: its mirror

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/imagecheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/kubelet"
 	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
@@ -101,11 +100,7 @@ func startImages(ctx context.Context, env *testenv.Env) error {
 	if err := os.WriteFile(images.registries, []byte(b.String()), 0o600); err != nil {
 		return err
 	}
-	regs, err := imagecheck.LoadRegistries(images.registries, "")
-	if err != nil {
-		return err
-	}
-	k := &kubelet.Kubelet{Kube: env.Kube(), Puller: imagecheck.NewPuller(regs, 0)}
+	k := &kubelet.Kubelet{Kube: env.Kube(), Registries: images.registries}
 	return k.Start(ctx)
 }
 

@@ -1,22 +1,25 @@
 // Package kubelet is the tests' stand-in for what a node's kubelet and
 // containerd do with a pod's images, which KWOK does not: for each
 // scheduled pod held with testenv.HoldPull, it pulls every image of the
-// pod as the node would (package imagecheck's Puller, with the node's
-// registries.yaml and the pod's pull secrets and its ServiceAccount's, as
-// the kubelet hands them to containerd) and for the node's platform. A
-// pod whose images all pull loses its hold, and KWOK runs it; any other
-// gets the kubelet's own waiting reasons on the container that cannot
-// pull: ErrImagePull, then ImagePullBackOff, with the messages a kubelet
-// writes.
+// pod as the node would (with the node's registries.yaml and the pod's
+// pull secrets and its ServiceAccount's, as the kubelet hands them to
+// containerd) and for the node's platform. A pod whose images all pull
+// loses its hold, and KWOK runs it; any other gets the kubelet's own
+// waiting reasons on the container that cannot pull: ErrImagePull, then
+// ImagePullBackOff, with the messages a kubelet writes.
 //
 // A pod may also ask, by the annotation Mode, for what a node does that
 // no registry shows: a pull that fails on the node's disk, a container
 // that crash-loops, a missing ConfigMap key, a pull that backs off for a
 // while and then succeeds, a slow start.
 //
-// It shares the resolution of registries.yaml with the image check (the
-// rules are tested against k3s's own in package registries): what it adds
-// is the node's side, pods that never start, for the appliers' waits.
+// Its pulls are an oracle for the image check, so they share none of
+// its code: the hosts.toml k3s writes from registries.yaml (hosts.go,
+// held to k3s's own test cases in hosts_test.go, as package registries
+// is), the order and credentials containerd pulls with (pull.go) and a
+// minimal containerd fetch of the manifest and config (fetch.go) are
+// written apart from packages registries and imagecheck, from k3s's and
+// containerd's rules.
 package kubelet
 
 import (
@@ -24,10 +27,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/containerd/platforms"
 	"github.com/google/go-containerregistry/pkg/authn"
 	k8schain "github.com/google/go-containerregistry/pkg/authn/kubernetes"
 	corev1 "k8s.io/api/core/v1"
@@ -37,8 +40,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/chart-upgrader/chart-upgrader/internal/imagecheck"
-	"github.com/chart-upgrader/chart-upgrader/internal/registries"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -84,10 +85,14 @@ const BriefBackOff = 3 * time.Second
 
 // Kubelet decides the image pulls of held pods.
 type Kubelet struct {
-	Kube   kubernetes.Interface
-	Puller *imagecheck.Puller
-	Log    *slog.Logger
+	Kube kubernetes.Interface
+	// Registries is the path of the nodes' registries.yaml ("": none).
+	Registries string
+	// NoDefaultEndpoint is k3s's --disable-default-registry-endpoint.
+	NoDefaultEndpoint bool
+	Log               *slog.Logger
 
+	node    *node
 	mu      sync.Mutex
 	decided map[types.UID]bool
 }
@@ -98,6 +103,11 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	if k.Log == nil {
 		k.Log = slog.New(slog.DiscardHandler)
 	}
+	n, err := newNode(k.Registries, k.NoDefaultEndpoint)
+	if err != nil {
+		return fmt.Errorf("the test kubelet's registries.yaml: %w", err)
+	}
+	k.node = n
 	f := informers.NewSharedInformerFactory(k.Kube, 0)
 	pods := f.Core().V1().Pods().Informer()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -143,7 +153,7 @@ func (k *Kubelet) decide(ctx context.Context, pod *corev1.Pod) {
 		k.Log.Error("test kubelet: reading the pod's node", "pod", pod.Name, "error", err)
 		return
 	}
-	platform := node.Status.NodeInfo.OperatingSystem + "/" + node.Status.NodeInfo.Architecture
+	platform := platforms.Platform{OS: node.Status.NodeInfo.OperatingSystem, Architecture: node.Status.NodeInfo.Architecture}
 	cri, err := k.credentials(ctx, pod)
 	if err != nil {
 		k.Log.Error("test kubelet: reading the pod's pull secrets", "pod", pod.Name, "error", err)
@@ -185,10 +195,10 @@ func (k *Kubelet) mode(ctx context.Context, pod *corev1.Pod) bool {
 	f := &failure{container: c.Name, image: c.Image}
 	switch pod.Annotations[Mode] {
 	case ModeDiskFull:
-		img, _ := registries.ParseImage(c.Image)
+		img, _ := parseImage(c.Image)
 		f.message = fmt.Sprintf("rpc error: code = Unknown desc = failed to pull and unpack image %q: failed to extract layer "+
 			"sha256:5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef: write /var/lib/rancher/rke2/agent/containerd/"+
-			"io.containerd.snapshotter.v1.overlayfs/snapshots/312/fs/usr/lib/libc.so.6: no space left on device", img.String())
+			"io.containerd.snapshotter.v1.overlayfs/snapshots/312/fs/usr/lib/libc.so.6: no space left on device", img.ref)
 		for k.alive(ctx, pod) {
 			k.report(ctx, pod, f, "ErrImagePull", f.message)
 			if !sleep(ctx, BackOff) {
@@ -294,32 +304,19 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // pull is "" when ref pulls for platform, else containerd's error as the
 // kubelet reports it.
-func (k *Kubelet) pull(ctx context.Context, ref, platform string, cri map[string]authn.Authenticator) string {
-	img, err := registries.ParseImage(ref)
+func (k *Kubelet) pull(ctx context.Context, ref string, platform platforms.Platform, cri map[string]authn.Authenticator) string {
+	img, err := parseImage(ref)
 	if err != nil {
 		return fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", ref, ref, err)
 	}
-	p := k.Puller.Pull(ctx, img, cri[img.Registry])
-	if p.Found == nil {
-		var last string
-		if n := len(p.Tried); n > 0 {
-			last = p.Tried[n-1].Said
-		}
-		code := "Unknown"
-		switch {
-		case strings.Contains(last, "(HTTP 404)"):
-			code, last = "NotFound", img.String()+": not found"
-		case strings.Contains(last, "(HTTP 401)"):
-			code, last = "Unknown", "pull access denied, repository does not exist or may require authorization: "+last
-		}
-		return fmt.Sprintf("rpc error: code = %s desc = failed to pull and unpack image %q: failed to resolve reference %q: %s", code, img.String(), img.String(), last)
+	said, err := k.node.pull(ctx, img, platform, cri[img.registry])
+	for _, a := range said {
+		k.Log.Debug("test kubelet: pull", "image", img.ref, "url", a.url, "platforms", len(a.platforms), "error", a.err)
 	}
-	for _, have := range p.Found.Platforms {
-		if have == platform || strings.HasPrefix(have, platform+"/") {
-			return ""
-		}
+	if err != nil {
+		return err.Error()
 	}
-	return fmt.Sprintf("rpc error: code = NotFound desc = failed to pull and unpack image %q: no match for platform in manifest: not found", img.String())
+	return ""
 }
 
 // credentials are the pod's pull secrets, then its ServiceAccount's, for
@@ -339,16 +336,16 @@ func (k *Kubelet) credentials(ctx context.Context, pod *corev1.Pod) (map[string]
 	}
 	out := map[string]authn.Authenticator{}
 	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		img, err := registries.ParseImage(c.Image)
+		img, err := parseImage(c.Image)
 		if err != nil {
 			continue
 		}
-		auth, err := kc.Resolve(repo{img.Registry + "/" + img.Repository, img.Registry})
+		auth, err := kc.Resolve(repo{img.registry + "/" + img.repository, img.registry})
 		if err != nil {
 			return nil, err
 		}
 		if auth != authn.Anonymous {
-			out[img.Registry] = auth
+			out[img.registry] = auth
 		}
 	}
 	return out, nil
