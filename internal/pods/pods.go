@@ -5,12 +5,17 @@
 // CreateContainerError, InvalidImageName, RunContainerError). A pod
 // counts when its workload is one of the revision's objects or hooks and
 // it is of the workload's current revision, as the workload's controller
-// tells it: a Deployment's ReplicaSet of the Deployment's revision
+// tells it once it has observed the workload's change
+// (status.observedGeneration at metadata.generation; until then none of
+// its pods counts): a Deployment's pod of the pod-template-hash of its
+// ReplicaSet of the Deployment's revision
 // (deployment.kubernetes.io/revision), a StatefulSet's update revision, a
 // DaemonSet's template generation, any pod of a Job. It is the
-// upgrade.Pods port. Its reads are a list and watch of pods in each
-// namespace the revision makes pods in, and gets of the workloads and
-// ReplicaSets of failing pods only.
+// upgrade.Pods port. Its reads are a list and watch, in each namespace
+// the revision makes pods in, of the pods and of the kinds that say a
+// pod's revision there: deployments and replicasets where it has a
+// Deployment, statefulsets where a StatefulSet, daemonsets where a
+// DaemonSet (suc.PullReads grants them); no read per pod or per look.
 package pods
 
 import (
@@ -28,7 +33,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
@@ -74,7 +81,7 @@ func (p *Port) Watch(ctx context.Context, o *upgrade.Observed, want upgrade.Want
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &watch{kube: p.Kube, ctx: ctx, log: log, version: want.Version, signal: cluster.NewSignal(), pods: map[string]cache.SharedIndexInformer{}}
+	w := &watch{kube: p.Kube, ctx: ctx, log: log, version: want.Version, signal: cluster.NewSignal(), informers: map[string]cache.SharedIndexInformer{}}
 	first := err
 	go w.start(func() error {
 		if first != nil { // the first answer failed: ask again next time
@@ -134,14 +141,16 @@ type watch struct {
 	mu        sync.Mutex
 	release   *helmrelease.Watcher
 	revision  int
-	workloads map[string]bool // "Kind namespace/name" of the revision's objects and hooks that make pods
-	pods      map[string]cache.SharedIndexInformer
+	workloads map[string]bool                      // "Kind namespace/name" of the revision's objects and hooks that make pods
+	informers map[string]cache.SharedIndexInformer // "resource namespace": the pods, and what says their revision
 }
 
 func (w *watch) Changed() <-chan struct{} { return w.signal }
 
 // changed takes a new revision at the version in, watching the pods of
-// the namespaces it makes pods in, and signals.
+// the namespaces it makes pods in, and there the workloads (and a
+// Deployment's ReplicaSets) that say which pods are of their current
+// revision, and signals.
 func (w *watch) changed() {
 	defer w.signal.Notify()
 	w.mu.Lock()
@@ -158,18 +167,55 @@ func (w *watch) changed() {
 	}
 	w.revision, w.workloads = rel.Version, workloadsOf(rel, w.log)
 	for key := range w.workloads {
+		kind, _, _ := strings.Cut(key, " ")
 		ns := namespaceOf(key)
-		if _, ok := w.pods[ns]; ok {
-			continue
+		for _, resource := range append([]string{"pods"}, revisionReads[kind]...) {
+			w.inform(resource, ns)
 		}
-		lw := cache.NewListWatchFromClient(w.kube.CoreV1().RESTClient(), "pods", ns, fields.Everything())
-		inf := cluster.Informer(w.ctx, w.log, "pods", lw, &corev1.Pod{})
-		if _, err := inf.AddEventHandler(cluster.OnEvent(w.signal.Notify)); err != nil {
-			continue
-		}
-		go inf.Run(w.ctx.Done())
-		w.pods[ns] = inf
 	}
+}
+
+// revisionReads are, by the kind of a revision's workload, the resources
+// of its namespace that say which of its pods are of its current
+// revision (a Job's and a Pod's need none).
+var revisionReads = map[string][]string{
+	"Deployment":  {"deployments", "replicasets"},
+	"StatefulSet": {"statefulsets"},
+	"DaemonSet":   {"daemonsets"},
+}
+
+// inform lists and watches resource (pods, or one of revisionReads) in
+// ns, once, signalling on each of its events. w.mu is held.
+func (w *watch) inform(resource, ns string) {
+	key := resource + " " + ns
+	if _, ok := w.informers[key]; ok {
+		return
+	}
+	var (
+		client rest.Interface = w.kube.AppsV1().RESTClient()
+		obj    runtime.Object
+	)
+	switch resource {
+	case "pods":
+		client, obj = w.kube.CoreV1().RESTClient(), &corev1.Pod{}
+	case "deployments":
+		obj = &appsv1.Deployment{}
+	case "replicasets":
+		obj = &appsv1.ReplicaSet{}
+	case "statefulsets":
+		obj = &appsv1.StatefulSet{}
+	case "daemonsets":
+		obj = &appsv1.DaemonSet{}
+	default:
+		return
+	}
+	lw := cache.NewListWatchFromClient(client, resource, ns, fields.Everything())
+	inf := cluster.Informer(w.ctx, w.log, resource, lw, obj)
+	if _, err := inf.AddEventHandler(cluster.OnEvent(w.signal.Notify)); err != nil {
+		return
+	}
+	go inf.Run(w.ctx.Done())
+	w.informers[key] = inf
 }
 
 // workloadsOf are the objects of rel's manifest and hooks that make pods.
@@ -210,18 +256,21 @@ func namespaceOf(key string) string {
 // Failing is the upgrade.PodWatch view.
 func (w *watch) Failing() []upgrade.PodFailure {
 	w.mu.Lock()
-	workloads, informers := w.workloads, make([]cache.SharedIndexInformer, 0, len(w.pods))
-	for _, inf := range w.pods {
-		informers = append(informers, inf)
+	workloads, pods := w.workloads, make([]cache.Store, 0, len(w.informers))
+	current := &currentRevision{stores: make(map[string]cache.Store, len(w.informers)), replicaSets: map[string]*appsv1.ReplicaSet{}}
+	for key, inf := range w.informers {
+		current.stores[key] = inf.GetStore()
+		if resource, _, _ := strings.Cut(key, " "); resource == "pods" {
+			pods = append(pods, inf.GetStore())
+		}
 	}
 	w.mu.Unlock()
 	if workloads == nil {
 		return nil
 	}
-	current := &currentRevision{kube: w.kube, ctx: w.ctx, seen: map[string]bool{}}
 	var out []upgrade.PodFailure
-	for _, inf := range informers {
-		for _, obj := range inf.GetStore().List() {
+	for _, store := range pods {
+		for _, obj := range store.List() {
 			pod, ok := obj.(*corev1.Pod)
 			if !ok || pod.DeletionTimestamp != nil {
 				continue
@@ -312,11 +361,32 @@ func isReason(r string) bool {
 
 // currentRevision tells, for one look, which workload of the revision a
 // pod belongs to and whether it is of the workload's current revision,
-// each workload and ReplicaSet read once.
+// from the informers' stores (no request), each Deployment's current
+// ReplicaSet found once.
 type currentRevision struct {
-	kube kubernetes.Interface
-	ctx  context.Context
-	seen map[string]bool // "Kind namespace/name[/revision]" → current
+	stores      map[string]cache.Store        // "resource namespace"
+	replicaSets map[string]*appsv1.ReplicaSet // "namespace/name" of a Deployment → its current ReplicaSet (nil: none yet)
+}
+
+// get is the object name of resource in ns as its informer has it, nil
+// when it has none (not listed yet, or no such object).
+func (c *currentRevision) get(resource, ns, name string) any {
+	store := c.stores[resource+" "+ns]
+	if store == nil {
+		return nil
+	}
+	obj, ok, err := store.GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	return obj
+}
+
+// observed says whether a workload's controller has acted on its
+// latest change (status.observedGeneration at metadata.generation):
+// until then the revision it tells is the one before the change.
+func observed(meta metav1.ObjectMeta, observedGeneration int64) bool {
+	return observedGeneration >= meta.Generation
 }
 
 // of is the workload of pod ("Kind namespace/name") when it is one of
@@ -333,35 +403,36 @@ func (c *currentRevision) of(pod *corev1.Pod, workloads map[string]bool) (string
 		key := "Job " + ns + "/" + ref.Name
 		return key, workloads[key]
 	case "ReplicaSet":
-		return c.deployment(ns, ref.Name, workloads)
+		return c.deployment(pod, ref.Name, workloads)
 	case "StatefulSet":
 		key := "StatefulSet " + ns + "/" + ref.Name
 		if !workloads[key] {
 			return key, false
 		}
-		return key, c.once(key+"/"+pod.Labels[appsv1.ControllerRevisionHashLabelKey], func() bool {
-			sts, err := c.kube.AppsV1().StatefulSets(ns).Get(c.ctx, ref.Name, metav1.GetOptions{})
-			return err == nil && sts.Status.UpdateRevision == pod.Labels[appsv1.ControllerRevisionHashLabelKey]
-		})
+		sts, _ := c.get("statefulsets", ns, ref.Name).(*appsv1.StatefulSet)
+		return key, sts != nil && observed(sts.ObjectMeta, sts.Status.ObservedGeneration) && sts.Status.UpdateRevision != "" &&
+			pod.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision
 	case "DaemonSet":
 		key := "DaemonSet " + ns + "/" + ref.Name
 		if !workloads[key] {
 			return key, false
 		}
+		ds, _ := c.get("daemonsets", ns, ref.Name).(*appsv1.DaemonSet)
 		generation := pod.Labels[templateGenerationLabel]
-		return key, c.once(key+"/"+generation, func() bool {
-			ds, err := c.kube.AppsV1().DaemonSets(ns).Get(c.ctx, ref.Name, metav1.GetOptions{})
-			return err == nil && ds.Annotations[appsv1.DeprecatedTemplateGeneration] == generation
-		})
+		return key, ds != nil && observed(ds.ObjectMeta, ds.Status.ObservedGeneration) && generation != "" &&
+			ds.Annotations[appsv1.DeprecatedTemplateGeneration] == generation
 	}
 	return "", false
 }
 
-// deployment is the Deployment of ReplicaSet rs, and whether rs is of its
-// revision, as the Deployment controller numbers them.
-func (c *currentRevision) deployment(ns, rs string, workloads map[string]bool) (string, bool) {
-	r, err := c.kube.AppsV1().ReplicaSets(ns).Get(c.ctx, rs, metav1.GetOptions{})
-	if err != nil {
+// deployment is the Deployment of pod's ReplicaSet rs, and whether pod is
+// of the Deployment's current revision: of the pod-template-hash of its
+// ReplicaSet of the Deployment's revision, as the Deployment controller
+// numbers them (that ReplicaSet itself when it has no hash).
+func (c *currentRevision) deployment(pod *corev1.Pod, rs string, workloads map[string]bool) (string, bool) {
+	ns := pod.Namespace
+	r, _ := c.get("replicasets", ns, rs).(*appsv1.ReplicaSet)
+	if r == nil {
 		return "", false
 	}
 	owner := metav1.GetControllerOf(r)
@@ -372,11 +443,45 @@ func (c *currentRevision) deployment(ns, rs string, workloads map[string]bool) (
 	if !workloads[key] {
 		return key, false
 	}
-	revision := r.Annotations[revisionAnnotation]
-	return key, c.once(key+"/"+revision, func() bool {
-		d, err := c.kube.AppsV1().Deployments(ns).Get(c.ctx, owner.Name, metav1.GetOptions{})
-		return err == nil && revision != "" && d.Annotations[revisionAnnotation] == revision
-	})
+	cur := c.currentReplicaSet(ns, owner.Name)
+	if cur == nil {
+		return key, false
+	}
+	if hash := cur.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; hash != "" {
+		return key, pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash
+	}
+	return key, r.UID == cur.UID
+}
+
+// currentReplicaSet is the ReplicaSet of Deployment ns/name whose
+// revision is the Deployment's, once the Deployment controller has
+// observed the Deployment's change; nil before, or when the informers
+// have neither yet.
+func (c *currentRevision) currentReplicaSet(ns, name string) *appsv1.ReplicaSet {
+	key := ns + "/" + name
+	if cur, ok := c.replicaSets[key]; ok {
+		return cur
+	}
+	c.replicaSets[key] = nil
+	d, _ := c.get("deployments", ns, name).(*appsv1.Deployment)
+	if d == nil || !observed(d.ObjectMeta, d.Status.ObservedGeneration) || d.Annotations[revisionAnnotation] == "" {
+		return nil
+	}
+	store := c.stores["replicasets "+ns]
+	if store == nil {
+		return nil
+	}
+	for _, obj := range store.List() {
+		rs, ok := obj.(*appsv1.ReplicaSet)
+		if !ok || rs.Annotations[revisionAnnotation] != d.Annotations[revisionAnnotation] {
+			continue
+		}
+		if ref := metav1.GetControllerOf(rs); ref != nil && ref.UID == d.UID {
+			c.replicaSets[key] = rs
+			return rs
+		}
+	}
+	return nil
 }
 
 // templateGenerationLabel is the DaemonSet controller's label of the
@@ -386,12 +491,3 @@ const templateGenerationLabel = "pod-template-generation"
 // revisionAnnotation is the Deployment controller's revision of a
 // Deployment and of each of its ReplicaSets.
 const revisionAnnotation = "deployment.kubernetes.io/revision"
-
-func (c *currentRevision) once(key string, f func() bool) bool {
-	if v, ok := c.seen[key]; ok {
-		return v
-	}
-	v := f()
-	c.seen[key] = v
-	return v
-}

@@ -160,9 +160,10 @@ type PullRead struct {
 
 // PullReads are the reads of the image check and of the wait's pods: get
 // on each pod's ServiceAccount and pull secrets, by name; list and watch
-// on the pods of each namespace the chart makes pods in; get on the
-// ReplicaSets where a Deployment makes them (which of them is the
-// Deployment's revision).
+// on the pods of each namespace the chart makes pods in, and there on
+// what says which pods are of a workload's current revision: the
+// deployments and replicasets where a Deployment makes them, the
+// statefulsets where a StatefulSet, the daemonsets where a DaemonSet.
 func PullReads(pulls []PullRead) SpecReads {
 	r := SpecReads{}
 	for _, p := range pulls {
@@ -173,9 +174,17 @@ func PullReads(pulls []PullRead) SpecReads {
 			r.add(p.Namespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: p.Secrets, Verbs: []string{"get"}})
 		}
 		r.add(p.Namespace, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}})
-		if p.Kind == "Deployment" {
-			r.add(p.Namespace, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get"}})
+		for _, resource := range revisionReads[p.Kind] {
+			r.add(p.Namespace, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{resource}, Verbs: []string{"list", "watch"}})
 		}
 	}
 	return r
+}
+
+// revisionReads are the resources the wait's pods watch (internal/pods)
+// lists and watches where a workload of each kind makes pods.
+var revisionReads = map[string][]string{
+	"Deployment":  {"deployments", "replicasets"},
+	"StatefulSet": {"statefulsets"},
+	"DaemonSet":   {"daemonsets"},
 }

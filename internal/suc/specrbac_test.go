@@ -71,22 +71,27 @@ func TestRuleReadsGetEachSourceByName(t *testing.T) {
 
 // The image check's and the wait's reads: get on each pod's
 // ServiceAccount and its pull secrets, by name; list and watch on the
-// pods; get on the ReplicaSets of a Deployment's namespace; merged per
-// namespace.
+// pods, and on the deployments and replicasets of a Deployment's
+// namespace, the statefulsets of a StatefulSet's, the daemonsets of a
+// DaemonSet's (none for a Job); merged per namespace.
 func TestPullReads(t *testing.T) {
 	got := PullReads([]PullRead{
 		{Namespace: "apps", Kind: "Deployment", ServiceAccount: "web", Secrets: []string{"regcred"}},
 		{Namespace: "apps", Kind: "StatefulSet", ServiceAccount: "default"},
 		{Namespace: "jobs", Kind: "Job", ServiceAccount: "default", Secrets: []string{"b", "a"}},
+		{Namespace: "agents", Kind: "DaemonSet", ServiceAccount: "default"},
 	})
 	get := []string{"get"}
 	pods := PolicyRuleOf("", "pods", nil, "list", "watch")
 	assert.Equal(t, SpecReads{
 		"apps": {{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"default", "web"}, Verbs: get},
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"regcred"}, Verbs: get}, pods,
-			{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: get}},
+			PolicyRuleOf("apps", "deployments", nil, "list", "watch"), PolicyRuleOf("apps", "replicasets", nil, "list", "watch"),
+			PolicyRuleOf("apps", "statefulsets", nil, "list", "watch")},
 		"jobs": {{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"default"}, Verbs: get},
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"a", "b"}, Verbs: get}, pods},
+		"agents": {{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"default"}, Verbs: get}, pods,
+			PolicyRuleOf("apps", "daemonsets", nil, "list", "watch")},
 	}, got)
 }
 
