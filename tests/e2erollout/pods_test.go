@@ -43,8 +43,8 @@ var podCases = []podCase{
 
 // An upgrade whose new pods cannot start ends its wait at once, exit 1,
 // naming the pod, container, image, reason and the kubelet's message, as
-// each kind's Plan ServiceAccount (the pods' list and watch, and the
-// ReplicaSets' get, derived by plan --check-chart); the release is
+// each kind's Plan ServiceAccount (the list and watch of the pods, the
+// workloads and ReplicaSets, derived by plan --check-chart); the release is
 // rolled back; a re-run tries again and ends the same. A pod that
 // recovers within the grace does not end it.
 func TestAPodThatCannotStartEndsTheWait(t *testing.T) {
