@@ -64,6 +64,7 @@ func TestAPodThatCannotStartEndsTheWait(t *testing.T) {
 					start := time.Now()
 					r := run("upgrade", append([]string{"--timeout", "90s"}, tc.flags...)...)
 					took := time.Since(start)
+					t.Logf("exit %d after %s", r.Code, took.Round(10*time.Millisecond))
 					if tc.says == nil {
 						r.RequireCode(t, 0)
 						return
