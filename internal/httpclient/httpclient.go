@@ -178,11 +178,25 @@ type NodeTLS struct {
 	// of this package skips verification, so that a check of what the
 	// node can pull sees what the node sees.
 	SkipVerify bool
+	// Proxy, when set, is the proxy the node's containerd pulls through,
+	// for each request's URL (httpproxy.Config.ProxyFunc: nil is
+	// direct); nil is this process's environment's (ProxyFromEnvironment).
+	Proxy func(*url.URL) (*url.URL, error)
 }
 
 // NodeTransport is a transport that reaches a registry host as the node
-// does (t), with the proxy from the environment; the caller closes its
-// idle connections when done with it.
+// does (t): through the node's proxy (t.Proxy) when it has one, else with
+// the proxy from this process's environment; the caller closes its idle
+// connections when done with it.
+//
+// The node's proxy, when known, is the only one: containerd never sees
+// this process's environment, so a proxy this process runs behind is not
+// the node's way out, and one the node's NO_PROXY names is dialed
+// directly. Without it the environment's is kept, as before the node's
+// was read: a run off the node (a workstation, --registries-config) reaches
+// registries the way its operator does, and a node whose proxy is set
+// where the tool does not look (a systemd drop-in, the manager's
+// DefaultEnvironment) may be matched by the job's own environment.
 func NodeTransport(t NodeTLS) *http.Transport {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: t.CA, InsecureSkipVerify: t.SkipVerify} //nolint:gosec // the node's own setting, see NodeTLS
 	if t.Certificate != nil {
@@ -193,5 +207,9 @@ func NodeTransport(t NodeTLS) *http.Transport {
 		transport = d.Clone()
 	}
 	transport.TLSClientConfig = tlsConfig
+	if t.Proxy != nil {
+		proxy := t.Proxy
+		transport.Proxy = func(req *http.Request) (*url.URL, error) { return proxy(req.URL) }
+	}
 	return transport
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,16 @@ type Registries struct {
 	Config *registries.Config
 	// From says where it came from, for the report: the file, or "none".
 	From string
-	tls  map[*registries.TLS]httpclient.NodeTLS
+	// Proxy says, for the report, where the proxy the node's containerd
+	// pulls through came from ("from FILE", NodeProxy) and which of the
+	// files that may set it could not be read; "" when the node sets none
+	// and every file was read.
+	Proxy string
+	tls   map[*registries.TLS]httpclient.NodeTLS
+	// proxy is the node's containerd proxy for a request's URL; nil when
+	// the node sets none (httpclient.NodeTransport then keeps this
+	// process's environment's, as before the node's was read).
+	proxy func(*url.URL) (*url.URL, error)
 }
 
 // DefaultRegistries is the node's registries.yaml under hostRoot (where
@@ -34,6 +44,8 @@ type Registries struct {
 // first of NodeConfigs that exists, with its node's
 // disable-default-registry-endpoint (config.yaml and config.yaml.d); no
 // file is no mirror (each image from its own registry, the system's CAs).
+// Either way the node's containerd proxy under hostRoot (NodeProxy) is
+// its.
 func DefaultRegistries(hostRoot string) (*Registries, error) {
 	for _, rel := range NodeConfigs {
 		path := filepath.Join(hostRoot, rel)
@@ -50,11 +62,14 @@ func DefaultRegistries(hostRoot string) (*Registries, error) {
 			return r, nil
 		}
 	}
-	return &Registries{From: "none (no " + strings.Join(NodeConfigs, " nor ") + " under " + hostRoot + ")"}, nil
+	r := &Registries{From: "none (no " + strings.Join(NodeConfigs, " nor ") + " under " + hostRoot + ")"}
+	r.nodeProxy(hostRoot)
+	return r, nil
 }
 
 // LoadRegistries reads the registries.yaml at path and the TLS files it
-// names. A file under hostRoot (a directory other than /) is the node's:
+// names, and the node's containerd proxy under hostRoot (NodeProxy; none
+// for ""). A file under hostRoot (a directory other than /) is the node's:
 // the paths it names are read under hostRoot too. Every error is bad input naming the file
 // and field: the file's own (registries.Parse), a ca_file that cannot be
 // read or holds no certificate, a client certificate and key that do not
@@ -103,7 +118,29 @@ func LoadRegistries(path, hostRoot string) (*Registries, error) {
 		}
 		r.tls[hc.TLS] = t
 	}
+	r.nodeProxy(hostRoot)
 	return r, nil
+}
+
+// nodeProxy sets r's proxy to the one the node's containerd pulls through
+// (NodeProxy under hostRoot). A file that cannot be read is said in the
+// report, not refused: the check then goes without what it would say.
+func (r *Registries) nodeProxy(hostRoot string) {
+	cfg, from, err := NodeProxy(hostRoot)
+	if cfg != nil {
+		r.proxy = cfg.ProxyFunc()
+		r.Proxy = "from " + from
+	}
+	if err != nil {
+		if r.Proxy == "" {
+			r.Proxy = "none found"
+		}
+		why := ""
+		if errors.Is(err, fs.ErrPermission) {
+			why = fmt.Sprintf(", as uid %d (run as root, plan --run-as 0:0, to read it)", os.Geteuid())
+		}
+		r.Proxy += fmt.Sprintf("; not read%s: %s", why, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 }
 
 // underRoot says whether path lies under hostRoot, a directory other than
@@ -157,6 +194,9 @@ func noDefaultEndpoint(dir string) (bool, error) {
 // nodeTLS is how the node reaches e's host.
 func (r *Registries) nodeTLS(e registries.Endpoint) httpclient.NodeTLS {
 	t := httpclient.NodeTLS{SkipVerify: e.InsecureSkipVerify}
+	if r != nil {
+		t.Proxy = r.proxy
+	}
 	if r != nil && e.TLS != nil {
 		if read, ok := r.tls[e.TLS]; ok {
 			t.CA, t.Certificate = read.CA, read.Certificate

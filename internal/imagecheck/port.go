@@ -4,8 +4,10 @@
 // images its values name for operators to run. Each image is asked for
 // where a k3s or RKE2 node would pull it from (its registries.yaml:
 // package registries), with the credentials the kubelet would use (the
-// pod's imagePullSecrets and its ServiceAccount's, through
-// go-containerregistry's Kubernetes keychain, else registries.yaml's), as
+// pod's imagePullSecrets and its ServiceAccount's, every one that matches
+// the image in the kubelet's order, through the kubelet's own keyring, each
+// tried in turn as the kubelet does; else registries.yaml's), through the
+// node's containerd proxy when its k3s or RKE2 environment files set one, as
 // a manifest (never a layer) that must hold the platform of the nodes the
 // pod may run on. It is the upgrade.Images port. No credential is ever
 // printed or logged.
@@ -20,7 +22,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	k8schain "github.com/google/go-containerregistry/pkg/authn/kubernetes"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubernetes/pkg/credentialprovider"
+	credentialprovidersecrets "k8s.io/kubernetes/pkg/credentialprovider/secrets"
+	"k8s.io/kubernetes/pkg/util/parsers"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/applycheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
@@ -110,8 +114,12 @@ func (p *Port) Check(ctx context.Context, o *upgrade.Observed, c upgrade.Change)
 			endpoints[a.Endpoint.URL.String()] = true
 		}
 	}
-	out.Note = fmt.Sprintf("image check: %d images (%d uses) asked for at %d endpoints as the nodes pull them (registries.yaml: %s), %d requests in %s",
-		len(pulls), len(uses), len(endpoints), p.Puller.registries.From, p.Puller.Requests(), time.Since(start).Round(time.Millisecond))
+	from := "registries.yaml: " + p.Puller.registries.From
+	if proxy := p.Puller.registries.Proxy; proxy != "" {
+		from += "; containerd's proxy: " + proxy
+	}
+	out.Note = fmt.Sprintf("image check: %d images (%d uses) asked for at %d endpoints as the nodes pull them (%s), %d requests in %s",
+		len(pulls), len(uses), len(endpoints), from, p.Puller.Requests(), time.Since(start).Round(time.Millisecond))
 	if len(nodes.Items) == 0 {
 		out.Note += "; the cluster lists no node, so no platform was checked"
 	}
@@ -151,12 +159,16 @@ func (p *Port) pull(ctx context.Context, uses []Use, creds *credentials) ([]*pul
 	if jobs <= 0 {
 		jobs = DefaultJobs
 	}
-	var g errgroup.Group
+	// one error (an API server that does not answer) stops the rest
+	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(jobs)
 	var mu sync.Mutex
 	for _, pl := range order {
 		g.Go(func() error {
-			cri, problem, err := creds.lookup(ctx, pl.uses[0], pl.image)
+			if gctx.Err() != nil {
+				return gctx.Err()
+			}
+			cri, problem, err := creds.lookup(gctx, pl.uses[0], pl.image)
 			if err != nil {
 				return err
 			}
@@ -166,7 +178,7 @@ func (p *Port) pull(ctx context.Context, uses []Use, creds *credentials) ([]*pul
 				mu.Unlock()
 				return nil
 			}
-			pl.pulled = p.Puller.Pull(ctx, pl.image, cri)
+			pl.pulled = p.Puller.PullEach(gctx, pl.image, cri)
 			return nil
 		})
 	}
@@ -196,7 +208,7 @@ type credentials struct {
 
 type keychainOnce struct {
 	once    sync.Once
-	kc      authn.Keychain
+	keyring credentialprovider.DockerKeyring
 	problem string
 	err     error
 }
@@ -210,9 +222,10 @@ func (c *credentials) key(u Use) string {
 }
 
 // lookup is the credentials the kubelet hands containerd for img, from u's
-// pull secrets: nil for none; a problem (a refusal) when they may not be
-// read.
-func (c *credentials) lookup(ctx context.Context, u Use, img registries.Image) (authn.Authenticator, string, error) {
+// pull secrets: every one that matches img, in the order the kubelet tries
+// them (one pull each, the first that succeeds wins: PullEach); none when
+// none matches; a problem (a refusal) when they may not be read.
+func (c *credentials) lookup(ctx context.Context, u Use, img registries.Image) ([]authn.Authenticator, string, error) {
 	if u.Namespace == "" {
 		return nil, "", nil
 	}
@@ -224,39 +237,44 @@ func (c *credentials) lookup(ctx context.Context, u Use, img registries.Image) (
 		c.keychains[key] = k
 	}
 	c.mu.Unlock()
-	k.once.Do(func() { k.kc, k.problem, k.err = c.keychain(ctx, u) })
+	k.once.Do(func() { k.keyring, k.problem, k.err = c.keyring(ctx, u) })
 	if k.err != nil || k.problem != "" {
 		return nil, k.problem, k.err
 	}
-	// the kubelet picks the secrets by the image's own registry; a
-	// secret for Docker Hub may name docker.io or index.docker.io
-	names := []string{img.Registry}
-	if img.Registry == registries.DockerHub {
-		names = append(names, "index.docker.io")
+	// the kubelet looks the repository up by its normalized name, without
+	// tag or digest (docker.io/library/nginx), which its keyring matches
+	// against each secret's registry (the most specific first; a Docker
+	// Hub secret may name docker.io or index.docker.io)
+	repo, _, _, err := parsers.ParseImageName(img.Written)
+	if err != nil {
+		repo = img.Registry + "/" + img.Repository // the same, as ParseImage normalized it
 	}
-	for _, reg := range names {
-		auth, err := k.kc.Resolve(resource{registry: reg, repository: img.Repository})
-		if err != nil {
-			return nil, "", err
-		}
-		if auth != authn.Anonymous {
-			return auth, "", nil
-		}
+	found, _ := k.keyring.Lookup(repo)
+	var out []authn.Authenticator
+	for _, a := range found {
+		out = append(out, authn.FromConfig(authn.AuthConfig{Username: a.Username, Password: a.Password, Auth: a.Auth,
+			IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken}))
 	}
-	return nil, "", nil
+	return out, "", nil
 }
 
-// keychain is the Kubernetes keychain of u's pod: its imagePullSecrets,
-// then its ServiceAccount's.
-func (c *credentials) keychain(ctx context.Context, u Use) (authn.Keychain, string, error) {
+// keyring is the kubelet's keyring of u's pod: its imagePullSecrets, or,
+// when it names none, its ServiceAccount's (the ServiceAccount admission
+// plugin copies those into a pod only when the pod has none), as the
+// kubelet builds it (credentialprovidersecrets.MakeDockerKeyring; the
+// node's own credentials, a config.json or a credential provider plugin,
+// are not seen).
+func (c *credentials) keyring(ctx context.Context, u Use) (credentialprovider.DockerKeyring, string, error) {
 	names := append([]string(nil), u.PullSecrets...)
-	sa, problem, err := c.serviceAccount(ctx, u.Namespace, u.ServiceAccount)
-	if err != nil || problem != "" {
-		return nil, problem, err
-	}
-	if sa != nil {
-		for _, ref := range sa.ImagePullSecrets {
-			names = append(names, ref.Name)
+	if len(names) == 0 {
+		sa, problem, err := c.serviceAccount(ctx, u.Namespace, u.ServiceAccount)
+		if err != nil || problem != "" {
+			return nil, problem, err
+		}
+		if sa != nil {
+			for _, ref := range sa.ImagePullSecrets {
+				names = append(names, ref.Name)
+			}
 		}
 	}
 	var secrets []corev1.Secret
@@ -279,11 +297,11 @@ func (c *credentials) keychain(ctx context.Context, u Use) (authn.Keychain, stri
 		}
 		secrets = append(secrets, *s)
 	}
-	kc, err := k8schain.NewFromPullSecrets(ctx, secrets)
+	kr, err := credentialprovidersecrets.MakeDockerKeyring(secrets, &credentialprovider.BasicDockerKeyring{})
 	if err != nil {
 		return nil, fmt.Sprintf("image check: the pull secrets of %s do not read as the kubelet reads them: %v", u.Where, err), nil
 	}
-	return kc, "", nil
+	return kr, "", nil
 }
 
 // serviceAccount is the ServiceAccount a pod runs as: the render's, else
@@ -320,9 +338,3 @@ func indexed(objs []*unstructured.Unstructured, releaseNamespace string) map[str
 	}
 	return out
 }
-
-// resource is a repository as the keyring matches it: registry/repository.
-type resource struct{ registry, repository string }
-
-func (r resource) String() string      { return r.registry + "/" + r.repository }
-func (r resource) RegistryStr() string { return r.registry }
