@@ -119,7 +119,13 @@ var pullHold = map[string]any{testenv.HoldAnnotation: testenv.HoldPull}
 // secret registry.
 func pullSecret(t *testing.T, env *testenv.Env, ns, name string) {
 	t.Helper()
-	auth := base64.StdEncoding.EncodeToString([]byte("puller:" + imagePassword))
+	pullSecretWith(t, env, ns, name, imagePassword)
+}
+
+// pullSecretWith is pullSecret with another password.
+func pullSecretWith(t *testing.T, env *testenv.Env, ns, name, password string) {
+	t.Helper()
+	auth := base64.StdEncoding.EncodeToString([]byte("puller:" + password))
 	cfg, err := json.Marshal(map[string]any{"auths": map[string]any{images.secret.Host: map[string]any{"auth": auth}}})
 	require.NoError(t, err)
 	_, err = env.Kube().CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -137,6 +143,10 @@ func imageCases() []rolloutCase {
 		return v
 	}
 	withSecret := func(t *testing.T, env *testenv.Env, ns string) { pullSecret(t, env, ns, "regcred") }
+	withStaleThenRight := func(t *testing.T, env *testenv.Env, ns string) {
+		pullSecretWith(t, env, ns, "stale", "an-old-password")
+		pullSecret(t, env, ns, "regcred")
+	}
 	withServiceAccount := func(t *testing.T, env *testenv.Env, ns string) {
 		pullSecret(t, env, ns, "regcred")
 		_, err := env.Kube().CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "puller"},
@@ -165,6 +175,12 @@ func imageCases() []rolloutCase {
 		{"image: private, no credentials", held(map[string]any{"image": images.secret.Host + "/secret-app:1.0"}), nil, nil, "UNAUTHORIZED: authentication required (HTTP 401)"},
 		{"image: private, the pod's imagePullSecrets", held(map[string]any{"image": images.secret.Host + "/secret-app:1.0", "pullSecrets": []any{map[string]any{"name": "regcred"}}}),
 			withSecret, nil, ""},
+		// the kubelet makes one pull per matching secret, in order: a stale
+		// one first is no refusal
+		{"image: private, two pull secrets, only the second right", held(map[string]any{"image": images.secret.Host + "/secret-app:1.0",
+			"pullSecrets": []any{map[string]any{"name": "stale"}, map[string]any{"name": "regcred"}}}), withStaleThenRight, nil, ""},
+		{"image: private, only a stale pull secret", held(map[string]any{"image": images.secret.Host + "/secret-app:1.0",
+			"pullSecrets": []any{map[string]any{"name": "stale"}}}), withStaleThenRight, nil, "UNAUTHORIZED"},
 		{"image: private, its ServiceAccount's imagePullSecrets", held(map[string]any{"image": images.secret.Host + "/secret-app:1.0", "serviceAccount": "puller"}),
 			withServiceAccount, nil, ""},
 	}

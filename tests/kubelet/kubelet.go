@@ -32,13 +32,15 @@ import (
 
 	"github.com/containerd/platforms"
 	"github.com/google/go-containerregistry/pkg/authn"
-	k8schain "github.com/google/go-containerregistry/pkg/authn/kubernetes"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/credentialprovider"
+	credentialsecrets "k8s.io/kubernetes/pkg/credentialprovider/secrets"
 
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
@@ -304,12 +306,23 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // pull is "" when ref pulls for platform, else containerd's error as the
 // kubelet reports it.
-func (k *Kubelet) pull(ctx context.Context, ref string, platform platforms.Platform, cri map[string]authn.Authenticator) string {
+func (k *Kubelet) pull(ctx context.Context, ref string, platform platforms.Platform, cri map[string][]authn.Authenticator) string {
 	img, err := parseImage(ref)
 	if err != nil {
 		return fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", ref, ref, err)
 	}
-	said, err := k.node.pull(ctx, img, platform, cri[img.registry])
+	// one pull per matching credential, the first that pulls winning, the
+	// last one's error reported (pkg/kubelet/images pullImage)
+	creds := cri[ref]
+	if len(creds) == 0 {
+		creds = []authn.Authenticator{nil}
+	}
+	var said []answer
+	for _, cred := range creds {
+		if said, err = k.node.pull(ctx, img, platform, cred); err == nil {
+			break
+		}
+	}
 	for _, a := range said {
 		k.Log.Debug("test kubelet: pull", "image", img.ref, "url", a.url, "platforms", len(a.platforms), "error", a.err)
 	}
@@ -319,42 +332,56 @@ func (k *Kubelet) pull(ctx context.Context, ref string, platform platforms.Platf
 	return ""
 }
 
-// credentials are the pod's pull secrets, then its ServiceAccount's, for
-// each registry its images name, as the kubelet picks them.
-func (k *Kubelet) credentials(ctx context.Context, pod *corev1.Pod) (map[string]authn.Authenticator, error) {
-	var secrets []string
+// credentials are, for each image the pod runs, every credential of its
+// pull secrets that matches it, in the kubelet's order: the kubelet's own
+// keyring (k8s.io/kubernetes pkg/credentialprovider) over the pod's
+// imagePullSecrets, or its ServiceAccount's when it names none, as the
+// ServiceAccount admission plugin copies them.
+func (k *Kubelet) credentials(ctx context.Context, pod *corev1.Pod) (map[string][]authn.Authenticator, error) {
+	var names []string
 	for _, s := range pod.Spec.ImagePullSecrets {
-		secrets = append(secrets, s.Name)
+		names = append(names, s.Name)
 	}
-	sa := pod.Spec.ServiceAccountName
-	if sa == "" {
-		sa = "default"
-	}
-	kc, err := k8schain.New(ctx, k.Kube, k8schain.Options{Namespace: pod.Namespace, ServiceAccountName: sa, ImagePullSecrets: secrets})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]authn.Authenticator{}
-	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		img, err := parseImage(c.Image)
-		if err != nil {
-			continue
+	if len(names) == 0 {
+		sa := pod.Spec.ServiceAccountName
+		if sa == "" {
+			sa = "default"
 		}
-		auth, err := kc.Resolve(repo{img.registry + "/" + img.repository, img.registry})
+		acct, err := k.Kube.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, sa, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err == nil {
+			for _, s := range acct.ImagePullSecrets {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	var secrets []corev1.Secret
+	for _, name := range names {
+		s, err := k.Kube.CoreV1().Secrets(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue // the kubelet pulls without it
+		}
 		if err != nil {
 			return nil, err
 		}
-		if auth != authn.Anonymous {
-			out[img.registry] = auth
+		secrets = append(secrets, *s)
+	}
+	keyring, err := credentialsecrets.MakeDockerKeyring(secrets, &credentialprovider.BasicDockerKeyring{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]authn.Authenticator{}
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		matched, _ := keyring.Lookup(c.Image)
+		for _, m := range matched {
+			out[c.Image] = append(out[c.Image], authn.FromConfig(authn.AuthConfig{Username: m.Username, Password: m.Password, Auth: m.Auth,
+				IdentityToken: m.IdentityToken, RegistryToken: m.RegistryToken}))
 		}
 	}
 	return out, nil
 }
-
-type repo struct{ name, registry string }
-
-func (r repo) String() string      { return r.name }
-func (r repo) RegistryStr() string { return r.registry }
 
 // report sets the waiting state of the container that cannot pull (the
 // others of the pod waiting on PodInitializing or ContainerCreating), as
