@@ -210,3 +210,15 @@ func TestWaitReadySettle(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, r.Ready)
 }
+
+// A wait whose timeout ends while the target is ready and settling, with
+// no crash seen, is done: the settle is cut short, not failed.
+func TestWaitReadySettleCutShortByTheTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	quiet := &fakePods{changed: make(chan struct{})}
+	r, err := WaitReady(ctx, staticWatch{Readiness{Ready: true}}, Want{Version: "2.0.0"},
+		WaitOptions{Pods: quiet, PodFailureGrace: time.Hour, Settle: time.Hour})
+	require.NoError(t, err)
+	assert.True(t, r.Ready)
+}

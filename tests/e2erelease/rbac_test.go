@@ -67,10 +67,12 @@ func TestReleasePlanRBACIsSufficientAndTight(t *testing.T) {
 
 // withPods are the replacements of plans/release/10-rbac.yaml that grant
 // what preflight reads to judge the pods of a chart with a workload (the
-// LimitRanges of the release's namespace, the pods bound to nodes), as
-// plan --check-chart grants them.
+// LimitRanges of the release's namespace, the pods bound to nodes) and
+// what the wait watches of its new pods (the pods, the ReplicaSets that
+// say their revision), as plan --check-chart grants them.
 var withPods = []string{"  resources: [resourcequotas]\n", "  resources: [resourcequotas, limitranges]\n",
-	"- apiGroups: [admissionregistration.k8s.io]\n", "- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [list]\n- apiGroups: [admissionregistration.k8s.io]\n"}
+	"- apiGroups: [admissionregistration.k8s.io]\n", "- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [list, watch]\n" +
+		"- apiGroups: [apps]\n  resources: [replicasets]\n  verbs: [list, watch]\n- apiGroups: [admissionregistration.k8s.io]\n"}
 
 // hasWorkload says whether the fixture's chart 2.0.0 has a Deployment.
 func (f *fixture) hasWorkload() bool {
