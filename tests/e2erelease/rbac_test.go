@@ -74,11 +74,12 @@ var withPods = []string{"  resources: [resourcequotas]\n", "  resources: [resour
 	"- apiGroups: [admissionregistration.k8s.io]\n", "- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [list, watch]\n" +
 		"- apiGroups: [apps]\n  resources: [replicasets]\n  verbs: [list, watch]\n- apiGroups: [admissionregistration.k8s.io]\n"}
 
-// hasWorkload says whether the fixture's chart 2.0.0 has a Deployment.
+// hasWorkload says whether the fixture's chart 2.0.0 has a Deployment
+// (written as one, or chosen by a value: the shapes chart's kind).
 func (f *fixture) hasWorkload() bool {
 	files, _ := filepath.Glob(filepath.Join(f.charts, "demo-app-2.0.0", "templates", "*"))
 	for _, file := range files {
-		if data, err := os.ReadFile(file); err == nil && strings.Contains(string(data), "kind: Deployment") {
+		if data, err := os.ReadFile(file); err == nil && (strings.Contains(string(data), "kind: Deployment") || strings.Contains(string(data), `kind "Deployment"`)) {
 			return true
 		}
 	}
