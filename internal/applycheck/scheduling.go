@@ -3,7 +3,6 @@ package applycheck
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,17 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeaffinity"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeunschedulable"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/placement"
 	"github.com/chart-upgrader/chart-upgrader/internal/values"
 )
 
@@ -88,46 +79,6 @@ func (n NoNodes) Verdict(Applier) (string, *values.Warning) {
 		Message: fmt.Sprintf("scheduling not checked: the cluster lists no node, so the pods of %d workloads of the upgrade were placed nowhere", n.Rollouts)}
 }
 
-// filter is one of the scheduler's filter plugins.
-type filter interface {
-	fwk.PreFilterPlugin
-	fwk.FilterPlugin
-}
-
-var (
-	filtersOnce sync.Once
-	filters     []filter
-	filtersErr  error
-)
-
-// schedulerFilters are the default profile's filters that a pod
-// template and the nodes decide, built once with their default
-// arguments and no framework handle (nothing to share).
-func schedulerFilters(ctx context.Context) ([]filter, error) {
-	filtersOnce.Do(func() {
-		fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
-		// without a handle there is no DRA manager, which is what this
-		// feature asks for; with none, the plugin decides as it would
-		fts.EnableDRAExtendedResource = false
-		fitArgs := &config.NodeResourcesFitArgs{ScoringStrategy: &config.ScoringStrategy{Type: config.LeastAllocated,
-			Resources: []config.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}}}}
-		for _, mk := range []func() (fwk.Plugin, error){
-			func() (fwk.Plugin, error) { return nodeunschedulable.New(ctx, nil, nil, fts) },
-			func() (fwk.Plugin, error) { return tainttoleration.New(ctx, nil, nil, fts) },
-			func() (fwk.Plugin, error) { return nodeaffinity.New(ctx, &config.NodeAffinityArgs{}, nil, fts) },
-			func() (fwk.Plugin, error) { return noderesources.NewFit(ctx, fitArgs, nil, fts) },
-		} {
-			p, err := mk()
-			if err != nil {
-				filtersErr = err
-				return
-			}
-			filters = append(filters, p.(filter))
-		}
-	})
-	return filters, filtersErr
-}
-
 // checkScheduling reads the nodes and the pods bound to them once, and
 // places each rollout's pods, in manifest order, each on the feasible
 // node with the most free CPU (the pods placed before it counted).
@@ -136,7 +87,7 @@ func checkScheduling(ctx context.Context, s Scope, res *Result) error {
 	if len(rollouts) == 0 {
 		return nil
 	}
-	plugins, err := schedulerFilters(ctx)
+	plugins, err := placement.Filters(ctx)
 	if err != nil {
 		return fmt.Errorf("building the scheduler's filters: %w", err)
 	}
@@ -186,7 +137,7 @@ func checkScheduling(ctx context.Context, s Scope, res *Result) error {
 		for i := range want {
 			pod := r.Pod()
 			pod.UID = types.UID(fmt.Sprintf("%s-%d", r.Object, i))
-			node, err := schedule(ctx, plugins, pod, infos)
+			node, err := placement.Schedule(ctx, plugins, pod, infos)
 			if err != nil {
 				lastErr = err
 				break
@@ -268,85 +219,15 @@ func replacedPods(rollouts []Rollout, pods []corev1.Pod) map[types.UID]bool {
 	return out
 }
 
-// schedule runs the filters for pod on every node, as the scheduler's
-// findNodesThatFitPod does, and returns the feasible node with the most
-// free CPU; or a FitError whose message is the scheduler's.
-func schedule(ctx context.Context, plugins []filter, pod *corev1.Pod, nodes []*framework.NodeInfo) (*framework.NodeInfo, error) {
-	all := make([]fwk.NodeInfo, len(nodes))
-	for i, n := range nodes {
-		all[i] = n
-	}
-	state := framework.NewCycleState()
-	fitErr := &framework.FitError{Pod: pod, NumAllNodes: len(nodes), Diagnosis: framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}}
-	skip := sets.New[string]()
-	var pre *fwk.PreFilterResult
-	for _, p := range plugins {
-		r, st := p.PreFilter(ctx, state, pod, all)
-		if st.IsSkip() {
-			skip.Insert(p.Name())
-			continue
-		}
-		if !st.IsSuccess() {
-			if !st.IsRejected() {
-				return nil, st.AsError()
-			}
-			st.SetPlugin(p.Name())
-			fitErr.Diagnosis.NodeToStatus.SetAbsentNodesStatus(st)
-			fitErr.Diagnosis.PreFilterMsg = st.Message()
-			fitErr.Diagnosis.AddPluginStatus(st)
-			return nil, fitErr
-		}
-		pre = pre.Merge(r)
-	}
-	state.SetSkipFilterPlugins(skip)
-	if !pre.AllNodes() {
-		fitErr.Diagnosis.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) [NodeAffinity]"))
-	}
-	var best *framework.NodeInfo
-	var bestFree int64
-	for _, ni := range nodes {
-		if !pre.AllNodes() && !pre.NodeNames.Has(ni.Node().Name) {
-			continue
-		}
-		var rejected *fwk.Status
-		for _, p := range plugins {
-			if skip.Has(p.Name()) {
-				continue
-			}
-			if st := p.Filter(ctx, state, pod, ni); !st.IsSuccess() {
-				if !st.IsRejected() {
-					return nil, st.AsError()
-				}
-				st.SetPlugin(p.Name())
-				rejected = st
-				break
-			}
-		}
-		if rejected != nil {
-			fitErr.Diagnosis.NodeToStatus.Set(ni.Node().Name, rejected)
-			fitErr.Diagnosis.AddPluginStatus(rejected)
-			continue
-		}
-		free := ni.GetAllocatable().GetMilliCPU() - ni.GetRequested().GetMilliCPU()
-		if best == nil || free > bestFree {
-			best, bestFree = ni, free
-		}
-	}
-	if best == nil {
-		return nil, fitErr
-	}
-	return best, nil
-}
-
 // placeDaemonSet judges a DaemonSet's pod on each node it would run on
 // (its selector, affinity and tolerations let it): a finding when it fits
 // none of them.
-func placeDaemonSet(ctx context.Context, plugins []filter, r Rollout, nodes []*framework.NodeInfo) *Unschedulable {
+func placeDaemonSet(ctx context.Context, plugins []placement.Filter, r Rollout, nodes []*framework.NodeInfo) *Unschedulable {
 	var eligible []*framework.NodeInfo
 	for _, ni := range nodes {
 		pod := r.Pod()
 		pod.UID = types.UID(r.Object + "@" + ni.Node().Name)
-		if _, err := schedule(ctx, plugins[1:3], pod, []*framework.NodeInfo{ni}); err == nil {
+		if _, err := placement.Schedule(ctx, plugins[1:3], pod, []*framework.NodeInfo{ni}); err == nil {
 			eligible = append(eligible, ni)
 		}
 	}
@@ -358,7 +239,7 @@ func placeDaemonSet(ctx context.Context, plugins []filter, r Rollout, nodes []*f
 	for _, ni := range eligible {
 		pod := r.Pod()
 		pod.UID = types.UID(r.Object + "@" + ni.Node().Name)
-		if _, err := schedule(ctx, plugins[3:], pod, []*framework.NodeInfo{ni}); err != nil {
+		if _, err := placement.Schedule(ctx, plugins[3:], pod, []*framework.NodeInfo{ni}); err != nil {
 			lastErr = err
 			continue
 		}

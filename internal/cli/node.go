@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/drainpredict"
 	"github.com/chart-upgrader/chart-upgrader/internal/node"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
@@ -18,8 +20,10 @@ func nodeCommand() *ucli.Command {
 		Usage: "cordon, drain or uncordon a node; uncordon undoes only chart-upgrader's own cordon",
 		Description: "The cordon is recorded in the node annotation " + node.AnnotationCordoned + ";\n" +
 			"a node someone else cordoned is left cordoned. Progress goes to stderr.\n" +
-			"Exit codes: 0 done or nothing to do, 2 bad input, 3 refused (node not found, or pods\n" +
-			"the drain flags do not allow to evict), 4 drain timed out.",
+			"drain first predicts the drain (as node preflight does) and refuses before the cordon when it\n" +
+			"would not finish; --skip-preflight turns that off.\n" +
+			"Exit codes: 0 done or nothing to do (preflight: the drain would finish), 2 bad input, 3 refused\n" +
+			"(node not found, pods the drain flags do not allow to evict, a drain predicted not to finish), 4 drain timed out.",
 		Subcommands: []*ucli.Command{
 			{
 				Name: "cordon", Usage: "mark the node unschedulable and record that chart-upgrader did",
@@ -34,16 +38,21 @@ func nodeCommand() *ucli.Command {
 				},
 			},
 			{
-				Name: "drain", Usage: "cordon the node, then evict its pods (respecting PodDisruptionBudgets) and wait until they are gone",
-				Flags: append(nodeFlags(), drainFlags()...),
+				Name:  "drain",
+				Usage: "predict the drain, cordon the node, then evict its pods (respecting PodDisruptionBudgets) and wait until they are gone",
+				Flags: append(append(nodeFlags(), drainFlags()...),
+					&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not predict the drain before the cordon (the output says it was skipped)"}),
 				Action: func(c *ucli.Context) error {
-					name, kube, err := nodeAndClient(c)
+					name, cl, err := nodeAndClients(c)
 					if err != nil {
 						return err
 					}
-					return node.Drain(c.Context, kube, name, drainOptions(c))
+					opts := drainOptions(c)
+					opts.Dynamic, opts.SkipPreflight = cl.Dynamic, c.Bool("skip-preflight")
+					return node.Drain(c.Context, cl.Kube, name, opts)
 				},
 			},
+			nodePreflightCommand(),
 			{
 				Name: "uncordon", Usage: "mark the node schedulable again, if chart-upgrader cordoned it",
 				Flags: nodeFlags(),
@@ -95,17 +104,27 @@ func drainOptions(c *ucli.Context) node.DrainOptions {
 // nodeAndClient returns the node named by --node and a client connected
 // as --kubeconfig, $KUBECONFIG or the in-cluster service account say.
 func nodeAndClient(c *ucli.Context) (string, kubernetes.Interface, error) {
+	name, cl, err := nodeAndClients(c)
+	return name, cl.Kube, err
+}
+
+// nodeAndClients is nodeAndClient with a dynamic client too.
+func nodeAndClients(c *ucli.Context) (string, drainpredict.Clients, error) {
 	name := c.String("node")
 	if name == "" {
-		return "", nil, outcome.BadInput(errors.New("node " + c.Command.Name + ": no --node given and $SYSTEM_UPGRADE_NODE_NAME is not set"))
+		return "", drainpredict.Clients{}, outcome.BadInput(errors.New("node " + c.Command.Name + ": no --node given and $SYSTEM_UPGRADE_NODE_NAME is not set"))
 	}
 	cfg, err := cluster.RESTConfig(c.String("kubeconfig"))
 	if err != nil {
-		return "", nil, err
+		return "", drainpredict.Clients{}, err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return "", nil, fmt.Errorf("building the kubernetes client: %w", err)
+		return "", drainpredict.Clients{}, fmt.Errorf("building the kubernetes client: %w", err)
 	}
-	return name, kube, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return "", drainpredict.Clients{}, fmt.Errorf("building the dynamic client: %w", err)
+	}
+	return name, drainpredict.Clients{Kube: kube, Dynamic: dyn}, nil
 }

@@ -12,9 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/drainpredict"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
@@ -47,14 +49,22 @@ type DrainOptions struct {
 	Force bool
 	// Out receives progress lines. Nil discards them.
 	Out io.Writer
+	// SkipPreflight does not predict the drain before the cordon.
+	SkipPreflight bool
+	// Dynamic reads the operators' kinds (KubeVirt, Longhorn) for the
+	// prediction; nil leaves them unread (the prediction says so).
+	Dynamic dynamic.Interface
 }
 
-// Drain cordons the node (as Cordon does, so Uncordon undoes it later),
-// then evicts its pods through the eviction API, which respects
-// PodDisruptionBudgets, and waits until they are gone. It refuses
-// (outcome.ErrRefused) before evicting anything when a pod needs a flag
-// it was not given; the node stays cordoned. When the timeout passes
-// first, the error (outcome.ErrTimeout) names the pods still there.
+// Drain predicts the drain (package drainpredict) and refuses
+// (outcome.ErrRefused) before the cordon when it would not finish, the
+// node left schedulable, unless opts.SkipPreflight. It then cordons the
+// node (as Cordon does, so Uncordon undoes it later), evicts its pods
+// through the eviction API, which respects PodDisruptionBudgets, and
+// waits until they are gone. It refuses before evicting anything when a
+// pod needs a flag it was not given; the node stays cordoned. When the
+// timeout passes first, the error (outcome.ErrTimeout) names the pods
+// still there.
 func Drain(ctx context.Context, kube kubernetes.Interface, node string, opts DrainOptions) error {
 	if _, err := labels.Parse(opts.PodSelector); err != nil {
 		return outcome.BadInput(wrap("draining", node, fmt.Errorf("pod selector %q: %w", opts.PodSelector, err)))
@@ -66,6 +76,12 @@ func Drain(ctx context.Context, kube kubernetes.Interface, node string, opts Dra
 	out := &syncWriter{w: orDiscard(opts.Out)}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+
+	if opts.SkipPreflight {
+		fmt.Fprintf(out, "node/%s: drain preflight skipped (--skip-preflight): the drain is not predicted\n", node)
+	} else if err := preflight(dctx, kube, node, opts, out); err != nil {
+		return timedOut(dctx, err)
+	}
 
 	if _, err := Cordon(dctx, kube, node, Options{Out: out}); err != nil {
 		return timedOut(dctx, err)
@@ -146,4 +162,26 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// preflight predicts the drain opts describes: an error (a refusal naming
+// every blocker) when it would not finish.
+func preflight(ctx context.Context, kube kubernetes.Interface, node string, opts DrainOptions, out io.Writer) error {
+	p, err := drainpredict.Predict(ctx, drainpredict.Clients{Kube: kube, Dynamic: opts.Dynamic}, drainpredict.Options{Node: node,
+		Drain: drainpredict.Drain{IgnoreDaemonSets: opts.IgnoreDaemonSets, DeleteEmptyDirData: opts.DeleteEmptyDirData,
+			Force: opts.Force, PodSelector: opts.PodSelector, Timeout: opts.Timeout}})
+	if err != nil {
+		return err
+	}
+	if !p.Finishes() {
+		if werr := p.WriteText(out); werr != nil {
+			return werr
+		}
+		return p.Err()
+	}
+	fmt.Fprintf(out, "node/%s: drain preflight: the drain would finish (%d pods to evict, %d warnings)\n", node, p.Evicted, len(p.Warnings))
+	for _, w := range p.Warnings {
+		fmt.Fprintf(out, "node/%s: warning: %s\n", node, w)
+	}
+	return nil
 }

@@ -1,0 +1,68 @@
+package drainpredict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubectl/pkg/drain"
+)
+
+// kubectlFilters is kubectl drain's own pod filters (k8s.io/kubectl
+// pkg/drain GetPodsForDeletion, the code kubectl drain and SUC's drain
+// run): DaemonSet pods, mirror pods, pods with emptyDir data, pods no
+// controller manages, each refused unless its flag is given. One refused
+// pod stops the whole node's drain before any eviction.
+type kubectlFilters struct{}
+
+func (kubectlFilters) Name() string { return "kubectl" }
+
+// refusal is one of kubectl's aggregated errors: "cannot delete MESSAGE:
+// ns/a, ns/b".
+var refusal = regexp.MustCompile(`^cannot delete (.*): ([^:]+)$`)
+
+// flagHint is the flag kubectl names in a refusal.
+var flagHint = regexp.MustCompile(`\(use (--[a-z-]+) to [a-z]+\)`)
+
+func (kubectlFilters) Judge(ctx context.Context, w *World, p *Prediction) error {
+	h := &drain.Helper{Ctx: ctx, Client: w.c.Kube, Force: w.opts.Drain.Force,
+		IgnoreAllDaemonSets: w.opts.Drain.IgnoreDaemonSets, DeleteEmptyDirData: w.opts.Drain.DeleteEmptyDirData,
+		PodSelector: w.opts.Drain.PodSelector, SkipWaitForDeleteTimeoutSeconds: w.opts.Drain.SkipWaitForDeleteTimeout,
+		Out: io.Discard, ErrOut: io.Discard}
+	w.requests.Add(1)
+	list, errs := h.GetPodsForDeletion(w.Node.Name)
+	if list == nil && len(errs) > 0 {
+		return fmt.Errorf("listing the pods of node %q as kubectl drain does: %w", w.Node.Name, errors.Join(errs...))
+	}
+	pods := map[string]*corev1.Pod{}
+	all := list.Pods()
+	for i := range all {
+		pods[podName(&all[i])] = &all[i]
+	}
+	for _, err := range errs {
+		m := refusal.FindStringSubmatch(err.Error())
+		if m == nil {
+			p.block(Finding{Rule: "kubectl", Why: "kubectl drain refuses: " + err.Error()})
+			continue
+		}
+		unblock := "remove the pod or give the drain the flag kubectl names"
+		if f := flagHint.FindStringSubmatch(m[1]); f != nil {
+			unblock = "give the drain " + f[1]
+		}
+		for _, name := range strings.Split(m[2], ", ") {
+			p.block(Finding{Rule: "kubectl", Pod: name, Why: "kubectl drain cannot delete " + m[1] +
+				"; one such pod stops the whole drain before any eviction", Unblock: unblock})
+		}
+	}
+	if ws := list.Warnings(); ws != "" {
+		for _, part := range strings.Split(ws, "; ") {
+			p.warn(Finding{Rule: "kubectl", Why: "kubectl drain: " + part})
+		}
+	}
+	w.Evict = all
+	return nil
+}
