@@ -2,6 +2,7 @@ package drainpredict
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -47,12 +48,15 @@ func newWorld(c Clients, opts Options) *World {
 	return &World{c: c, opts: opts, claimed: map[podKey]string{}, memo: map[string]*memoEntry{}}
 }
 
+// ErrNodeNotFound: the node predicted does not exist (bad input).
+var ErrNodeNotFound = errors.New("node not found")
+
 // readNode reads the node; one that does not exist is bad input.
 func (w *World) readNode(ctx context.Context) error {
 	w.requests.Add(1)
 	n, err := w.c.Kube.CoreV1().Nodes().Get(ctx, w.opts.Node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return outcome.BadInput(fmt.Errorf("node %q not found", w.opts.Node))
+		return outcome.BadInput(fmt.Errorf("node %q: %w", w.opts.Node, ErrNodeNotFound))
 	}
 	if err != nil {
 		return fmt.Errorf("reading node %q: %w", w.opts.Node, err)

@@ -170,8 +170,11 @@ func preflight(ctx context.Context, kube kubernetes.Interface, node string, opts
 	p, err := drainpredict.Predict(ctx, drainpredict.Clients{Kube: kube, Dynamic: opts.Dynamic}, drainpredict.Options{Node: node,
 		Drain: drainpredict.Drain{IgnoreDaemonSets: opts.IgnoreDaemonSets, DeleteEmptyDirData: opts.DeleteEmptyDirData,
 			Force: opts.Force, PodSelector: opts.PodSelector, Timeout: opts.Timeout}})
+	if errors.Is(err, drainpredict.ErrNodeNotFound) {
+		return nil // the cordon refuses it, as node cordon does
+	}
 	if err != nil {
-		return err
+		return wrap("predicting the drain of", node, err)
 	}
 	if !p.Finishes() {
 		if werr := p.WriteText(out); werr != nil {

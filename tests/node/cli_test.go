@@ -36,12 +36,23 @@ func TestCLI(t *testing.T) {
 	assert.Equal(t, "node/"+f.node+" cordoned\n", stderr)
 	f.requireCordonedByUs(f.node)
 
+	// the drain's preflight names both blockers, and evicts nothing
 	code, _, stderr = run(t, "node", "drain", kc, "--timeout=1s", "--grace-period=0")
 	assert.Equal(t, outcome.ExitRefused, code, stderr)
-	assert.Contains(t, stderr, "chart-upgrader: draining node \""+f.node+"\": cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "+f.ns+"/agent\n")
+	assert.Contains(t, stderr, "chart-upgrader: the drain of node \""+f.node+"\" would not finish: 2 blocker(s): ")
+	assert.Contains(t, stderr, "kubectl: pod "+f.ns+"/agent: kubectl drain cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)")
+	assert.Contains(t, stderr, "budget: pod "+f.ns+"/web-0 (ReplicaSet/app): PodDisruptionBudget "+f.ns+"/web allows no disruption")
+	assert.NotContains(t, stderr, "evicting")
 
 	code, _, stderr = run(t, "node", "drain", kc, "--timeout=1s", "--grace-period=0", "--ignore-daemonsets")
+	assert.Equal(t, outcome.ExitRefused, code, stderr)
+	assert.Contains(t, stderr, "would not finish: 1 blocker(s): budget: pod "+f.ns+"/web-0")
+	assert.NotContains(t, stderr, "evicting")
+
+	// without the preflight the drain evicts, and waits out its timeout
+	code, _, stderr = run(t, "node", "drain", kc, "--timeout=1s", "--grace-period=0", "--ignore-daemonsets", "--skip-preflight")
 	assert.Equal(t, outcome.ExitTimeout, code, stderr)
+	assert.Contains(t, stderr, "node/"+f.node+": drain preflight skipped (--skip-preflight)")
 	assert.Contains(t, stderr, "node/"+f.node+" already cordoned by chart-upgrader")
 	assert.Contains(t, stderr, "evicting pod "+f.ns+"/web-0\n")
 	assert.Contains(t, stderr, "chart-upgrader: draining node \""+f.node+"\": timed out after 1s with 1 pod still there: "+
@@ -52,6 +63,7 @@ func TestCLI(t *testing.T) {
 	code, stdout, stderr = run(t, "node", "drain", kc, "--timeout=30s", "--grace-period=0", "--ignore-daemonsets")
 	require.Equal(t, outcome.ExitOK, code, stderr)
 	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "node/"+f.node+": drain preflight: the drain would finish (1 pods to evict, 1 warnings)\n")
 	assert.Contains(t, stderr, "pod "+f.ns+"/web-0 evicted\n")
 	assert.Contains(t, stderr, "node/"+f.node+" drained\n")
 	f.requireGone(web)
@@ -87,6 +99,16 @@ func TestCLIErrors(t *testing.T) {
 			"chart-upgrader: uncordoning node \"no-such-node\": nodes \"no-such-node\" not found\n"},
 		{"bad selector", []string{"node", "drain", kc, "--node", f.node, "--pod-selector=a in (b"}, outcome.ExitBadInput,
 			"chart-upgrader: draining node \"" + f.node + "\": pod selector \"a in (b\": "},
+		{"preflight: node not found", []string{"node", "preflight", kc, "--node=no-such-node"}, outcome.ExitBadInput,
+			"chart-upgrader: node \"no-such-node\": node not found\n"},
+		{"preflight: bad selector", []string{"node", "preflight", kc, "--node", f.node, "--pod-selector=a in (b"}, outcome.ExitBadInput,
+			"chart-upgrader: --pod-selector \"a in (b\": "},
+		{"preflight: no such Plan", []string{"node", "preflight", kc, "--node", f.node, "--plan=nope", "--plan-namespace=default"}, outcome.ExitBadInput,
+			"chart-upgrader: --plan: Plan default/nope not found"},
+		{"preflight: a Plan and drain flags", []string{"node", "preflight", kc, "--node", f.node, "--plan=nope", "--force"}, outcome.ExitBadInput,
+			"chart-upgrader: --plan nope reads the drain from the Plan's spec.drain: drop --force\n"},
+		{"preflight: bad output", []string{"node", "preflight", kc, "--node", f.node, "-o", "yaml"}, outcome.ExitBadInput,
+			"chart-upgrader: "},
 		{"bad timeout", []string{"node", "drain", kc, "--node", f.node, "--timeout=soon"}, outcome.ExitBadInput,
 			"chart-upgrader: "},
 		{"unknown flag", []string{"node", "drain", kc, "--node", f.node, "--disable-eviction"}, outcome.ExitBadInput,

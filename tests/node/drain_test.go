@@ -41,16 +41,32 @@ func TestDrainRefusesWithoutFlags(t *testing.T) {
 	f := newFixture(t)
 	p := f.mixedPods()
 
-	err := node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second, GracePeriodSeconds: grace(0)})
+	// the preflight refuses before the cordon: the node stays schedulable
+	var out buffer
+	err := node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second, GracePeriodSeconds: grace(0), Out: &out})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, outcome.ErrRefused), "%v", err)
 	msg := err.Error()
-	assert.Contains(t, msg, `draining node "`+f.node+`": `)
-	assert.Contains(t, msg, "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "+f.ns+"/agent")
-	assert.Contains(t, msg, "cannot delete Pods with local storage (use --delete-emptydir-data to override): "+f.ns+"/scratch")
-	assert.Contains(t, msg, "cannot delete Pods that declare no controller (use --force to override): "+f.ns+"/bare")
+	assert.Contains(t, msg, `the drain of node "`+f.node+`" would not finish: 3 blocker(s): `)
+	assert.Contains(t, msg, "pod "+f.ns+"/agent: kubectl drain cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)")
+	assert.Contains(t, msg, "pod "+f.ns+"/scratch: kubectl drain cannot delete Pods with local storage (use --delete-emptydir-data to override)")
+	assert.Contains(t, msg, "pod "+f.ns+"/bare: kubectl drain cannot delete Pods that declare no controller (use --force to override)")
+	assert.Contains(t, out.String(), "BLOCKERS:")
 	f.requireThere(p.web, p.api, p.agent, p.scratch, p.bare)
-	f.requireCordonedByUs(f.node)
+	f.requireSchedulable(f.node)
+
+	t.Run("without the preflight, the drain cordons, then refuses", func(t *testing.T) {
+		err := node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second, GracePeriodSeconds: grace(0), SkipPreflight: true})
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, outcome.ErrRefused), "%v", err)
+		msg := err.Error()
+		assert.Contains(t, msg, `draining node "`+f.node+`": `)
+		assert.Contains(t, msg, "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "+f.ns+"/agent")
+		assert.Contains(t, msg, "cannot delete Pods with local storage (use --delete-emptydir-data to override): "+f.ns+"/scratch")
+		assert.Contains(t, msg, "cannot delete Pods that declare no controller (use --force to override): "+f.ns+"/bare")
+		f.requireThere(p.web, p.api, p.agent, p.scratch, p.bare)
+		f.requireCordonedByUs(f.node)
+	})
 
 	t.Run("each flag lifts its refusal", func(t *testing.T) {
 		err := node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second, GracePeriodSeconds: grace(0),
@@ -109,7 +125,8 @@ func TestDrainAll(t *testing.T) {
 	out = buffer{}
 	require.NoError(t, node.Drain(t.Context(), f.kube, f.node, node.DrainOptions{Timeout: 30 * time.Second,
 		GracePeriodSeconds: grace(0), IgnoreDaemonSets: true, Out: &out}))
-	assert.NotContains(t, out.String(), "evict")
+	assert.Contains(t, out.String(), "the drain would finish (0 pods to evict")
+	assert.NotContains(t, out.String(), "evicted")
 
 	changed, err := node.Uncordon(t.Context(), f.kube, f.node, node.Options{})
 	require.NoError(t, err)
@@ -117,11 +134,12 @@ func TestDrainAll(t *testing.T) {
 	f.requireSchedulable(f.node)
 }
 
-// TestDrainRespectsPodDisruptionBudget: the eviction API refuses (429) to
-// evict a pod whose PodDisruptionBudget allows no disruption; the drain
-// keeps asking until its timeout, then fails with exit 4 naming the pod,
-// and asks no more. The other pods are evicted meanwhile. Once the budget
-// is gone, the drain completes.
+// TestDrainRespectsPodDisruptionBudget: the drain's preflight refuses a
+// pod whose PodDisruptionBudget allows no disruption before the cordon,
+// asking no eviction. Without it, the eviction API refuses (429); the
+// drain keeps asking until its timeout, then fails with exit 4 naming the
+// pod, and asks no more. The other pods are evicted meanwhile. Once the
+// budget is gone, the drain completes.
 func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -131,7 +149,16 @@ func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 	var out buffer
 	ev, kube := f.evictionRecorder()
 
-	err := node.Drain(t.Context(), kube, f.node, node.DrainOptions{Timeout: 2 * time.Second, GracePeriodSeconds: grace(0), Out: &out})
+	err := node.Drain(t.Context(), kube, f.node, node.DrainOptions{Timeout: 2 * time.Second, GracePeriodSeconds: grace(0)})
+	require.Error(t, err)
+	assert.Equal(t, outcome.ExitRefused, outcome.Code(err), "%v", err)
+	assert.Contains(t, err.Error(), "budget: pod "+f.ns+"/web-0 (ReplicaSet/app): PodDisruptionBudget "+f.ns+"/web allows no disruption")
+	assert.Empty(t, ev.answers("web-0"), "no eviction asked")
+	assert.Empty(t, ev.answers("api-0"), "no eviction asked")
+	f.requireSchedulable(f.node)
+	f.requireThere(web, api)
+
+	err = node.Drain(t.Context(), kube, f.node, node.DrainOptions{Timeout: 2 * time.Second, GracePeriodSeconds: grace(0), Out: &out, SkipPreflight: true})
 	ev.drainReturned()
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, outcome.ErrTimeout), "%v", err)
