@@ -77,6 +77,7 @@ type Env struct {
 	dynamic    dynamic.Interface
 	procs      []*process // the workloads mode's components
 	nodes      []string   // the workloads mode's fake Nodes
+	extraNodes int        // fake Nodes added by AddFakeNode (guarded by mu)
 	logDir     string     // the workloads mode's logs
 
 	mu      sync.Mutex // guards stopped and the API server process

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -17,46 +18,80 @@ import (
 // status at creation: capacity and addresses are set here, the conditions
 // by KWOK.
 func (e *Env) createFakeNodes(ctx context.Context) error {
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
 	for i := range FakeNodes {
 		name := fmt.Sprintf("kwok-node-%d", i)
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        name,
-				Annotations: map[string]string{KWOKNodeAnnotation: "fake"},
-				Labels: map[string]string{
-					"kubernetes.io/hostname": name,
-					"kubernetes.io/os":       "linux",
-					"kubernetes.io/arch":     "amd64",
-					"type":                   "kwok",
-				},
-			},
-			Status: corev1.NodeStatus{
-				Capacity:    capacity,
-				Allocatable: capacity,
-				Addresses: []corev1.NodeAddress{
-					{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.250.0.%d", i+1)},
-					{Type: corev1.NodeHostName, Address: name},
-				},
-			},
-		}
-		if _, err := e.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating fake node %s: %w", name, err)
+		if err := e.createFakeNode(ctx, name, i+1, map[string]string{"type": "kwok"}, nil); err != nil {
+			return err
 		}
 		e.nodes = append(e.nodes, name)
-		// Admission (TaintNodesByCondition) gives a new Node the taint
-		// node.kubernetes.io/not-ready, which the node lifecycle controller
-		// would lift once the Node is Ready; that controller does not run.
-		untaint := []byte(`{"spec":{"taints":null}}`)
-		if _, err := e.kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, untaint, metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("removing the taints of fake node %s: %w", name, err)
-		}
 	}
 	return nil
+}
+
+// fakeNodeCapacity is each fake Node's.
+var fakeNodeCapacity = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("32"),
+	corev1.ResourceMemory: resource.MustParse("256Gi"),
+	corev1.ResourcePods:   resource.MustParse("110"),
+}
+
+// createFakeNode creates one Node KWOK manages, with labels (beyond the
+// hostname, os and arch ones) and taints, address 10.250.<ip/256>.<ip%256>.
+func (e *Env) createFakeNode(ctx context.Context, name string, ip int, labels map[string]string, taints []corev1.Taint) error {
+	l := map[string]string{
+		"kubernetes.io/hostname": name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+	}
+	for k, v := range labels {
+		l[k] = v
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{KWOKNodeAnnotation: "fake"}, Labels: l},
+		Status: corev1.NodeStatus{
+			Capacity:    fakeNodeCapacity,
+			Allocatable: fakeNodeCapacity,
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.250.%d.%d", ip/256, ip%256)},
+				{Type: corev1.NodeHostName, Address: name},
+			},
+		},
+	}
+	if _, err := e.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating fake node %s: %w", name, err)
+	}
+	// Admission (TaintNodesByCondition) gives a new Node the taint
+	// node.kubernetes.io/not-ready, which the node lifecycle controller
+	// would lift once the Node is Ready; that controller does not run.
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"taints": taints}})
+	if err != nil {
+		return err
+	}
+	if _, err := e.kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("setting the taints of fake node %s: %w", name, err)
+	}
+	return nil
+}
+
+// AddFakeNode adds a fake Node in the workloads mode, with labels and
+// taints of a test's own, and returns once KWOK has made it Ready. A test
+// that cordons, drains or fills nodes makes its own (a taint of its own
+// keeps the other tests' pods off them).
+func (e *Env) AddFakeNode(ctx context.Context, name string, labels map[string]string, taints []corev1.Taint) error {
+	if len(e.procs) == 0 {
+		return fmt.Errorf("adding fake node %s: the workloads mode does not run", name)
+	}
+	e.mu.Lock()
+	e.extraNodes++
+	ip := 256 + e.extraNodes
+	e.mu.Unlock()
+	if err := e.createFakeNode(ctx, name, ip, labels, taints); err != nil {
+		return err
+	}
+	return e.pollWorkloads(ctx, "fake node "+name+" to become Ready (KWOK)", func(ctx context.Context) (bool, error) {
+		node, err := e.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && nodeReady(node), nil
+	})
 }
 
 // workloadsTimeout bounds each step of waitWorkloads.
