@@ -69,11 +69,11 @@ func (longhornRule) Judge(ctx context.Context, w *World, p *Prediction) error {
 	if err != nil {
 		return err
 	}
-	policy := policyBlockIfLast // longhorn's default
+	policies := map[string]string{} // by Longhorn's namespace
 	for _, s := range settings {
 		if s.GetName() == drainPolicySetting {
 			if v, ok, _ := unstructured.NestedString(s.Object, "value"); ok && v != "" {
-				policy = v
+				policies[s.GetNamespace()] = v
 			}
 		}
 	}
@@ -96,6 +96,10 @@ func (longhornRule) Judge(ctx context.Context, w *World, p *Prediction) error {
 			return err
 		}
 		w.claim(pod, "longhorn")
+		policy := policies[im.GetNamespace()]
+		if policy == "" {
+			policy = policyBlockIfLast // Longhorn's default
+		}
 		if budget == nil {
 			continue // no budget: nothing of Longhorn's holds the pod
 		}

@@ -30,7 +30,9 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{Workloads: true}) }
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{Workloads: true, ExtraCRDDir: "testdata/crds"})
+}
 
 // groupKey labels and taints a test's own nodes: its pods tolerate and
 // select them, the other tests' pods stay off them.

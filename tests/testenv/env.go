@@ -39,6 +39,9 @@ type Options struct {
 	// CRDDir, when set, installs the CRDs found there instead of the ones
 	// embedded in package tests/crds.
 	CRDDir string
+	// ExtraCRDDir, when set, installs the CRDs found there as well (a
+	// test package's operators' kinds: KubeVirt, Longhorn).
+	ExtraCRDDir string
 	// AssetsDir holds kube-apiserver and etcd; empty means FindAssets.
 	AssetsDir string
 	// Output, when set, receives the control plane's stdout and stderr.
@@ -160,6 +163,9 @@ func (e *Env) start(ctx context.Context, opts Options, assets string) error {
 			return fmt.Errorf("loading the embedded CRDs: %w", err)
 		}
 		e.te.CRDs = all
+	}
+	if opts.ExtraCRDDir != "" {
+		e.te.CRDDirectoryPaths = append(e.te.CRDDirectoryPaths, opts.ExtraCRDDir)
 	}
 	cfg, err := e.te.Start()
 	if err != nil {
