@@ -128,7 +128,7 @@ func (longhornRule) Judge(ctx context.Context, w *World, p *Prediction) error {
 		for i := range replicas {
 			r := &replicas[i]
 			vol, _, _ := unstructured.NestedString(r.Object, "spec", "volumeName")
-			byVolume[vol] = append(byVolume[vol], r)
+			byVolume[r.GetNamespace()+"/"+vol] = append(byVolume[r.GetNamespace()+"/"+vol], r)
 			if n, _, _ := unstructured.NestedString(r.Object, "spec", "nodeID"); n == node {
 				onNode = append(onNode, r)
 			}
@@ -147,7 +147,7 @@ func (longhornRule) Judge(ctx context.Context, w *World, p *Prediction) error {
 				continue
 			}
 			vol, _, _ := unstructured.NestedString(r.Object, "spec", "volumeName")
-			if !protectedElsewhere(w, byVolume[vol], imByName, cordoned, node) {
+			if !protectedElsewhere(w, byVolume[r.GetNamespace()+"/"+vol], imByName, cordoned, node) {
 				last[vol] = r.GetName()
 			}
 		}
