@@ -12,6 +12,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
+	"github.com/chart-upgrader/chart-upgrader/internal/drainpredict"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
@@ -31,7 +32,9 @@ func planCommand() *ucli.Command {
 			"system; a prepare container (root, CAP_CHOWN only) makes its directories under /host that\n" +
 			"user's. See plans/ and docs/security-context.md.",
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "kind", Value: targets.Kinds()[0].Name, Usage: "the `KIND` of the spec's targets: " + planKinds() + "; it sets the defaults of --name, --node-selector, --spec-secret and --service-account"},
+			&ucli.StringFlag{Name: "kind", Value: targets.Kinds()[0].Name, Usage: "the `KIND` of the spec's targets: " + planKinds() + "; it sets the defaults of --name, --node-selector, --spec-secret and --service-account. " +
+				"node prints a Plan that upgrades k3s or RKE2 itself (--image rancher/k3s-upgrade or rancher/rke2-upgrade) whose prepare step predicts its drain (--preflight-image), with its RBAC (plans/node)"},
+			&ucli.StringFlag{Name: "preflight-image", Usage: "with --kind node: chart-upgrader's `IMAGE` with its tag, run as the Plan's prepare step (node preflight)"},
 			&ucli.StringFlag{Name: "name", Usage: "the Plan's `NAME` (default: the kind's)"},
 			&ucli.StringFlag{Name: "namespace", Value: suc.DefaultNamespace, Usage: "the `NAMESPACE` of the controller, the Plan, its ServiceAccount and Secret"},
 			&ucli.StringFlag{Name: "image", Usage: "image `REPOSITORY` without a tag: the controller tags it with the resolved version"},
@@ -55,6 +58,12 @@ func planCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "check-crds", Value: "skip", Usage: "with --check-chart: the spec's apply.crds, `POLICY` skip, create or createReplace; create and createReplace add what applying the chart's CRDs needs: create on customresourcedefinitions, get, list, watch and patch on exactly the chart's (and, for createReplace, list on their objects)"},
 		},
 		Action: func(c *ucli.Context) error {
+			if c.String("kind") == nodePlanKind {
+				return nodePlan(c)
+			}
+			if c.IsSet("preflight-image") {
+				return outcome.BadInput(fmt.Errorf("--preflight-image is for --kind node"))
+			}
 			k, err := targets.Lookup("--kind", c.String("kind"))
 			if err != nil {
 				return err
@@ -151,4 +160,36 @@ func planSelectors() string {
 		out = append(out, k.Name+" "+k.Plan.NodeSelector)
 	}
 	return strings.Join(out, ", ")
+}
+
+// nodePlanKind is --kind's value for a Plan that upgrades the nodes'
+// k3s or RKE2.
+const nodePlanKind = "node"
+
+// nodePlan prints the k3s/RKE2 upgrade Plan whose prepare step predicts
+// its drain, and its RBAC (the prediction's reads derived from its rules).
+func nodePlan(c *ucli.Context) error {
+	var set []string
+	for _, f := range []string{"spec-secret", "cordon", "drain", "run-as", "wait-timeout", "check-chart", "check-spec", "check-values",
+		"check-kubeconfig", "check-release", "check-crds", "check-crds-migrate"} {
+		if c.IsSet(f) {
+			set = append(set, "--"+f)
+		}
+	}
+	if len(set) > 0 {
+		return outcome.BadInput(fmt.Errorf("--kind node: %s are for chart upgrade Plans (a node Plan always drains, with the defaults of --drain)", strings.Join(set, ", ")))
+	}
+	out, err := suc.RenderNodePlan(suc.NodePlanOptions{
+		Name: c.String("name"), Namespace: c.String("namespace"), Image: c.String("image"), Version: c.String("version"),
+		Channel: c.String("channel"), PreflightImage: c.String("preflight-image"), NodeSelector: c.String("node-selector"),
+		ServiceAccount: c.String("service-account"), Concurrency: int64(c.Int("concurrency")), PreflightRules: drainpredict.RBAC(),
+	})
+	if err != nil {
+		return err
+	}
+	if c.String("output") == "json" {
+		return writePlanJSON(c.App.Writer, out)
+	}
+	_, err = c.App.Writer.Write(out)
+	return err
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -34,6 +35,13 @@ import (
 type budgetsRule struct{}
 
 func (budgetsRule) Name() string { return "budget" }
+
+func (budgetsRule) Reads() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"list"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}, // the pods bound to nodes
+	}
+}
 
 // maxDisruptedPods is the eviction subresource's MaxDisruptedPodSize.
 const maxDisruptedPods = 2000

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/kubectl/pkg/drain"
 )
 
@@ -20,6 +21,13 @@ import (
 type kubectlFilters struct{}
 
 func (kubectlFilters) Name() string { return "kubectl" }
+
+func (kubectlFilters) Reads() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get"}},
+	}
+}
 
 // refusal is one of kubectl's aggregated errors: "cannot delete MESSAGE:
 // ns/a, ns/b".

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -27,6 +28,10 @@ import (
 type kubevirtRule struct{}
 
 func (kubevirtRule) Name() string { return "kubevirt" }
+
+func (kubevirtRule) Reads() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{"kubevirt.io"}, Resources: []string{vmisResource.Resource, kubevirtResource.Resource}, Verbs: []string{"list"}}}
+}
 
 var (
 	vmisResource     = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -25,6 +26,11 @@ import (
 type longhornRule struct{}
 
 func (longhornRule) Name() string { return "longhorn" }
+
+func (longhornRule) Reads() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{"longhorn.io"}, Verbs: []string{"list"}, Resources: []string{
+		lhInstanceManagers.Resource, lhReplicas.Resource, lhSettings.Resource, lhVolumes.Resource}}}
+}
 
 var (
 	lhInstanceManagers = schema.GroupVersionResource{Group: "longhorn.io", Version: "v1beta2", Resource: "instancemanagers"}

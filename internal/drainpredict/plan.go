@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // planRule is system-upgrade-controller's own timing of the drain its
@@ -16,6 +18,8 @@ import (
 type planRule struct{}
 
 func (planRule) Name() string { return "plan" }
+
+func (planRule) Reads() []rbacv1.PolicyRule { return nil } // the Plan is read before (RBAC)
 
 func (planRule) Judge(_ context.Context, w *World, p *Prediction) error {
 	plan := w.opts.Plan

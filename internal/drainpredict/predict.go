@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -154,6 +155,30 @@ type Rule interface {
 	// Judge adds the rule's blockers and warnings to p. It reads through
 	// w and may claim pods whose eviction it alone decides.
 	Judge(ctx context.Context, w *World, p *Prediction) error
+	// Reads are the RBAC rules of what Judge reads (and asks).
+	Reads() []rbacv1.PolicyRule
+}
+
+// RBAC are the rules a prediction needs: every rule's reads, the node's
+// get, and the get of system-upgrade-controller Plans (--plan). The
+// dry-run evictions need create on pods/eviction, which RBAC cannot
+// limit to dry runs: the Job's own drain needs it anyway.
+func RBAC() []rbacv1.PolicyRule {
+	out := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{plansResource.Group}, Resources: []string{plansResource.Resource}, Verbs: []string{"get"}},
+	}
+	seen := map[string]bool{}
+	for _, r := range rules {
+		for _, rule := range r.Reads() {
+			key := fmt.Sprint(rule.APIGroups, rule.Resources, rule.Verbs)
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, rule)
+			}
+		}
+	}
+	return out
 }
 
 // rules run in this order: kubectl's filters decide which pods are
