@@ -22,9 +22,10 @@ import (
 // the VMI; None, and LiveMigrateIfPossible on a VMI that cannot migrate,
 // shut the VM down (a warning); a migratable VMI under LiveMigrate or
 // LiveMigrateIfPossible is migrated, its pod then ends and goes,
-// provided the target pod fits another node. The rule claims every
-// virt-launcher pod of a VMI: its budget and virt-api's answers are
-// KubeVirt's, judged here (a migration's first 429 is one of its steps).
+// provided the target pod fits another node. The rule judges the budget
+// of every virt-launcher pod of a VMI (KubeVirt's own); virt-api's
+// webhook is still asked, but for a VM that migrates, whose first 429 is
+// a step of the migration.
 type kubevirtRule struct{}
 
 func (kubevirtRule) Name() string { return "kubevirt" }
@@ -96,7 +97,7 @@ func (kubevirtRule) Judge(ctx context.Context, w *World, p *Prediction) error {
 			strategy, from = evictionNone, "KubeVirt's default"
 		}
 		migratable, reason, message := liveMigratable(vmi)
-		w.claim(pod, "kubevirt") // its budget and virt-api's answers are KubeVirt's: judged here
+		w.claim(pod, "kubevirt") // its budget is KubeVirt's: judged here
 		f := Finding{Rule: "kubevirt", Pod: podName(pod), Owner: "VirtualMachineInstance/" + vmi.GetName()}
 		if w.opts.Drain.DisableEviction {
 			f.Why = fmt.Sprintf("VM %s is shut down: the drain deletes its pod without eviction (disableEviction), so it is not migrated", vm)
@@ -114,6 +115,7 @@ func (kubevirtRule) Judge(ctx context.Context, w *World, p *Prediction) error {
 			f.Unblock = "have the external controller move the VMI, or stop the VM"
 			p.block(f)
 		case (strategy == evictionLiveMigrate || strategy == evictionIfPossible) && migratable:
+			w.move(pod)
 			if why, err := placeMigrationTarget(ctx, w, pod); err != nil {
 				return err
 			} else if why != "" {

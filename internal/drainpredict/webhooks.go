@@ -45,7 +45,7 @@ func (webhooksRule) Judge(ctx context.Context, w *World, p *Prediction) error {
 	}
 	var pods []*corev1.Pod
 	for i := range w.Evict {
-		if w.claimedBy(&w.Evict[i]) == "" {
+		if !w.moved[w.Evict[i].UID] {
 			pods = append(pods, &w.Evict[i])
 		}
 	}

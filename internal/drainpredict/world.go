@@ -28,9 +28,12 @@ type World struct {
 	// Evict are the pods the drain evicts (kubectl's filters passed),
 	// set by the first rule.
 	Evict []corev1.Pod
-	// claimed are pods a rule decides alone (KubeVirt moves its VMs,
-	// Longhorn lifts its own budget), by UID, with the rule's name.
+	// claimed are pods whose budget a rule judges itself (KubeVirt's,
+	// Longhorn's), by UID, with the rule's name.
 	claimed map[podKey]string
+	// moved are pods an operator moves itself when the eviction asks (a
+	// VM live-migrated): a webhook's 429 is then a step of the move.
+	moved map[podKey]bool
 
 	requests   atomic.Int64
 	mu         sync.Mutex
@@ -45,7 +48,7 @@ type memoEntry struct {
 }
 
 func newWorld(c Clients, opts Options) *World {
-	return &World{c: c, opts: opts, claimed: map[podKey]string{}, memo: map[string]*memoEntry{}}
+	return &World{c: c, opts: opts, claimed: map[podKey]string{}, moved: map[podKey]bool{}, memo: map[string]*memoEntry{}}
 }
 
 // ErrNodeNotFound: the node predicted does not exist (bad input).
@@ -65,11 +68,14 @@ func (w *World) readNode(ctx context.Context) error {
 	return nil
 }
 
-// claim marks pod as decided by rule.
+// claim marks pod's budget as judged by rule.
 func (w *World) claim(pod *corev1.Pod, rule string) { w.claimed[pod.UID] = rule }
 
-// claimedBy is the rule that decides pod alone, "" when none does.
+// claimedBy is the rule that judges pod's budget, "" when none does.
 func (w *World) claimedBy(pod *corev1.Pod) string { return w.claimed[pod.UID] }
+
+// move marks pod as moved by its operator when the eviction asks.
+func (w *World) move(pod *corev1.Pod) { w.moved[pod.UID] = true }
 
 // notCheck records what could not be judged.
 func (w *World) notCheck(format string, args ...any) {
