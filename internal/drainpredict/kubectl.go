@@ -8,8 +8,13 @@ import (
 	"regexp"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/kubectl/pkg/drain"
 )
 
@@ -17,7 +22,8 @@ import (
 // pkg/drain GetPodsForDeletion, the code kubectl drain and SUC's drain
 // run): DaemonSet pods, mirror pods, pods with emptyDir data, pods no
 // controller manages, each refused unless its flag is given. One refused
-// pod stops the whole node's drain before any eviction.
+// pod stops the whole node's drain before any eviction. Its DaemonSet
+// GETs are answered from one LIST.
 type kubectlFilters struct{}
 
 func (kubectlFilters) Name() string { return "kubectl" }
@@ -25,7 +31,7 @@ func (kubectlFilters) Name() string { return "kubectl" }
 func (kubectlFilters) Reads() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"list"}},
 	}
 }
 
@@ -37,7 +43,7 @@ var refusal = regexp.MustCompile(`^cannot delete (.*): ([^:]+)$`)
 var flagHint = regexp.MustCompile(`\(use (--[a-z-]+) to [a-z]+\)`)
 
 func (kubectlFilters) Judge(ctx context.Context, w *World, p *Prediction) error {
-	h := &drain.Helper{Ctx: ctx, Client: w.c.Kube, Force: w.opts.Drain.Force,
+	h := &drain.Helper{Ctx: ctx, Client: listedDaemonSets{Interface: w.c.Kube, w: w}, Force: w.opts.Drain.Force,
 		IgnoreAllDaemonSets: w.opts.Drain.IgnoreDaemonSets, DeleteEmptyDirData: w.opts.Drain.DeleteEmptyDirData,
 		PodSelector: w.opts.Drain.PodSelector, SkipWaitForDeleteTimeoutSeconds: w.opts.Drain.SkipWaitForDeleteTimeout,
 		Out: io.Discard, ErrOut: io.Discard}
@@ -73,4 +79,55 @@ func (kubectlFilters) Judge(ctx context.Context, w *World, p *Prediction) error 
 	}
 	w.Evict = all
 	return nil
+}
+
+// listedDaemonSets is the client kubectl's filters run with: its
+// DaemonSet GETs (one per DaemonSet pod on the node) are answered from
+// one LIST of the DaemonSets, made on the first.
+type listedDaemonSets struct {
+	kubernetes.Interface
+	w *World
+}
+
+func (c listedDaemonSets) AppsV1() appsv1client.AppsV1Interface {
+	return listedAppsV1{AppsV1Interface: c.Interface.AppsV1(), w: c.w}
+}
+
+type listedAppsV1 struct {
+	appsv1client.AppsV1Interface
+	w *World
+}
+
+func (a listedAppsV1) DaemonSets(namespace string) appsv1client.DaemonSetInterface {
+	return listedDaemonSetClient{DaemonSetInterface: a.AppsV1Interface.DaemonSets(namespace), all: a.AppsV1Interface.DaemonSets(metav1.NamespaceAll), namespace: namespace, w: a.w}
+}
+
+type listedDaemonSetClient struct {
+	appsv1client.DaemonSetInterface
+	all       appsv1client.DaemonSetInterface
+	namespace string
+	w         *World
+}
+
+// Get answers from the memoized LIST, with the API server's NotFound for
+// one that is not there (kubectl's filter tells a deleted DaemonSet by
+// it).
+func (d listedDaemonSetClient) Get(ctx context.Context, name string, _ metav1.GetOptions) (*appsv1.DaemonSet, error) {
+	v, err := d.w.remember("daemonsets", func() (any, error) {
+		d.w.requests.Add(1)
+		l, err := d.all.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return l.Items, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, ds := range v.([]appsv1.DaemonSet) {
+		if ds.Namespace == d.namespace && ds.Name == name {
+			return &ds, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(appsv1.Resource("daemonsets"), name)
 }
