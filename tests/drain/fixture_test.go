@@ -201,11 +201,13 @@ func (f *fixture) setUnschedulable(node string, on bool) {
 // predict predicts the drain of node as admin.
 func (f *fixture) predict(node string, d drainpredict.Drain) *drainpredict.Prediction {
 	f.t.Helper()
+	start := time.Now()
 	p, err := drainpredict.Predict(f.t.Context(), drainpredict.Clients{Kube: f.kube, Dynamic: f.env.Dynamic()}, drainpredict.Options{Node: node, Drain: d})
+	took := time.Since(start)
 	require.NoError(f.t, err)
 	var b strings.Builder
 	require.NoError(f.t, p.WriteText(&b))
-	f.t.Logf("prediction:\n%s", b.String())
+	f.t.Logf("prediction (%s, %d requests):\n%s", took.Round(time.Millisecond), p.Requests, b.String())
 	return p
 }
 
