@@ -77,8 +77,27 @@ func (kubectlFilters) Judge(ctx context.Context, w *World, p *Prediction) error 
 			p.warn(Finding{Rule: "kubectl", Why: "kubectl drain: " + part})
 		}
 	}
+	// kubectl's own warning for emptyDir data is overwritten by its later
+	// filters: the cost is said here
+	for i := range all {
+		if local := emptyDirs(&all[i]); len(local) > 0 && all[i].Status.Phase != corev1.PodSucceeded && all[i].Status.Phase != corev1.PodFailed {
+			p.warn(Finding{Rule: "kubectl", Pod: podName(&all[i]), Owner: ownerOf(&all[i]),
+				Why: "the drain deletes its emptyDir data (" + strings.Join(local, ", ") + ")"})
+		}
+	}
 	w.Evict = all
 	return nil
+}
+
+// emptyDirs names the pod's emptyDir volumes.
+func emptyDirs(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		if v.EmptyDir != nil {
+			out = append(out, v.Name)
+		}
+	}
+	return out
 }
 
 // listedDaemonSets is the client kubectl's filters run with: its

@@ -208,10 +208,13 @@ func (w *World) Draining(ctx context.Context) (cordoned, planned sets.Set[string
 		}
 	}
 	if w.opts.Plan != nil {
-		for _, n := range w.opts.Plan.Applying {
-			if n != w.Node.Name {
-				planned.Insert(n)
-				cordoned.Insert(n)
+		// status.applying names nodes by their hostname label (SUC's
+		// SelectConcurrentNodes), which is most often the node's name
+		applying := sets.New(w.opts.Plan.Applying...)
+		for _, n := range nodes {
+			if n.Name != w.Node.Name && (applying.Has(n.Name) || applying.Has(n.Labels[corev1.LabelHostname])) {
+				planned.Insert(n.Name)
+				cordoned.Insert(n.Name)
 			}
 		}
 	}

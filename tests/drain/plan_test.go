@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -206,7 +207,13 @@ func TestPlanDrain(t *testing.T) {
 		assert.Equal(t, 1, p.Evicted, "the emptyDir pod; the DaemonSet's stays, SUC's Job pod is left out")
 		logged, err := os.ReadFile(term)
 		require.NoError(t, err)
-		assert.Equal(t, "ok: the drain of node "+a+" would finish: 1 pod(s) evicted, 1 warning(s)\n", string(logged))
+		assert.Equal(t, "ok: the drain of node "+a+" would finish: 1 pod(s) evicted, 2 warning(s)\n", string(logged))
+		var warnings []string
+		for _, w := range p.Warnings {
+			warnings = append(warnings, w.String())
+		}
+		assert.Contains(t, strings.Join(warnings, "\n"), "kubectl: kubectl drain: ignoring DaemonSet-managed Pods: "+f.ns+"/agent-")
+		assert.Contains(t, strings.Join(warnings, "\n"), "the drain deletes its emptyDir data (scratch)")
 	})
 	t.Run("an integer timeout is nanoseconds", func(t *testing.T) {
 		r := preflight("nanoseconds")
