@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -32,6 +33,8 @@ func nodePreflightCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "plan-namespace", Usage: "the Plan's `NAMESPACE` (default: the pod's own, else " + suc.DefaultNamespace + ")"},
 			newOutputFlag("text", "json"),
 			&ucli.StringFlag{TakesFile: true, Name: "termination-log", Value: host.DefaultTerminationLog, Usage: "`FILE` for the one-line result (the default is written only when it exists)"},
+			&ucli.StringFlag{Name: "kube-version", Usage: "also check every release on the cluster against Kubernetes `V` (as preflight --kube-version; in a k3s/RKE2 upgrade Plan: $(SYSTEM_UPGRADE_PLAN_LATEST_VERSION))"},
+			&ucli.StringSliceFlag{Name: "release-source", Usage: "with --kube-version: `NAMESPACE/NAME=SOURCE`, a release's chart source; repeatable"},
 		),
 		Action: func(c *ucli.Context) (err error) {
 			defer func() {
@@ -77,10 +80,28 @@ func nodePreflightCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			if pred.Finishes() {
-				host.WriteTermination(c.String("termination-log"), pred.Summary(), nil, slog.Default())
+			summary, verdict := pred.Summary(), pred.Err()
+			if c.IsSet("kube-version") || c.IsSet("release-source") {
+				if !c.IsSet("kube-version") {
+					return outcome.BadInput(fmt.Errorf("--release-source is for --kube-version"))
+				}
+				if c.String("output") != "json" {
+					fmt.Fprintln(c.App.Writer)
+				}
+				rep, err := kubeVersionCheck(c, c.String("kubeconfig"), c.String("output"), c.App.Writer)
+				if err != nil {
+					return err
+				}
+				summary += "; " + rep.Summary()
+				verdict = errors.Join(verdict, rep.Err())
+				if verdict != nil {
+					verdict = outcome.Refused(verdict)
+				}
 			}
-			return pred.Err()
+			if verdict == nil {
+				host.WriteTermination(c.String("termination-log"), summary, nil, slog.Default())
+			}
+			return verdict
 		},
 	}
 }

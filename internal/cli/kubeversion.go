@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
+	"github.com/chart-upgrader/chart-upgrader/internal/kubecompat"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+// kubeVersionFlags check every release against the next Kubernetes
+// version (preflight --kube-version, node preflight --kube-version).
+func kubeVersionFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "kube-version", Usage: "check every release on the cluster against Kubernetes `V` (1.34, v1.34.2, v1.34.2+k3s1, v1.34.2+rke2r1): its kubeVersion, the removed APIs of its manifest, its rendering at V"},
+		&ucli.StringSliceFlag{Name: "release-source", Usage: "with --kube-version: `NAMESPACE/NAME=SOURCE`, the chart source (repository URL or directory) of a release, to find the chart version to upgrade to first (a HelmChart's repository is found on its own); repeatable"},
+	}
+}
+
+// kubeVersionCheck runs the check of --kube-version with the clients of
+// kubeconfig, writing the report to out as text or JSON.
+func kubeVersionCheck(c *ucli.Context, kubeconfig, format string, out io.Writer) (*kubecompat.Report, error) {
+	target, err := kubecompat.ParseVersion(c.String("kube-version"))
+	if err != nil {
+		return nil, err
+	}
+	sources := map[string]string{}
+	for _, s := range c.StringSlice("release-source") {
+		key, ref, ok := strings.Cut(s, "=")
+		if ns, name, _ := strings.Cut(key, "/"); !ok || ns == "" || name == "" || ref == "" {
+			return nil, outcome.BadInput(fmt.Errorf("--release-source %q: want NAMESPACE/NAME=SOURCE (a repository URL or a directory)", s))
+		}
+		sources[key] = ref
+	}
+	cfg, err := cluster.RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	}
+	sv, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the server's version: %w", err)
+	}
+	current, err := kubecompat.ParseVersion(sv.GitVersion)
+	if err != nil {
+		return nil, fmt.Errorf("the server's version %q: %w", sv.GitVersion, err)
+	}
+	rep, err := kubecompat.Check(c.Context, kubecompat.Clients{Kube: kube, Dynamic: dyn}, kubecompat.Options{Target: target, Current: current, Sources: sources})
+	if err != nil {
+		return nil, err
+	}
+	if format == "json" {
+		err = rep.WriteJSON(out)
+	} else {
+		err = rep.WriteText(out)
+	}
+	return rep, err
+}

@@ -1,0 +1,369 @@
+// Package kubecompat checks every Helm release on the cluster against the
+// next Kubernetes version, before the nodes move to it: the deployed
+// chart's kubeVersion with Helm's own constraint check, the deployed
+// manifest's API versions that the version no longer serves (Kubernetes'
+// own removal data, k8s.io/api's prerelease lifecycle), and, for charts
+// whose templates read .Capabilities, the chart rendered with the new
+// version (kinds it would then render that are not served, objects that
+// would appear or disappear). For a failing release whose chart source is
+// known it names the lowest chart version at or above the deployed one
+// that fits both today's server and the next version. It writes nothing.
+package kubecompat
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	common "helm.sh/helm/v4/pkg/chart/common"
+	helmchart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
+	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
+	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+)
+
+// Version is a Kubernetes version the check is for.
+type Version struct {
+	// Written is as given ("v1.33.5+rke2r1").
+	Written string
+	// Kube is the Kubernetes version it is (1.33.5).
+	Kube *semver.Version
+}
+
+// distribution is a k3s or RKE2 version's build suffix: v1.33.5+k3s1,
+// v1.33.5+rke2r1 are Kubernetes 1.33.5.
+var distribution = regexp.MustCompile(`\+(k3s|rke2r)\d+$`)
+
+// ParseVersion reads V: a Kubernetes version (1.34, v1.34.2) or a k3s or
+// RKE2 one (v1.34.2+k3s1, v1.34.2+rke2r1). Anything else is bad input.
+func ParseVersion(v string) (Version, error) {
+	s := distribution.ReplaceAllString(strings.TrimSpace(v), "")
+	sv, err := semver.NewVersion(s)
+	if err != nil || sv.Major() != 1 || sv.Prerelease() != "" {
+		return Version{}, outcome.BadInput(fmt.Errorf("--kube-version %q: not a Kubernetes version (1.34, v1.34.2, or a k3s or RKE2 one: v1.34.2+k3s1, v1.34.2+rke2r1)", v))
+	}
+	return Version{Written: v, Kube: sv}, nil
+}
+
+// String is the Kubernetes version, v1.34.2.
+func (v Version) String() string { return "v" + v.Kube.String() }
+
+// Options are one check's.
+type Options struct {
+	Target Version
+	// Current is the server's version today.
+	Current Version
+	// Sources are chart sources by release (namespace/name), given by
+	// the user (--release-source); a HelmChart's repository is found on
+	// its own.
+	Sources map[string]string
+}
+
+// Finding is one thing that breaks.
+type Finding struct {
+	// What: "kubeVersion", "removed API", "renders unserved".
+	What string `json:"what"`
+	Why  string `json:"why"`
+}
+
+// ReleaseReport is one release's verdict.
+type ReleaseReport struct {
+	Release   string    `json:"release"` // namespace/name
+	Kind      string    `json:"kind"`    // "helm release", "HelmChart ns/name", "ManagedChart ns/name"
+	Chart     string    `json:"chart"`   // name-version
+	Findings  []Finding `json:"findings,omitempty"`
+	Appear    []string  `json:"appear,omitempty"`    // objects rendered at the target and not deployed
+	Disappear []string  `json:"disappear,omitempty"` // deployed and not rendered at the target
+	// When says when it breaks: at the next helm upgrade, the next
+	// helm-controller run, the next Fleet redeploy.
+	When string `json:"when,omitempty"`
+	// Forward is the way forward: the chart version to upgrade to first,
+	// or why there is none.
+	Forward string `json:"forward,omitempty"`
+	// Rendered: the chart was rendered at the target (its templates read
+	// .Capabilities).
+	Rendered bool `json:"rendered"`
+}
+
+// Report is the check's verdict.
+type Report struct {
+	Target   string          `json:"target"`
+	Current  string          `json:"current"`
+	Checked  int             `json:"checked"`
+	Rendered int             `json:"rendered"`
+	Failing  []ReleaseReport `json:"failing"`
+	// NotChecked says what could not be read.
+	NotChecked []string `json:"notChecked,omitempty"`
+	// RemovalData names the data of removed APIs and its newest version.
+	RemovalData string `json:"removalData"`
+}
+
+// Err is nil when every release passes, else a refusal naming each.
+func (r *Report) Err() error {
+	if len(r.Failing) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, f := range r.Failing {
+		var whys []string
+		for _, x := range f.Findings {
+			whys = append(whys, x.Why)
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s, %s): %s; breaks %s; %s", f.Release, f.Kind, f.Chart, strings.Join(whys, "; "), f.When, f.Forward))
+	}
+	return outcome.Refused(fmt.Errorf("%d of %d release(s) would break on Kubernetes %s: %s", len(r.Failing), r.Checked, r.Target, strings.Join(parts, " | ")))
+}
+
+// Clients are what the check reads with.
+type Clients struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+var (
+	helmChartsResource    = schema.GroupVersionResource{Group: "helm.cattle.io", Version: "v1", Resource: "helmcharts"}
+	managedChartsResource = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "managedcharts"}
+)
+
+// Check checks every deployed release the clients may read.
+func Check(ctx context.Context, c Clients, opts Options) (*Report, error) {
+	rep := &Report{Target: opts.Target.String(), Current: opts.Current.String(), Failing: []ReleaseReport{}, RemovalData: removalData}
+	rels, err := deployed(ctx, c, rep)
+	if err != nil {
+		return nil, err
+	}
+	owners := owningObjects(ctx, c, rep)
+	for _, rel := range rels {
+		rr := checkRelease(ctx, rel, opts, owners)
+		rep.Checked++
+		if rr.Rendered {
+			rep.Rendered++
+		}
+		if len(rr.Findings) > 0 {
+			rep.Failing = append(rep.Failing, rr)
+		}
+	}
+	sort.Slice(rep.Failing, func(i, j int) bool { return rep.Failing[i].Release < rep.Failing[j].Release })
+	return rep, nil
+}
+
+// deployed lists the deployed revision of every release, Helm's secret
+// and configmap storage, every namespace, one LIST each.
+func deployed(ctx context.Context, c Clients, rep *Report) ([]*release.Release, error) {
+	var out []*release.Release
+	for _, d := range []driver.Driver{driver.NewSecrets(c.Kube.CoreV1().Secrets("")), driver.NewConfigMaps(c.Kube.CoreV1().ConfigMaps(""))} {
+		rs, err := d.Query(map[string]string{"owner": "helm", "status": "deployed"})
+		if err == driver.ErrReleaseNotFound {
+			continue
+		}
+		if apierrors.IsForbidden(err) {
+			rep.NotChecked = append(rep.NotChecked, fmt.Sprintf("the releases in Helm's %s storage: this process may not list them in every namespace (%v)", d.Name(), err))
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing the releases in Helm's %s storage: %w", d.Name(), err)
+		}
+		revs, err := helmrelease.Revisions(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, revs...)
+	}
+	return out, nil
+}
+
+// owner is what deploys a release other than a person with Helm.
+type owner struct {
+	kind string // "HelmChart ns/name"
+	when string
+	repo string // a HelmChart's spec.repo and spec.chart: its source
+	name string
+}
+
+// owningObjects finds the HelmCharts' and ManagedCharts' releases, by
+// release namespace/name.
+func owningObjects(ctx context.Context, c Clients, rep *Report) map[string]owner {
+	out := map[string]owner{}
+	if c.Dynamic == nil {
+		return out
+	}
+	if l, err := c.Dynamic.Resource(helmChartsResource).List(ctx, listAll); err == nil {
+		for _, hc := range l.Items {
+			target, _, _ := unstructured.NestedString(hc.Object, "spec", "targetNamespace")
+			if target == "" {
+				target = hc.GetNamespace()
+			}
+			repo, _, _ := unstructured.NestedString(hc.Object, "spec", "repo")
+			name, _, _ := unstructured.NestedString(hc.Object, "spec", "chart")
+			out[target+"/"+hc.GetName()] = owner{kind: "HelmChart " + hc.GetNamespace() + "/" + hc.GetName(),
+				when: "at helm-controller's next run of it (its Job's helm upgrade)", repo: repo, name: name}
+		}
+	} else if apierrors.IsForbidden(err) {
+		rep.NotChecked = append(rep.NotChecked, "which releases HelmCharts deploy: this process may not list helmcharts")
+	}
+	if l, err := c.Dynamic.Resource(managedChartsResource).List(ctx, listAll); err == nil {
+		for _, mc := range l.Items {
+			ns, _, _ := unstructured.NestedString(mc.Object, "spec", "defaultNamespace")
+			name, _, _ := unstructured.NestedString(mc.Object, "spec", "releaseName")
+			if name == "" {
+				name = mc.GetName()
+			}
+			out[ns+"/"+name] = owner{kind: "ManagedChart " + mc.GetNamespace() + "/" + mc.GetName(), when: "at Fleet's next redeploy of it"}
+		}
+	} else if apierrors.IsForbidden(err) {
+		rep.NotChecked = append(rep.NotChecked, "which releases ManagedCharts deploy: this process may not list managedcharts")
+	}
+	return out
+}
+
+// checkRelease is one release's verdict.
+func checkRelease(ctx context.Context, rel *release.Release, opts Options, owners map[string]owner) ReleaseReport {
+	key := rel.Namespace + "/" + rel.Name
+	rr := ReleaseReport{Release: key, Kind: "helm release", When: "at its next helm upgrade (or rollback)"}
+	if o, ok := owners[key]; ok {
+		rr.Kind, rr.When = o.kind, o.when
+	}
+	if rel.Chart == nil || rel.Chart.Metadata == nil {
+		return rr
+	}
+	rr.Chart = rel.Chart.Metadata.Name + "-" + rel.Chart.Metadata.Version
+	if kv := rel.Chart.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, opts.Target.String()) {
+		rr.Findings = append(rr.Findings, Finding{What: "kubeVersion", Why: fmt.Sprintf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", kv, opts.Target)})
+	}
+	deployedObjs, _ := manifest.Objects(rel.Manifest)
+	for _, o := range deployedObjs {
+		if at, ok := removedAt(o.GroupVersionKind(), opts.Target); ok {
+			rr.Findings = append(rr.Findings, Finding{What: "removed API", Why: fmt.Sprintf(
+				"the deployed manifest holds %s %s at %s, removed in Kubernetes %s (\"current release manifest contains removed kubernetes api(s)\")", o.GetKind(), name(o), o.GetAPIVersion(), at)})
+		}
+	}
+	if readsCapabilities(rel) {
+		rr.Rendered = true
+		renderedObjs, err := renderAt(rel, opts.Target)
+		if err != nil {
+			rr.Findings = append(rr.Findings, Finding{What: "render", Why: fmt.Sprintf("the deployed chart and values do not render at Kubernetes %s: %v", opts.Target, err)})
+		} else {
+			for _, o := range renderedObjs {
+				if at, ok := removedAt(o.GroupVersionKind(), opts.Target); ok {
+					rr.Findings = append(rr.Findings, Finding{What: "renders unserved", Why: fmt.Sprintf(
+						"rendered at Kubernetes %s, the chart makes %s %s at %s, removed in Kubernetes %s", opts.Target, o.GetKind(), name(o), o.GetAPIVersion(), at)})
+				}
+			}
+			rr.Appear, rr.Disappear = difference(deployedObjs, renderedObjs)
+		}
+	}
+	if len(rr.Findings) > 0 {
+		rr.Forward = forward(ctx, rel, opts, owners[key])
+	}
+	return rr
+}
+
+// readsCapabilities: a template of the chart (or a subchart) reads
+// .Capabilities, so its rendering may change with the version.
+func readsCapabilities(rel *release.Release) bool {
+	var walk func(c *helmchart.Chart) bool
+	walk = func(c *helmchart.Chart) bool {
+		for _, t := range c.Templates {
+			if strings.Contains(string(t.Data), ".Capabilities") {
+				return true
+			}
+		}
+		for _, d := range c.Dependencies() {
+			if walk(d) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(rel.Chart)
+}
+
+// renderAt renders the deployed chart with the deployed values, as Helm
+// would at version v.
+func renderAt(rel *release.Release, v Version) ([]*unstructured.Unstructured, error) {
+	r := chart.Renderer{Capabilities: capabilitiesAt(v)}
+	out, err := r.Manifest(rel.Chart, rel.Config, rel.Name, rel.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return manifest.Objects(out)
+}
+
+// capabilitiesAt are Helm's default capabilities with KubeVersion v.
+func capabilitiesAt(v Version) func() (*common.Capabilities, error) {
+	return func() (*common.Capabilities, error) {
+		caps := common.DefaultCapabilities.Copy()
+		caps.KubeVersion = common.KubeVersion{Version: v.String(), Major: fmt.Sprint(v.Kube.Major()), Minor: fmt.Sprint(v.Kube.Minor())}
+		return caps, nil
+	}
+}
+
+// difference names the objects rendered and not deployed, and deployed
+// and not rendered, by kind, namespace and name.
+func difference(deployedObjs, rendered []*unstructured.Unstructured) (appear, disappear []string) {
+	key := func(o *unstructured.Unstructured) string { return o.GetKind() + " " + name(o) }
+	have := map[string]bool{}
+	for _, o := range deployedObjs {
+		have[key(o)] = true
+	}
+	will := map[string]bool{}
+	for _, o := range rendered {
+		will[key(o)] = true
+		if !have[key(o)] {
+			appear = append(appear, key(o))
+		}
+	}
+	for _, o := range deployedObjs {
+		if !will[key(o)] {
+			disappear = append(disappear, key(o))
+		}
+	}
+	return appear, disappear
+}
+
+func name(o *unstructured.Unstructured) string {
+	if o.GetNamespace() != "" {
+		return o.GetNamespace() + "/" + o.GetName()
+	}
+	return o.GetName()
+}
+
+// removedAt: Kubernetes' own lifecycle of the built-in type gvk
+// (k8s.io/api's generated APILifecycleRemoved) says it is removed at or
+// before v, and at which version.
+func removedAt(gvk schema.GroupVersionKind, v Version) (string, bool) {
+	obj, err := scheme.Scheme.New(gvk)
+	if err != nil {
+		return "", false // not a built-in kind this data knows
+	}
+	r, ok := obj.(interface{ APILifecycleRemoved() (int, int) })
+	if !ok {
+		return "", false
+	}
+	major, minor := r.APILifecycleRemoved()
+	if major == 0 {
+		return "", false
+	}
+	at := semver.New(uint64(major), uint64(minor), 0, "", "")
+	if v.Kube.LessThan(at) {
+		return "", false
+	}
+	return fmt.Sprintf("%d.%d", major, minor), true
+}
+
+var listAll = metav1.ListOptions{}
