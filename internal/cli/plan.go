@@ -13,6 +13,7 @@ import (
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/drainpredict"
+	"github.com/chart-upgrader/chart-upgrader/internal/kubecompat"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/internal/suc"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets"
@@ -182,7 +183,7 @@ func nodePlan(c *ucli.Context) error {
 	out, err := suc.RenderNodePlan(suc.NodePlanOptions{
 		Name: c.String("name"), Namespace: c.String("namespace"), Image: c.String("image"), Version: c.String("version"),
 		Channel: c.String("channel"), PreflightImage: c.String("preflight-image"), NodeSelector: c.String("node-selector"),
-		ServiceAccount: c.String("service-account"), Concurrency: int64(c.Int("concurrency")), PreflightRules: drainpredict.RBAC(),
+		ServiceAccount: c.String("service-account"), Concurrency: int64(c.Int("concurrency")), PreflightRules: append(drainpredict.RBAC(), kubecompat.RBAC()...),
 	})
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -166,12 +167,14 @@ func Check(ctx context.Context, c Clients, opts Options) (*Report, error) {
 // and configmap storage, every namespace, one LIST each.
 func deployed(ctx context.Context, c Clients, rep *Report) ([]*release.Release, error) {
 	var out []*release.Release
+	forbidden := 0
 	for _, d := range []driver.Driver{driver.NewSecrets(c.Kube.CoreV1().Secrets("")), driver.NewConfigMaps(c.Kube.CoreV1().ConfigMaps(""))} {
 		rs, err := d.Query(map[string]string{"owner": "helm", "status": "deployed"})
 		if err == driver.ErrReleaseNotFound {
 			continue
 		}
 		if apierrors.IsForbidden(err) {
+			forbidden++
 			rep.NotChecked = append(rep.NotChecked, fmt.Sprintf("the releases in Helm's %s storage: this process may not list them in every namespace (%v)", d.Name(), err))
 			continue
 		}
@@ -184,7 +187,21 @@ func deployed(ctx context.Context, c Clients, rep *Report) ([]*release.Release, 
 		}
 		out = append(out, revs...)
 	}
+	if forbidden == 2 {
+		return nil, fmt.Errorf("reading Helm's release storage: this process may list neither the secrets nor the configmaps of every namespace (add list on secrets, where Helm keeps releases, to its RBAC): %s", strings.Join(rep.NotChecked, "; "))
+	}
 	return out, nil
+}
+
+// RBAC are the rules the check needs: list Helm's release storage in
+// every namespace (secrets hold every release's values: the role reads
+// them all), and the HelmCharts and ManagedCharts that deploy releases.
+func RBAC() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"list"}},
+		{APIGroups: []string{helmChartsResource.Group}, Resources: []string{helmChartsResource.Resource}, Verbs: []string{"list"}},
+		{APIGroups: []string{managedChartsResource.Group}, Resources: []string{managedChartsResource.Resource}, Verbs: []string{"list"}},
+	}
 }
 
 // owner is what deploys a release other than a person with Helm.

@@ -22,7 +22,7 @@ const (
 	DefaultNodePlanSelector  = "chart-upgrader.io/node-upgrade=true"
 	DefaultNodePlanAccount   = "chart-upgrader-node"
 	NodePlanDeadlineMargin   = 15 * time.Minute
-	nodePreflightDescription = "predicts the drain (chart-upgrader node preflight) before system-upgrade-controller cordons the node"
+	nodePreflightDescription = "predicts the drain (chart-upgrader node preflight) before system-upgrade-controller cordons the node\n# and checks every release against the Kubernetes version the nodes move to (--kube-version)"
 )
 
 // NodePlanOptions describe a Plan that upgrades k3s or RKE2 itself (the
@@ -108,7 +108,10 @@ func BuildNodePlan(opts NodePlanOptions) (*upgradev1.Plan, error) {
 			Drain:                 o.Drain.spec(),
 			Prepare: &upgradev1.ContainerSpec{
 				Image:           o.PreflightImage,
-				Args:            []string{"node", "preflight"},
+				// the drain, and every release against the version the
+				// nodes move to: Kubernetes expands $(VAR) in args from
+				// the container's environment, which SUC sets
+				Args:            []string{"node", "preflight", "--kube-version", "$(SYSTEM_UPGRADE_PLAN_LATEST_VERSION)"},
 				SecurityContext: UpgradeContext(17017, 17017),
 			},
 			Upgrade: &upgradev1.ContainerSpec{Image: o.Image},
@@ -134,8 +137,9 @@ func RenderNodePlan(opts NodePlanOptions) ([]byte, error) {
 	b.Write(out)
 	fmt.Fprintf(&b, "---\n# The ServiceAccount of Plan %s runs its three containers: the prepare step that\n"+
 		"# %s,\n# the controller's kubectl drain, and the upgrade. The first ClusterRole is the\n"+
-		"# prediction's: reads, and create on pods/eviction for its dry-run evictions (RBAC cannot\n"+
-		"# limit a verb to dry runs; the drain needs it anyway). The second is kubectl drain's.\n", o.Name, nodePreflightDescription)
+		"# prepare step's: reads (Helm's release storage among them: every release's values), and\n"+
+		"# create on pods/eviction for its dry-run evictions (RBAC cannot limit a verb to dry runs;\n"+
+		"# the drain needs it anyway). The second is kubectl drain's.\n", o.Name, nodePreflightDescription)
 	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.ServiceAccount, Namespace: o.Namespace}}
 	docs := []any{sa}
