@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/kubecompat"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
@@ -24,7 +25,7 @@ func kubeVersionFlags() []ucli.Flag {
 }
 
 // kubeVersionCheck runs the check of --kube-version with the clients of
-// kubeconfig, writing the report to out as text or JSON.
+// kubeconfig; with format text it writes the report to out.
 func kubeVersionCheck(c *ucli.Context, kubeconfig, format string, out io.Writer) (*kubecompat.Report, error) {
 	target, err := kubecompat.ParseVersion(c.String("kube-version"))
 	if err != nil {
@@ -62,10 +63,18 @@ func kubeVersionCheck(c *ucli.Context, kubeconfig, format string, out io.Writer)
 	if err != nil {
 		return nil, err
 	}
-	if format == "json" {
-		err = rep.WriteJSON(out)
-	} else {
+	if format != "json" {
 		err = rep.WriteText(out)
 	}
 	return rep, err
+}
+
+// writeJSONResult prints report as JSON when verdict is nil; otherwise
+// the verdict carries it, and the failure object printed for -o json
+// holds it (one object on stdout either way).
+func writeJSONResult(c *ucli.Context, report any, verdict error) error {
+	if verdict != nil {
+		return &withReport{err: verdict, report: report}
+	}
+	return app.WriteObject(c.App.Writer, "json", report)
 }

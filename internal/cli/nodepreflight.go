@@ -72,34 +72,36 @@ func nodePreflightCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			if c.String("output") == "json" {
-				err = pred.WriteJSON(c.App.Writer)
-			} else {
-				err = pred.WriteText(c.App.Writer)
+			text := c.String("output") != "json"
+			if text {
+				if err := pred.WriteText(c.App.Writer); err != nil {
+					return err
+				}
 			}
-			if err != nil {
-				return err
-			}
+			var report any = pred
 			summary, verdict := pred.Summary(), pred.Err()
 			if c.IsSet("kube-version") || c.IsSet("release-source") {
 				if !c.IsSet("kube-version") {
 					return outcome.BadInput(fmt.Errorf("--release-source is for --kube-version"))
 				}
-				if c.String("output") != "json" {
+				if text {
 					fmt.Fprintln(c.App.Writer)
 				}
 				rep, err := kubeVersionCheck(c, c.String("kubeconfig"), c.String("output"), c.App.Writer)
 				if err != nil {
 					return err
 				}
+				report = map[string]any{"drain": pred, "kubeVersion": rep}
 				summary += "; " + rep.Summary()
-				verdict = errors.Join(verdict, rep.Err())
-				if verdict != nil {
+				if verdict = errors.Join(verdict, rep.Err()); verdict != nil {
 					verdict = outcome.Refused(verdict)
 				}
 			}
 			if verdict == nil {
 				host.WriteTermination(c.String("termination-log"), summary, nil, slog.Default())
+			}
+			if !text {
+				return writeJSONResult(c, report, verdict)
 			}
 			return verdict
 		},

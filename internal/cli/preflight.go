@@ -54,5 +54,8 @@ func kubeVersionPreflight(c *ucli.Context) error {
 		return err
 	}
 	host.WriteTermination(c.String("termination-log"), rep.Summary(), rep.Err(), slog.Default())
+	if format == "json" {
+		return writeJSONResult(c, rep, rep.Err())
+	}
 	return rep.Err()
 }

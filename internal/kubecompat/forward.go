@@ -3,7 +3,6 @@ package kubecompat
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/Masterminds/semver/v3"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
@@ -12,23 +11,13 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/chart"
 )
 
-// removalData names the data of removed APIs: the module of k8s.io/api
-// this binary holds, whose generated prerelease lifecycle says when each
-// beta or alpha type is removed.
-var removalData = func() string {
-	v := "(unknown version)"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range bi.Deps {
-			if m.Path == "k8s.io/api" {
-				v = m.Version
-				if m.Replace != nil {
-					v = m.Replace.Version
-				}
-			}
-		}
-	}
-	return "k8s.io/api " + v + ": the generated prerelease lifecycle (APILifecycleRemoved) of each built-in type; its newest data is for the Kubernetes minor of that module (v0.N is 1.N)"
-}()
+// apiModule is the k8s.io/api module this binary is built with (go.mod;
+// a test holds the two together): its generated prerelease lifecycle
+// (APILifecycleRemoved) says when each beta or alpha type is removed.
+const apiModule = "k8s.io/api v0.37.2"
+
+// removalData names the data of removed APIs and its newest version.
+const removalData = apiModule + ": the generated prerelease lifecycle (APILifecycleRemoved) of each built-in type, data up to Kubernetes 1.37"
 
 // forward is the way forward for a failing release: the lowest version
 // of its chart, at or above the deployed one, whose kubeVersion admits

@@ -55,7 +55,7 @@ var distribution = regexp.MustCompile(`\+(k3s|rke2r)\d+$`)
 func ParseVersion(v string) (Version, error) {
 	s := distribution.ReplaceAllString(strings.TrimSpace(v), "")
 	sv, err := semver.NewVersion(s)
-	if err != nil || sv.Major() != 1 || sv.Prerelease() != "" {
+	if err != nil || sv.Major() != 1 || sv.Prerelease() != "" || sv.Metadata() != "" {
 		return Version{}, outcome.BadInput(fmt.Errorf("--kube-version %q: not a Kubernetes version (1.34, v1.34.2, or a k3s or RKE2 one: v1.34.2+k3s1, v1.34.2+rke2r1)", v))
 	}
 	return Version{Written: v, Kube: sv}, nil
