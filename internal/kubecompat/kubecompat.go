@@ -36,6 +36,8 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	helmchartkind "github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
 )
 
 // Version is a Kubernetes version the check is for.
@@ -220,27 +222,24 @@ func owningObjects(ctx context.Context, c Clients, rep *Report) map[string]owner
 		return out
 	}
 	if l, err := c.Dynamic.Resource(helmChartsResource).List(ctx, listAll); err == nil {
-		for _, hc := range l.Items {
-			target, _, _ := unstructured.NestedString(hc.Object, "spec", "targetNamespace")
-			if target == "" {
-				target = hc.GetNamespace()
+		for i := range l.Items {
+			hc, err := helmchartkind.ParseHelmChart(&l.Items[i])
+			if err != nil {
+				continue
 			}
-			repo, _, _ := unstructured.NestedString(hc.Object, "spec", "repo")
-			name, _, _ := unstructured.NestedString(hc.Object, "spec", "chart")
-			out[target+"/"+hc.GetName()] = owner{kind: "HelmChart " + hc.GetNamespace() + "/" + hc.GetName(),
-				when: "at helm-controller's next run of it (its Job's helm upgrade)", repo: repo, name: name}
+			out[hc.TargetNamespace+"/"+hc.ReleaseName()] = owner{kind: "HelmChart " + hc.Namespace + "/" + hc.Name,
+				when: "at helm-controller's next run of it (its Job's helm upgrade)", repo: hc.Repo, name: hc.Chart}
 		}
 	} else if apierrors.IsForbidden(err) {
 		rep.NotChecked = append(rep.NotChecked, "which releases HelmCharts deploy: this process may not list helmcharts")
 	}
 	if l, err := c.Dynamic.Resource(managedChartsResource).List(ctx, listAll); err == nil {
-		for _, mc := range l.Items {
-			ns, _, _ := unstructured.NestedString(mc.Object, "spec", "defaultNamespace")
-			name, _, _ := unstructured.NestedString(mc.Object, "spec", "releaseName")
-			if name == "" {
-				name = mc.GetName()
+		for i := range l.Items {
+			mc, err := managedchart.ParseManagedChart(&l.Items[i])
+			if err != nil {
+				continue
 			}
-			out[ns+"/"+name] = owner{kind: "ManagedChart " + mc.GetNamespace() + "/" + mc.GetName(), when: "at Fleet's next redeploy of it"}
+			out[mc.ReleaseNamespace()+"/"+mc.Release()] = owner{kind: "ManagedChart " + mc.Namespace + "/" + mc.Name, when: "at Fleet's next redeploy of it"}
 		}
 	} else if apierrors.IsForbidden(err) {
 		rep.NotChecked = append(rep.NotChecked, "which releases ManagedCharts deploy: this process may not list managedcharts")
