@@ -24,7 +24,7 @@ var commands = []struct {
 }{
 	{"merge", []string{"Cluster flags"}},
 	{"upgrade", []string{"Cluster flags"}},
-	{"preflight", []string{"Cluster flags"}},
+	{"preflight", []string{"Cluster flags", "preflight --kube-version"}},
 	{"status", []string{"Cluster flags"}},
 	{"drift", []string{"Cluster flags"}},
 	{"rollback", []string{"Cluster flags"}},
@@ -37,6 +37,7 @@ var commands = []struct {
 	{"node cordon", nil},
 	{"node drain", nil},
 	{"node uncordon", nil},
+	{"node preflight", nil},
 }
 
 var (
