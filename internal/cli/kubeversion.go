@@ -6,11 +6,8 @@ import (
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
-	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/kubecompat"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
@@ -39,17 +36,9 @@ func kubeVersionCheck(c *ucli.Context, kubeconfig, format string, out io.Writer)
 		}
 		sources[key] = ref
 	}
-	cfg, err := cluster.RESTConfig(kubeconfig)
+	kube, dyn, err := kubeAndDynamic(kubeconfig)
 	if err != nil {
 		return nil, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building the kubernetes client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
 	sv, err := kube.Discovery().ServerVersion()
 	if err != nil {

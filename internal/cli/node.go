@@ -17,7 +17,7 @@ import (
 func nodeCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "node",
-		Usage: "cordon, drain or uncordon a node; uncordon undoes only chart-upgrader's own cordon",
+		Usage: "cordon, drain or uncordon a node, or predict its drain; uncordon undoes only chart-upgrader's own cordon",
 		Description: "The cordon is recorded in the node annotation " + node.AnnotationCordoned + ";\n" +
 			"a node someone else cordoned is left cordoned. Progress goes to stderr.\n" +
 			"drain first predicts the drain (as node preflight does) and refuses before the cordon when it\n" +
@@ -114,17 +114,27 @@ func nodeAndClients(c *ucli.Context) (string, drainpredict.Clients, error) {
 	if name == "" {
 		return "", drainpredict.Clients{}, outcome.BadInput(errors.New("node " + c.Command.Name + ": no --node given and $SYSTEM_UPGRADE_NODE_NAME is not set"))
 	}
-	cfg, err := cluster.RESTConfig(c.String("kubeconfig"))
+	kube, dyn, err := kubeAndDynamic(c.String("kubeconfig"))
 	if err != nil {
 		return "", drainpredict.Clients{}, err
 	}
+	return name, drainpredict.Clients{Kube: kube, Dynamic: dyn}, nil
+}
+
+// kubeAndDynamic are the typed and dynamic clients connected as
+// kubeconfig, $KUBECONFIG or the in-cluster service account say.
+func kubeAndDynamic(kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
+	cfg, err := cluster.RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return "", drainpredict.Clients{}, fmt.Errorf("building the kubernetes client: %w", err)
+		return nil, nil, fmt.Errorf("building the kubernetes client: %w", err)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return "", drainpredict.Clients{}, fmt.Errorf("building the dynamic client: %w", err)
+		return nil, nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
-	return name, drainpredict.Clients{Kube: kube, Dynamic: dyn}, nil
+	return kube, dyn, nil
 }

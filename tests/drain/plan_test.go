@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/drainpredict"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 )
 
 var planGVR = schema.GroupVersionResource{Group: "upgrade.cattle.io", Version: "v1", Resource: "plans"}
@@ -74,22 +74,18 @@ func (f *fixture) asPlanAccount() (drainpredict.Clients, string) {
 		_ = f.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
 		_ = f.kube.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
 	})
-	cfg := f.env.Config()
-	cfg.Impersonate.UserName = "system:serviceaccount:" + f.ns + ":" + sa
-	cfg.Impersonate.Groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + f.ns, "system:authenticated"}
+	path := rbaccheck.Impersonating(f.t, f.env, "system:serviceaccount:"+f.ns+":"+sa, f.ns)
+	// the authorizer reads RBAC from a cache: wait until the role holds
+	rbaccheck.WaitAuthorized(f.t, path, func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.PolicyV1().PodDisruptionBudgets("").List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	require.NoError(f.t, err)
 	kube, err := kubernetes.NewForConfig(cfg)
 	require.NoError(f.t, err)
 	dyn, err := dynamic.NewForConfig(cfg)
 	require.NoError(f.t, err)
-	// the same as a kubeconfig, for the CLI
-	kc, err := clientcmd.LoadFromFile(f.env.KubeconfigPath())
-	require.NoError(f.t, err)
-	for _, a := range kc.AuthInfos {
-		a.Impersonate, a.ImpersonateGroups = cfg.Impersonate.UserName, cfg.Impersonate.Groups
-	}
-	path := filepath.Join(f.t.TempDir(), "kubeconfig")
-	require.NoError(f.t, clientcmd.WriteToFile(*kc, path))
-	var _ clientcmdapi.Config
 	return drainpredict.Clients{Kube: kube, Dynamic: dyn}, path
 }
 

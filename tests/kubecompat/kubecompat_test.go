@@ -27,12 +27,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/kubecompat"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
+	"github.com/chart-upgrader/chart-upgrader/tests/rbaccheck"
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
@@ -109,8 +110,9 @@ func storeAs(t *testing.T, env *testenv.Env, ns, name, from, to string) {
 	require.NoError(t, d.Update(fmt.Sprintf("sh.helm.release.v1.%s.v%d", name, rel.Version), rel))
 }
 
-// asAccount is a kubeconfig acting as a ServiceAccount of ns with rules.
-func asAccount(t *testing.T, env *testenv.Env, ns string, rules []rbacv1.PolicyRule) string {
+// asAccount is a kubeconfig acting as a ServiceAccount of ns with rules,
+// returned once probe, which the rules allow, is allowed.
+func asAccount(t *testing.T, env *testenv.Env, ns string, rules []rbacv1.PolicyRule, probe func(context.Context, kubernetes.Interface) error) string {
 	t.Helper()
 	ctx := t.Context()
 	kube := env.Kube()
@@ -127,14 +129,9 @@ func asAccount(t *testing.T, env *testenv.Env, ns string, rules []rbacv1.PolicyR
 		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
 		_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
 	})
-	kc, err := clientcmd.LoadFromFile(env.KubeconfigPath())
-	require.NoError(t, err)
-	for _, a := range kc.AuthInfos {
-		a.Impersonate = "system:serviceaccount:" + ns + ":upgrader"
-		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	path := rbaccheck.Impersonating(t, env, "system:serviceaccount:"+ns+":upgrader", ns)
+	// the authorizer reads RBAC from a cache: wait until the role holds
+	rbaccheck.WaitAuthorized(t, path, probe)
 	return path
 }
 
@@ -192,7 +189,10 @@ spec:
 			"spec":     map[string]any{"chart": "switcher", "repo": srv.URL, "targetNamespace": ns, "version": "1.0.0"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	kubeconfig := asAccount(t, env, ns, kubecompat.RBAC())
+	kubeconfig := asAccount(t, env, ns, kubecompat.RBAC(), func(ctx context.Context, kube kubernetes.Interface) error {
+		_, err := kube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
 	run := func(v string, extra ...string) (noderun.Result, *kubecompat.Report) {
 		r := noderun.CLI(t, append([]string{"preflight", "--kubeconfig", kubeconfig, "--kube-version", v, "-o", "json", "--termination-log", ""}, extra...)...)
 		// one object: the report, or on exit 3 the failure holding it
@@ -273,7 +273,11 @@ spec:
 	})
 	t.Run("an unreadable storage", func(t *testing.T) {
 		other := env.Namespace(t)
-		kc := asAccount(t, env, other, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}})
+		kc := asAccount(t, env, other, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}},
+			func(ctx context.Context, kube kubernetes.Interface) error {
+				_, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+				return err
+			})
 		r := noderun.CLI(t, "preflight", "--kubeconfig", kc, "--kube-version", "1.34")
 		assert.Equal(t, outcome.ExitFailure, r.Code, r.Stderr)
 		assert.Contains(t, r.Stderr, "this process may list neither the secrets nor the configmaps of every namespace")

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
@@ -161,4 +162,26 @@ func replaceAll(t *testing.T, what, text string, pairs ...string) string {
 		text = strings.ReplaceAll(text, pairs[i], pairs[i+1])
 	}
 	return text
+}
+
+// acceptAll creates every object of text (file of plans/) as a
+// server-side dry run, as `kubectl apply --dry-run=server` would, and
+// counts them by kind.
+func acceptAll(t *testing.T, env *testenv.Env, m meta.RESTMapper, file, text string) map[string]int {
+	t.Helper()
+	kinds := map[string]int{}
+	for _, obj := range objects(t, file, text) {
+		gvk := obj.GroupVersionKind()
+		mapping, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
+		require.NoError(t, err, "%s: %s", file, gvk)
+		res := env.Dynamic().Resource(mapping.Resource)
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			_, err = res.Namespace(obj.GetNamespace()).Create(t.Context(), obj, dryRun)
+		} else {
+			_, err = res.Create(t.Context(), obj, dryRun)
+		}
+		require.NoError(t, err, "%s: %s %s", file, obj.GetKind(), obj.GetName())
+		kinds[obj.GetKind()]++
+	}
+	return kinds
 }

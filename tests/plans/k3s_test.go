@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/spec"
@@ -132,7 +131,6 @@ func TestK3sSpecAndRBACAgree(t *testing.T) {
 // `kubectl apply --dry-run=server` would.
 func TestK3sManifestsAcceptedByTheAPIServer(t *testing.T) {
 	env := testenv.ForTest(t)
-	ctx := t.Context()
 	m := mapper(t, env)
 	// fresh namespaces stand for SUC's and the release's (the manifests of
 	// plans/ use the same names)
@@ -140,21 +138,7 @@ func TestK3sManifestsAcceptedByTheAPIServer(t *testing.T) {
 		"namespace: demo-system", "namespace: "+env.Namespace(t))
 	plans := 0
 	for _, file := range []string{"k3s/10-rbac.yaml", "k3s/20-spec-secret.yaml", "k3s/30-plan-pinned.yaml", "k3s/40-plan-channel.yaml"} {
-		for _, obj := range objects(t, file, moved.Replace(planFile(t, file))) {
-			gvk := obj.GroupVersionKind()
-			mapping, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
-			require.NoError(t, err, "%s: %s", file, gvk)
-			res := env.Dynamic().Resource(mapping.Resource)
-			if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-				_, err = res.Namespace(obj.GetNamespace()).Create(ctx, obj, dryRun)
-			} else {
-				_, err = res.Create(ctx, obj, dryRun)
-			}
-			require.NoError(t, err, "%s: %s %s", file, obj.GetKind(), obj.GetName())
-			if obj.GetKind() == "Plan" {
-				plans++
-			}
-		}
+		plans += acceptAll(t, env, m, file, moved.Replace(planFile(t, file)))["Plan"]
 	}
 	assert.Equal(t, 2, plans)
 }
@@ -186,17 +170,6 @@ func TestReleasePlanFiles(t *testing.T) {
 	moved := strings.NewReplacer("namespace: system-upgrade", "namespace: "+env.Namespace(t),
 		"namespace: demo-system", "namespace: "+env.Namespace(t))
 	for _, file := range []string{"release/10-rbac.yaml", "release/20-spec-secret.yaml", "release/30-plan-pinned.yaml"} {
-		for _, obj := range objects(t, file, moved.Replace(planFile(t, file))) {
-			gvk := obj.GroupVersionKind()
-			mapping, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
-			require.NoError(t, err, "%s: %s", file, gvk)
-			res := env.Dynamic().Resource(mapping.Resource)
-			if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-				_, err = res.Namespace(obj.GetNamespace()).Create(t.Context(), obj, dryRun)
-			} else {
-				_, err = res.Create(t.Context(), obj, dryRun)
-			}
-			require.NoError(t, err, "%s: %s %s", file, obj.GetKind(), obj.GetName())
-		}
+		acceptAll(t, env, m, file, moved.Replace(planFile(t, file)))
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/noderun"
@@ -29,20 +28,7 @@ func TestNodePlanFile(t *testing.T) {
 	m := mapper(t, env)
 	ns := env.Namespace(t)
 	moved := strings.NewReplacer("namespace: system-upgrade", "namespace: "+ns)
-	kinds := map[string]int{}
-	for _, obj := range objects(t, file, moved.Replace(text)) {
-		gvk := obj.GroupVersionKind()
-		mapping, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
-		require.NoError(t, err, "%s: %s", file, gvk)
-		res := env.Dynamic().Resource(mapping.Resource)
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			_, err = res.Namespace(obj.GetNamespace()).Create(t.Context(), obj, dryRun)
-		} else {
-			_, err = res.Create(t.Context(), obj, dryRun)
-		}
-		require.NoError(t, err, "%s: %s %s", file, obj.GetKind(), obj.GetName())
-		kinds[obj.GetKind()]++
-	}
+	kinds := acceptAll(t, env, m, file, moved.Replace(text))
 	assert.Equal(t, map[string]int{"Plan": 1, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 2}, kinds)
 }
 
