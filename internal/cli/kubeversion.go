@@ -17,7 +17,7 @@ import (
 func kubeVersionFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "kube-version", Usage: "check every release on the cluster against Kubernetes `V` (1.34, v1.34.2, v1.34.2+k3s1, v1.34.2+rke2r1): its kubeVersion, the removed APIs of its manifest, its rendering at V"},
-		&ucli.StringSliceFlag{Name: "release-source", Usage: "with --kube-version: `NAMESPACE/NAME=SOURCE`, the chart source (repository URL or directory) of a release, to find the chart version to upgrade to first (a HelmChart's repository is found on its own); repeatable"},
+		&ucli.StringSliceFlag{Name: "release-source", Usage: "with --kube-version: `NAMESPACE/NAME=SOURCE`, the chart source (repository URL or directory) of a release, to find the chart version to upgrade to first (a source named by the object that deploys the release is found on its own); repeatable"},
 	}
 }
 

@@ -49,7 +49,7 @@ func BenchmarkCheck(b *testing.B) {
 		return false, nil, nil
 	})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		helmChartsResource: "HelmChartList", managedChartsResource: "ManagedChartList"})
+		{Group: "helm.cattle.io", Version: "v1", Resource: "helmcharts"}: "HelmChartList", {Group: "management.cattle.io", Version: "v3", Resource: "managedcharts"}: "ManagedChartList"})
 	target, _ := ParseVersion("1.37")
 	current, _ := ParseVersion("1.33")
 	ctx := context.Background()

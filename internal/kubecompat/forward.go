@@ -9,6 +9,7 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/chart"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 )
 
 // apiModule is the k8s.io/api module this binary is built with (go.mod;
@@ -23,13 +24,13 @@ const removalData = apiModule + ": the generated prerelease lifecycle (APILifecy
 // of its chart, at or above the deployed one, whose kubeVersion admits
 // both today's server and the target and whose rendering with the
 // release's values makes no kind removed at either.
-func forward(ctx context.Context, rel *release.Release, opts Options, o owner) string {
+func forward(ctx context.Context, rel *release.Release, opts Options, o kind.Deployed) string {
 	key := rel.Namespace + "/" + rel.Name
 	ref, name := opts.Sources[key], rel.Chart.Metadata.Name
-	if ref == "" && o.repo != "" {
-		ref = o.repo
-		if o.name != "" {
-			name = o.name
+	if ref == "" && o.Repo != "" {
+		ref = o.Repo
+		if o.Chart != "" {
+			name = o.Chart
 		}
 	}
 	if ref == "" {

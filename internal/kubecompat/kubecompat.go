@@ -25,7 +25,6 @@ import (
 	"helm.sh/helm/v4/pkg/storage/driver"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -36,8 +35,8 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/helmrelease"
 	"github.com/chart-upgrader/chart-upgrader/internal/manifest"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
-	helmchartkind "github.com/chart-upgrader/chart-upgrader/internal/targets/helmchart"
-	"github.com/chart-upgrader/chart-upgrader/internal/targets/managedchart"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 )
 
 // Version is a Kubernetes version the check is for.
@@ -138,11 +137,6 @@ type Clients struct {
 	Dynamic dynamic.Interface
 }
 
-var (
-	helmChartsResource    = schema.GroupVersionResource{Group: "helm.cattle.io", Version: "v1", Resource: "helmcharts"}
-	managedChartsResource = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "managedcharts"}
-)
-
 // Check checks every deployed release the clients may read.
 func Check(ctx context.Context, c Clients, opts Options) (*Report, error) {
 	rep := &Report{Target: opts.Target.String(), Current: opts.Current.String(), Failing: []ReleaseReport{}, RemovalData: removalData}
@@ -150,7 +144,10 @@ func Check(ctx context.Context, c Clients, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	owners := owningObjects(ctx, c, rep)
+	owners, err := owningObjects(ctx, c, rep)
+	if err != nil {
+		return nil, err
+	}
 	for _, rel := range rels {
 		rr := checkRelease(ctx, rel, opts, owners)
 		rep.Checked++
@@ -197,62 +194,29 @@ func deployed(ctx context.Context, c Clients, rep *Report) ([]*release.Release, 
 
 // RBAC are the rules the check needs: list Helm's release storage in
 // every namespace (secrets hold every release's values: the role reads
-// them all), and the HelmCharts and ManagedCharts that deploy releases.
+// them all), and the objects of the kinds that deploy releases.
 func RBAC() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"list"}},
-		{APIGroups: []string{helmChartsResource.Group}, Resources: []string{helmChartsResource.Resource}, Verbs: []string{"list"}},
-		{APIGroups: []string{managedChartsResource.Group}, Resources: []string{managedChartsResource.Resource}, Verbs: []string{"list"}},
-	}
+	return append([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"list"}}},
+		targets.DeployedReleasesRBAC()...)
 }
 
-// owner is what deploys a release other than a person with Helm.
-type owner struct {
-	kind string // "HelmChart ns/name"
-	when string
-	repo string // a HelmChart's spec.repo and spec.chart: its source
-	name string
-}
-
-// owningObjects finds the HelmCharts' and ManagedCharts' releases, by
-// release namespace/name.
-func owningObjects(ctx context.Context, c Clients, rep *Report) map[string]owner {
-	out := map[string]owner{}
+// owningObjects finds the releases objects of a kind deploy (HelmCharts,
+// ManagedCharts: the kinds' registry), by release namespace/name.
+func owningObjects(ctx context.Context, c Clients, rep *Report) (map[string]kind.Deployed, error) {
 	if c.Dynamic == nil {
-		return out
+		return map[string]kind.Deployed{}, nil
 	}
-	if l, err := c.Dynamic.Resource(helmChartsResource).List(ctx, listAll); err == nil {
-		for i := range l.Items {
-			hc, err := helmchartkind.ParseHelmChart(&l.Items[i])
-			if err != nil {
-				continue
-			}
-			out[hc.TargetNamespace+"/"+hc.ReleaseName()] = owner{kind: "HelmChart " + hc.Namespace + "/" + hc.Name,
-				when: "at helm-controller's next run of it (its Job's helm upgrade)", repo: hc.Repo, name: hc.Chart}
-		}
-	} else if apierrors.IsForbidden(err) {
-		rep.NotChecked = append(rep.NotChecked, "which releases HelmCharts deploy: this process may not list helmcharts")
-	}
-	if l, err := c.Dynamic.Resource(managedChartsResource).List(ctx, listAll); err == nil {
-		for i := range l.Items {
-			mc, err := managedchart.ParseManagedChart(&l.Items[i])
-			if err != nil {
-				continue
-			}
-			out[mc.ReleaseNamespace()+"/"+mc.Release()] = owner{kind: "ManagedChart " + mc.Namespace + "/" + mc.Name, when: "at Fleet's next redeploy of it"}
-		}
-	} else if apierrors.IsForbidden(err) {
-		rep.NotChecked = append(rep.NotChecked, "which releases ManagedCharts deploy: this process may not list managedcharts")
-	}
-	return out
+	out, notRead, err := targets.DeployedReleases(ctx, c.Dynamic)
+	rep.NotChecked = append(rep.NotChecked, notRead...)
+	return out, err
 }
 
 // checkRelease is one release's verdict.
-func checkRelease(ctx context.Context, rel *release.Release, opts Options, owners map[string]owner) ReleaseReport {
+func checkRelease(ctx context.Context, rel *release.Release, opts Options, owners map[string]kind.Deployed) ReleaseReport {
 	key := rel.Namespace + "/" + rel.Name
 	rr := ReleaseReport{Release: key, Kind: "helm release", When: "at its next helm upgrade (or rollback)"}
 	if o, ok := owners[key]; ok {
-		rr.Kind, rr.When = o.kind, o.when
+		rr.Kind, rr.When = o.Object, o.When
 	}
 	if rel.Chart == nil || rel.Chart.Metadata == nil {
 		return rr
@@ -382,4 +346,3 @@ func removedAt(gvk schema.GroupVersionKind, v Version) (string, bool) {
 	return fmt.Sprintf("%d.%d", major, minor), true
 }
 
-var listAll = metav1.ListOptions{}

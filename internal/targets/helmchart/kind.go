@@ -1,6 +1,8 @@
 package helmchart
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
@@ -29,4 +31,16 @@ func Open(c *cluster.Clients, namespace, name string, opts any, apply kind.Apply
 	t := New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log, RESTMapper: c.Mapper}, namespace, name, kind.OptionsOr(opts, DefaultOptions))
 	t.apply = apply.OrDefault()
 	return t
+}
+
+// DeployedRelease reads a HelmChart object (as listed) as the release it
+// deploys through helm-controller: its namespace/name, the object, when
+// it is next applied and the chart source it names.
+func DeployedRelease(namespace, name string, obj map[string]any) (release string, d kind.Deployed, ok bool) {
+	h, err := ParseHelmChart(&unstructured.Unstructured{Object: obj})
+	if err != nil {
+		return "", d, false
+	}
+	return h.TargetNamespace + "/" + h.ReleaseName(), kind.Deployed{Object: Descriptor.Spelling + " " + namespace + "/" + name,
+		When: "at helm-controller's next run of it (its Job's helm upgrade)", Repo: h.Repo, Chart: h.Chart}, true
 }

@@ -1,6 +1,8 @@
 package managedchart
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/chart-upgrader/chart-upgrader/internal/cluster"
 	"github.com/chart-upgrader/chart-upgrader/internal/targets/kind"
 	"github.com/chart-upgrader/chart-upgrader/internal/upgrade"
@@ -32,4 +34,16 @@ func Open(c *cluster.Clients, namespace, name string, _ any, apply kind.Apply) u
 	t := New(&Client{Dynamic: c.Dynamic, Kube: c.Kube, Log: c.Log, RESTMapper: c.Mapper}, namespace, name)
 	t.apply = apply
 	return t
+}
+
+// DeployedRelease reads a ManagedChart object (as listed) as the release
+// Fleet deploys for it: its namespace/name, the object, when it is next
+// applied.
+func DeployedRelease(namespace, name string, obj map[string]any) (release string, d kind.Deployed, ok bool) {
+	m, err := ParseManagedChart(&unstructured.Unstructured{Object: obj})
+	if err != nil {
+		return "", d, false
+	}
+	return m.ReleaseNamespace() + "/" + m.Release(), kind.Deployed{Object: Descriptor.Spelling + " " + namespace + "/" + name,
+		When: "at Fleet's next redeploy of it"}, true
 }
