@@ -10,6 +10,8 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
 	"github.com/chart-upgrader/chart-upgrader/internal/kubecompat"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/spec"
+	"github.com/chart-upgrader/chart-upgrader/internal/targets"
 )
 
 // kubeVersionFlags check every release against the next Kubernetes
@@ -36,6 +38,21 @@ func kubeVersionCheck(c *ucli.Context, kubeconfig, format string, out io.Writer)
 		}
 		sources[key] = ref
 	}
+	var specTargets []kubecompat.TargetSource
+	if path := c.String("spec"); path != "" {
+		sp, err := spec.LoadSpec(path, targets.Kinds())
+		if err != nil {
+			return nil, err
+		}
+		for _, ch := range sp.Charts {
+			d, err := targets.Lookup("target "+ch.Target.String(), ch.Target.Kind)
+			if err != nil {
+				return nil, err
+			}
+			specTargets = append(specTargets, kubecompat.TargetSource{Object: d.Spelling + " " + ch.Target.Namespace + "/" + ch.Target.Name,
+				Namespace: ch.Target.Namespace, Name: ch.Target.Name, Source: ch.Chart.Source, Chart: ch.Chart.Name})
+		}
+	}
 	kube, dyn, err := kubeAndDynamic(kubeconfig)
 	if err != nil {
 		return nil, err
@@ -48,7 +65,7 @@ func kubeVersionCheck(c *ucli.Context, kubeconfig, format string, out io.Writer)
 	if err != nil {
 		return nil, fmt.Errorf("the server's version %q: %w", sv.GitVersion, err)
 	}
-	rep, err := kubecompat.Check(c.Context, kubecompat.Clients{Kube: kube, Dynamic: dyn}, kubecompat.Options{Target: target, Current: current, Sources: sources})
+	rep, err := kubecompat.Check(c.Context, kubecompat.Clients{Kube: kube, Dynamic: dyn}, kubecompat.Options{Target: target, Current: current, Sources: sources, Targets: specTargets})
 	if err != nil {
 		return nil, err
 	}

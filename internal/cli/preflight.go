@@ -40,10 +40,8 @@ func kubeVersionPreflight(c *ucli.Context) error {
 	if !c.IsSet("kube-version") {
 		return outcome.BadInput(fmt.Errorf("--release-source is for --kube-version"))
 	}
-	for _, f := range []string{"spec", "target"} {
-		if c.IsSet(f) {
-			return outcome.BadInput(fmt.Errorf("--kube-version checks every release on the cluster: drop --%s", f))
-		}
+	if c.IsSet("target") {
+		return outcome.BadInput(fmt.Errorf("--kube-version checks every release on the cluster: drop --target (a --spec gives its charts' sources)"))
 	}
 	format := c.String("output")
 	if format == "diff" {

@@ -24,9 +24,15 @@ const removalData = apiModule + ": the generated prerelease lifecycle (APILifecy
 // of its chart, at or above the deployed one, whose kubeVersion admits
 // both today's server and the target and whose rendering with the
 // release's values makes no kind removed at either.
-func forward(ctx context.Context, rel *release.Release, opts Options, o kind.Deployed) string {
+func forward(ctx context.Context, rel *release.Release, opts Options, o kind.Deployed, spec *TargetSource) string {
 	key := rel.Namespace + "/" + rel.Name
 	ref, name := opts.Sources[key], rel.Chart.Metadata.Name
+	if ref == "" && spec != nil && spec.Source != "" {
+		ref = spec.Source
+		if spec.Chart != "" {
+			name = spec.Chart
+		}
+	}
 	if ref == "" && o.Repo != "" {
 		ref = o.Repo
 		if o.Chart != "" {

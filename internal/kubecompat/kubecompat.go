@@ -71,9 +71,22 @@ type Options struct {
 	// Current is the server's version today.
 	Current Version
 	// Sources are chart sources by release (namespace/name), given by
-	// the user (--release-source); a HelmChart's repository is found on
-	// its own.
+	// the user (--release-source); the chart source an object that
+	// deploys a release names is found on its own.
 	Sources map[string]string
+	// Targets are an upgrade spec's targets and chart sources (--spec):
+	// a target is matched to the release its object deploys, else to the
+	// release of its own namespace and name.
+	Targets []TargetSource
+}
+
+// TargetSource is one chart of an upgrade spec: its target and where its
+// chart comes from.
+type TargetSource struct {
+	// Object is the target as kind.Deployed names a deploying object
+	// ("<Spelling> ns/name"); Namespace/Name its namespace and name.
+	Object, Namespace, Name string
+	Source, Chart           string
 }
 
 // Finding is one thing that breaks.
@@ -248,7 +261,13 @@ func checkRelease(ctx context.Context, rel *release.Release, opts Options, owner
 		}
 	}
 	if len(rr.Findings) > 0 {
-		rr.Forward = forward(ctx, rel, opts, owners[key])
+		rr.Forward = forward(ctx, rel, opts, owners[key], specSource(opts.Targets, key, owners))
+		for _, f := range rr.Findings {
+			if f.What == "removed API" {
+				rr.Forward = "map the stored manifest's removed APIs first (helm cannot upgrade a release whose stored manifest it cannot build: chart-upgrader's release.mapRemovedAPIs, or the helm-mapkubeapis plugin); then " + rr.Forward
+				break
+			}
+		}
 	}
 	return rr
 }
@@ -346,3 +365,14 @@ func removedAt(gvk schema.GroupVersionKind, v Version) (string, bool) {
 	return fmt.Sprintf("%d.%d", major, minor), true
 }
 
+// specSource is the spec's chart for release key: the target whose
+// object deploys it, else the target of its namespace and name.
+func specSource(targets []TargetSource, key string, owners map[string]kind.Deployed) *TargetSource {
+	o, deployed := owners[key]
+	for i, t := range targets {
+		if deployed && t.Object == o.Object || !deployed && t.Namespace+"/"+t.Name == key {
+			return &targets[i]
+		}
+	}
+	return nil
+}

@@ -107,7 +107,7 @@ func BuildNodePlan(opts NodePlanOptions) (*upgradev1.Plan, error) {
 			Tolerations:           ControlPlaneTolerations(),
 			Drain:                 o.Drain.spec(),
 			Prepare: &upgradev1.ContainerSpec{
-				Image:           o.PreflightImage,
+				Image: o.PreflightImage,
 				// the drain, and every release against the version the
 				// nodes move to: Kubernetes expands $(VAR) in args from
 				// the container's environment, which SUC sets

@@ -227,6 +227,7 @@ spec:
 		require.Contains(t, f, "budgeted")
 		assert.Contains(t, f["budgeted"].Findings[0].Why, "PodDisruptionBudget budgeted-web at policy/v1beta1, removed in Kubernetes 1.25")
 		assert.Equal(t, "at its next helm upgrade (or rollback)", f["budgeted"].When)
+		assert.Contains(t, f["budgeted"].Forward, "map the stored manifest's removed APIs first")
 		assert.Contains(t, f["budgeted"].Forward, "no chart source known: give --release-source "+ns+"/budgeted=SOURCE")
 		assert.GreaterOrEqual(t, rep.Checked, 4)
 		assert.Empty(t, rep.NotChecked, "as the derived RBAC, everything was read")
@@ -242,6 +243,20 @@ spec:
 		assert.Equal(t, "upgrade chart legacy to 1.2.0 first (from "+dir+"), then move the nodes", f["legacy"].Forward)
 		assert.NotContains(t, f, "modern")
 		assert.NotContains(t, f, "switcher", "at 1.34 it still renders its ConfigMap")
+	})
+	t.Run("1.34: the way forward from an upgrade spec's chart source", func(t *testing.T) {
+		specFile := filepath.Join(t.TempDir(), "spec.yaml")
+		require.NoError(t, os.WriteFile(specFile, []byte(fmt.Sprintf(`apiVersion: chart-upgrader.io/v1alpha1
+kind: UpgradeSpec
+charts:
+- target: {kind: Release, namespace: %s, name: legacy}
+  chart: {name: legacy, source: %s}
+`, ns, dir)), 0o600))
+		r, rep := run("1.34", "--spec", specFile)
+		assert.Equal(t, outcome.ExitRefused, r.Code, r.Stderr)
+		f := failing(rep)
+		require.Contains(t, f, "legacy")
+		assert.Equal(t, "upgrade chart legacy to 1.2.0 first (from "+dir+"), then move the nodes", f["legacy"].Forward)
 	})
 	t.Run("1.37: a template that switches on the version, its HelmChart's repository", func(t *testing.T) {
 		r, rep := run("1.37")
@@ -267,9 +282,12 @@ spec:
 		r = noderun.CLI(t, "preflight", "--kubeconfig", kubeconfig, "--kube-version", "1.34", "--release-source", "legacy=/tmp")
 		assert.Equal(t, outcome.ExitBadInput, r.Code)
 		assert.Contains(t, r.Stderr, `--release-source "legacy=/tmp": want NAMESPACE/NAME=SOURCE`)
-		r = noderun.CLI(t, "preflight", "--kubeconfig", kubeconfig, "--kube-version", "1.34", "--spec", "x.yaml")
+		r = noderun.CLI(t, "preflight", "--kubeconfig", kubeconfig, "--kube-version", "1.34", "--target", "release/"+ns+"/legacy")
 		assert.Equal(t, outcome.ExitBadInput, r.Code)
-		assert.Contains(t, r.Stderr, "--kube-version checks every release on the cluster: drop --spec")
+		assert.Contains(t, r.Stderr, "--kube-version checks every release on the cluster: drop --target")
+		r = noderun.CLI(t, "preflight", "--kubeconfig", kubeconfig, "--kube-version", "1.34", "--spec", filepath.Join(t.TempDir(), "none.yaml"))
+		assert.Equal(t, outcome.ExitBadInput, r.Code)
+		assert.Contains(t, r.Stderr, "none.yaml")
 	})
 	t.Run("an unreadable storage", func(t *testing.T) {
 		other := env.Namespace(t)
