@@ -22,9 +22,9 @@ import (
 	helmchart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	release "helm.sh/helm/v4/pkg/release/v1"
-	"helm.sh/helm/v4/pkg/storage/driver"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -153,9 +153,15 @@ type Clients struct {
 // Check checks every deployed release the clients may read.
 func Check(ctx context.Context, c Clients, opts Options) (*Report, error) {
 	rep := &Report{Target: opts.Target.String(), Current: opts.Current.String(), Failing: []ReleaseReport{}, RemovalData: removalData}
-	rels, err := deployed(ctx, c, rep)
+	rels, bad, err := deployed(ctx, c, rep)
 	if err != nil {
 		return nil, err
+	}
+	for _, u := range bad {
+		rep.Checked++
+		rep.Failing = append(rep.Failing, ReleaseReport{Release: u.release, Kind: "helm release", Chart: "(unknown)",
+			Findings: []Finding{{What: "unreadable", Why: fmt.Sprintf("its stored record %s does not decode (%s): Helm cannot read it either", u.record, u.err)}},
+			When:     "now: Helm skips it when it lists releases and fails on it when it reads it", Forward: "restore or remove the record"})
 	}
 	owners, err := owningObjects(ctx, c, rep)
 	if err != nil {
@@ -175,34 +181,62 @@ func Check(ctx context.Context, c Clients, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+// unreadable is a release record that does not decode.
+type unreadable struct {
+	release, record, err string
+}
+
 // deployed lists the deployed revision of every release, Helm's secret
-// and configmap storage, every namespace, one LIST each.
-func deployed(ctx context.Context, c Clients, rep *Report) ([]*release.Release, error) {
-	var out []*release.Release
+// and configmap storage, every namespace, one LIST each, and decodes
+// each record as Helm does (Helm's own Query skips a record that does
+// not decode without a word: it is named here).
+func deployed(ctx context.Context, c Clients, rep *Report) ([]*release.Release, []unreadable, error) {
+	selector := metav1.ListOptions{LabelSelector: "owner=helm,status=deployed"}
+	type record struct {
+		namespace, name string
+		labels          map[string]string
+		data            string
+	}
+	var records []record
 	forbidden := 0
-	for _, d := range []driver.Driver{driver.NewSecrets(c.Kube.CoreV1().Secrets("")), driver.NewConfigMaps(c.Kube.CoreV1().ConfigMaps(""))} {
-		rs, err := d.Query(map[string]string{"owner": "helm", "status": "deployed"})
-		if err == driver.ErrReleaseNotFound {
-			continue
+	secrets, err := c.Kube.CoreV1().Secrets("").List(ctx, selector)
+	switch {
+	case apierrors.IsForbidden(err):
+		forbidden++
+		rep.NotChecked = append(rep.NotChecked, fmt.Sprintf("the releases in Helm's secret storage: this process may not list them in every namespace (%v)", err))
+	case err != nil:
+		return nil, nil, fmt.Errorf("listing the releases in Helm's secret storage: %w", err)
+	default:
+		for _, s := range secrets.Items {
+			records = append(records, record{s.Namespace, s.Name, s.Labels, string(s.Data["release"])})
 		}
-		if apierrors.IsForbidden(err) {
-			forbidden++
-			rep.NotChecked = append(rep.NotChecked, fmt.Sprintf("the releases in Helm's %s storage: this process may not list them in every namespace (%v)", d.Name(), err))
-			continue
+	}
+	cms, err := c.Kube.CoreV1().ConfigMaps("").List(ctx, selector)
+	switch {
+	case apierrors.IsForbidden(err):
+		forbidden++
+		rep.NotChecked = append(rep.NotChecked, fmt.Sprintf("the releases in Helm's configmap storage: this process may not list them in every namespace (%v)", err))
+	case err != nil:
+		return nil, nil, fmt.Errorf("listing the releases in Helm's configmap storage: %w", err)
+	default:
+		for _, m := range cms.Items {
+			records = append(records, record{m.Namespace, m.Name, m.Labels, m.Data["release"]})
 		}
-		if err != nil {
-			return nil, fmt.Errorf("listing the releases in Helm's %s storage: %w", d.Name(), err)
-		}
-		revs, err := helmrelease.Revisions(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, revs...)
 	}
 	if forbidden == 2 {
-		return nil, fmt.Errorf("reading Helm's release storage: this process may list neither the secrets nor the configmaps of every namespace (add list on secrets, where Helm keeps releases, to its RBAC): %s", strings.Join(rep.NotChecked, "; "))
+		return nil, nil, fmt.Errorf("reading Helm's release storage: this process may list neither the secrets nor the configmaps of every namespace (add list on secrets, where Helm keeps releases, to its RBAC): %s", strings.Join(rep.NotChecked, "; "))
 	}
-	return out, nil
+	var out []*release.Release
+	var bad []unreadable
+	for _, r := range records {
+		rel, err := helmrelease.Decode(r.data)
+		if err != nil {
+			bad = append(bad, unreadable{release: r.namespace + "/" + r.labels["name"], record: r.namespace + "/" + r.name, err: err.Error()})
+			continue
+		}
+		out = append(out, rel)
+	}
+	return out, bad, nil
 }
 
 // RBAC are the rules the check needs: list Helm's release storage in

@@ -289,6 +289,18 @@ charts:
 		assert.Equal(t, outcome.ExitBadInput, r.Code)
 		assert.Contains(t, r.Stderr, "none.yaml")
 	})
+	t.Run("a record that does not decode", func(t *testing.T) {
+		_, err := env.Kube().CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.broken.v1",
+			Labels: map[string]string{"owner": "helm", "status": "deployed", "name": "broken", "version": "1"}},
+			Type: "helm.sh/release.v1", Data: map[string][]byte{"release": []byte("not a release")}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		r, rep := run("1.33")
+		assert.Equal(t, outcome.ExitRefused, r.Code, r.Stderr)
+		f := failing(rep)
+		require.Contains(t, f, "broken")
+		assert.Equal(t, "unreadable", f["broken"].Findings[0].What)
+		assert.Contains(t, f["broken"].Findings[0].Why, "its stored record "+ns+"/sh.helm.release.v1.broken.v1 does not decode")
+	})
 	t.Run("an unreadable storage", func(t *testing.T) {
 		other := env.Namespace(t)
 		kc := asAccount(t, env, other, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}},
