@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 	"github.com/chart-upgrader/chart-upgrader/tests/kubelet"
@@ -92,6 +94,10 @@ func TestAPodThatCannotStartEndsTheWait(t *testing.T) {
 						// the version and, between two crashes, ready (docs/reference.md)
 						return
 					}
+					// the rolled-back revision's pods settle first (its old
+					// pod terminating is a release not healthy: preflight
+					// refuses an upgrade from it, exit 3)
+					waitSettled(t, env, ns)
 					again := run("upgrade", append([]string{"--timeout", "90s"}, tc.flags...)...)
 					again.RequireCode(t, outcome.ExitFailure)
 				})
@@ -139,4 +145,26 @@ func TestAHookPodThatCannotStartEndsTheApply(t *testing.T) {
 	}
 	assert.NotContains(t, r.Stderr, "context deadline exceeded")
 	t.Logf("the hook's failure ended the upgrade after %s", took)
+}
+
+// waitSettled waits until every Deployment of ns has no pod pending
+// termination and its controller has observed its generation.
+func waitSettled(t *testing.T, env *testenv.Env, ns string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		l, err := env.Kube().AppsV1().Deployments(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, d := range l.Items {
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			if d.Status.ObservedGeneration < d.Generation || d.Status.Replicas != want {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 100*time.Millisecond, "the Deployments of %s settle", ns)
 }
