@@ -186,45 +186,98 @@ type unreadable struct {
 	release, record, err string
 }
 
+// record is one release record of Helm's storage.
+type record struct {
+	namespace, name string
+	labels          map[string]string
+	data            string
+}
+
+// storages are Helm's storage drivers, each listed the same way.
+var storages = []struct {
+	name string
+	list func(ctx context.Context, c Clients, namespace string, opts metav1.ListOptions) ([]record, error)
+}{
+	{"secret", func(ctx context.Context, c Clients, namespace string, opts metav1.ListOptions) ([]record, error) {
+		l, err := c.Kube.CoreV1().Secrets(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]record, len(l.Items))
+		for i, s := range l.Items {
+			out[i] = record{s.Namespace, s.Name, s.Labels, string(s.Data["release"])}
+		}
+		return out, nil
+	}},
+	{"configmap", func(ctx context.Context, c Clients, namespace string, opts metav1.ListOptions) ([]record, error) {
+		l, err := c.Kube.CoreV1().ConfigMaps(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]record, len(l.Items))
+		for i, m := range l.Items {
+			out[i] = record{m.Namespace, m.Name, m.Labels, m.Data["release"]}
+		}
+		return out, nil
+	}},
+}
+
 // deployed lists the deployed revision of every release, Helm's secret
-// and configmap storage, every namespace, one LIST each, and decodes
-// each record as Helm does (Helm's own Query skips a record that does
-// not decode without a word: it is named here).
+// and configmap storage, one LIST each in every namespace (where the RBAC
+// allows no list across namespaces: one in each namespace it may read),
+// and decodes each record as Helm does (Helm's own Query skips a record
+// that does not decode without a word: it is named here).
 func deployed(ctx context.Context, c Clients, rep *Report) ([]*release.Release, []unreadable, error) {
 	selector := metav1.ListOptions{LabelSelector: "owner=helm,status=deployed"}
-	type record struct {
-		namespace, name string
-		labels          map[string]string
-		data            string
-	}
 	var records []record
-	forbidden := 0
-	secrets, err := c.Kube.CoreV1().Secrets("").List(ctx, selector)
-	switch {
-	case apierrors.IsForbidden(err):
-		forbidden++
-		rep.NotChecked = append(rep.NotChecked, fmt.Sprintf("the releases in Helm's secret storage: this process may not list them in every namespace (%v)", err))
-	case err != nil:
-		return nil, nil, fmt.Errorf("listing the releases in Helm's secret storage: %w", err)
-	default:
-		for _, s := range secrets.Items {
-			records = append(records, record{s.Namespace, s.Name, s.Labels, string(s.Data["release"])})
+	var namespaces []string // listed once, when a storage cannot be listed across namespaces
+	readable := 0
+	for _, st := range storages {
+		rs, err := st.list(ctx, c, "", selector)
+		if err == nil {
+			records = append(records, rs...)
+			readable++
+			continue
+		}
+		if !apierrors.IsForbidden(err) {
+			return nil, nil, fmt.Errorf("listing the releases in Helm's %s storage: %w", st.name, err)
+		}
+		if namespaces == nil {
+			l, nerr := c.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+			if nerr != nil {
+				rep.NotChecked = append(rep.NotChecked, fmt.Sprintf("the releases in Helm's %s storage: this process may list them in no namespace it can name (%v; listing the namespaces: %v)", st.name, err, nerr))
+				continue
+			}
+			namespaces = []string{}
+			for _, n := range l.Items {
+				namespaces = append(namespaces, n.Name)
+			}
+		}
+		var refused []string
+		for _, ns := range namespaces {
+			rs, err := st.list(ctx, c, ns, selector)
+			switch {
+			case apierrors.IsForbidden(err):
+				refused = append(refused, ns)
+			case err != nil:
+				return nil, nil, fmt.Errorf("listing the releases in Helm's %s storage of namespace %s: %w", st.name, ns, err)
+			default:
+				records = append(records, rs...)
+			}
+		}
+		if len(refused) < len(namespaces) {
+			readable++
+		}
+		if len(refused) > 0 {
+			names := strings.Join(refused, ", ")
+			if len(refused) > 10 {
+				names = fmt.Sprintf("%s and %d more", strings.Join(refused[:10], ", "), len(refused)-10)
+			}
+			rep.NotChecked = append(rep.NotChecked, fmt.Sprintf("the releases in Helm's %s storage of %d namespace(s) (%s): this process may not list them", st.name, len(refused), names))
 		}
 	}
-	cms, err := c.Kube.CoreV1().ConfigMaps("").List(ctx, selector)
-	switch {
-	case apierrors.IsForbidden(err):
-		forbidden++
-		rep.NotChecked = append(rep.NotChecked, fmt.Sprintf("the releases in Helm's configmap storage: this process may not list them in every namespace (%v)", err))
-	case err != nil:
-		return nil, nil, fmt.Errorf("listing the releases in Helm's configmap storage: %w", err)
-	default:
-		for _, m := range cms.Items {
-			records = append(records, record{m.Namespace, m.Name, m.Labels, m.Data["release"]})
-		}
-	}
-	if forbidden == 2 {
-		return nil, nil, fmt.Errorf("reading Helm's release storage: this process may list neither the secrets nor the configmaps of every namespace (add list on secrets, where Helm keeps releases, to its RBAC): %s", strings.Join(rep.NotChecked, "; "))
+	if readable == 0 {
+		return nil, nil, fmt.Errorf("reading Helm's release storage: this process may list neither the secrets nor the configmaps of any namespace (add list on secrets, where Helm keeps releases, to its RBAC): %s", strings.Join(rep.NotChecked, "; "))
 	}
 	var out []*release.Release
 	var bad []unreadable

@@ -301,6 +301,48 @@ charts:
 		assert.Equal(t, "unreadable", f["broken"].Findings[0].What)
 		assert.Contains(t, f["broken"].Findings[0].Why, "its stored record "+ns+"/sh.helm.release.v1.broken.v1 does not decode")
 	})
+	t.Run("RBAC in one namespace: its releases checked, the others named", func(t *testing.T) {
+		other := env.Namespace(t)
+		kc := asAccount(t, env, other, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list"}}},
+			func(ctx context.Context, kube kubernetes.Interface) error {
+				_, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1})
+				return err
+			})
+		_, err := env.Kube().RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "release-reader"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = env.Kube().RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "release-reader"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "release-reader"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "upgrader", Namespace: other}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		rbaccheck.WaitAuthorized(t, kc, func(ctx context.Context, kube kubernetes.Interface) error {
+			_, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		})
+		r, rep := run("1.34")
+		assert.Equal(t, outcome.ExitRefused, r.Code, r.Stderr)
+		require.Contains(t, failing(rep), "legacy")
+		r = noderun.CLI(t, "preflight", "--kubeconfig", kc, "--kube-version", "1.34", "-o", "json", "--termination-log", "")
+		assert.Equal(t, outcome.ExitRefused, r.Code, r.Stderr)
+		var out struct {
+			Report kubecompat.Report `json:"report"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &out), r.Stdout)
+		var mine []string
+		for _, f := range out.Report.Failing {
+			mine = append(mine, f.Release)
+		}
+		assert.Contains(t, mine, ns+"/legacy", "the namespace it may read is checked")
+		notChecked := strings.Join(out.Report.NotChecked, "\n")
+		assert.Contains(t, notChecked, "the releases in Helm's secret storage of ")
+		assert.Contains(t, notChecked, other, "a namespace it may not read is named")
+		for _, line := range out.Report.NotChecked {
+			if strings.Contains(line, "secret storage") {
+				assert.NotContains(t, line, ns+",", "the namespace it may read is not among them")
+				assert.NotContains(t, line, ns+")", "the namespace it may read is not among them")
+			}
+		}
+	})
 	t.Run("an unreadable storage", func(t *testing.T) {
 		other := env.Namespace(t)
 		kc := asAccount(t, env, other, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}},
@@ -310,6 +352,6 @@ charts:
 			})
 		r := noderun.CLI(t, "preflight", "--kubeconfig", kc, "--kube-version", "1.34")
 		assert.Equal(t, outcome.ExitFailure, r.Code, r.Stderr)
-		assert.Contains(t, r.Stderr, "this process may list neither the secrets nor the configmaps of every namespace")
+		assert.Contains(t, r.Stderr, "this process may list neither the secrets nor the configmaps of any namespace")
 	})
 }
