@@ -92,6 +92,18 @@ func (longhornRule) Judge(ctx context.Context, w *World, p *Prediction) error {
 		return err
 	}
 	node := w.Node.Name
+	// the replicas by volume (namespace/name) and those on this node,
+	// the same for every instance manager pod of the node
+	var onNode []*unstructured.Unstructured
+	byVolume := map[string][]*unstructured.Unstructured{}
+	for i := range replicas {
+		r := &replicas[i]
+		vol, _, _ := unstructured.NestedString(r.Object, "spec", "volumeName")
+		byVolume[r.GetNamespace()+"/"+vol] = append(byVolume[r.GetNamespace()+"/"+vol], r)
+		if n, _, _ := unstructured.NestedString(r.Object, "spec", "nodeID"); n == node {
+			onNode = append(onNode, r)
+		}
+	}
 	for _, pod := range imPods {
 		im := imByName[pod.Namespace+"/"+pod.Name]
 		if im == nil {
@@ -129,16 +141,6 @@ func (longhornRule) Judge(ctx context.Context, w *World, p *Prediction) error {
 		if policy == policyAlwaysAllow {
 			continue
 		}
-		var onNode []*unstructured.Unstructured
-		byVolume := map[string][]*unstructured.Unstructured{}
-		for i := range replicas {
-			r := &replicas[i]
-			vol, _, _ := unstructured.NestedString(r.Object, "spec", "volumeName")
-			byVolume[r.GetNamespace()+"/"+vol] = append(byVolume[r.GetNamespace()+"/"+vol], r)
-			if n, _, _ := unstructured.NestedString(r.Object, "spec", "nodeID"); n == node {
-				onNode = append(onNode, r)
-			}
-		}
 		if len(onNode) == 0 {
 			continue
 		}
@@ -153,7 +155,11 @@ func (longhornRule) Judge(ctx context.Context, w *World, p *Prediction) error {
 				continue
 			}
 			vol, _, _ := unstructured.NestedString(r.Object, "spec", "volumeName")
-			if !protectedElsewhere(w, byVolume[r.GetNamespace()+"/"+vol], imByName, cordoned, node) {
+			protected, err := protectedElsewhere(ctx, w, byVolume[r.GetNamespace()+"/"+vol], imByName, cordoned, node)
+			if err != nil {
+				return err
+			}
+			if !protected {
 				last[vol] = r.GetName()
 			}
 		}
@@ -216,7 +222,7 @@ func stopped(r *unstructured.Unstructured) bool {
 // replica on the node: its volume has a healthy replica on another
 // node that is not cordoned, whose running instance manager has its
 // budget; or a replica of the volume on this node never started.
-func protectedElsewhere(w *World, siblings []*unstructured.Unstructured, ims map[string]*unstructured.Unstructured, cordoned sets.Set[string], node string) bool {
+func protectedElsewhere(ctx context.Context, w *World, siblings []*unstructured.Unstructured, ims map[string]*unstructured.Unstructured, cordoned sets.Set[string], node string) (bool, error) {
 	for _, s := range siblings {
 		n, _, _ := unstructured.NestedString(s.Object, "spec", "nodeID")
 		healthyAt, _, _ := unstructured.NestedString(s.Object, "spec", "healthyAt")
@@ -230,13 +236,17 @@ func protectedElsewhere(w *World, siblings []*unstructured.Unstructured, ims map
 			if state, _, _ := unstructured.NestedString(im.Object, "status", "currentState"); state != "running" {
 				continue
 			}
-			if b, _ := w.Budget(context.Background(), im.GetNamespace(), im.GetName()); b != nil {
-				return true
+			b, err := w.Budget(ctx, im.GetNamespace(), im.GetName())
+			if err != nil {
+				return false, err
+			}
+			if b != nil {
+				return true, nil
 			}
 		}
 		if healthyAt == "" && failedAt == "" && n == node {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
