@@ -166,3 +166,33 @@ func TestPullSchemes(t *testing.T) {
 	assert.Contains(t, got[0], "connection refused")
 	assert.Contains(t, got[1], "found linux/amd64", "over HTTPS, since the host has TLS settings")
 }
+
+// What one check of an image costs at the registry, counted there, by
+// method: a manifest GET (the body is needed: an index's platforms, or
+// an image manifest's config digest, whose blob says a single-platform
+// image's platform), never a HEAD and never a layer. On Docker Hub a
+// manifest GET counts as a pull and a HEAD does not: this is the pull
+// the check spends per image and run.
+func TestWhatACheckAsksTheRegistry(t *testing.T) {
+	w := newWorld(t)
+	o := w.origin.Host
+	cases := []struct {
+		name, ref string
+		want      map[string]int
+	}{
+		{"an index", o + "/app:2.0.0", map[string]int{"GET ping": 1, "GET manifest": 1}},
+		{"an index by digest", o + "/app@" + w.digest, map[string]int{"GET ping": 1, "GET manifest": 1}},
+		{"a single-platform tag", o + "/arm-only:1.0", map[string]int{"GET ping": 1, "GET manifest": 1, "GET blob": 1}},
+		{"a tag missing", o + "/app:9.9.9", map[string]int{"GET ping": 1, "GET manifest": 1}},
+	}
+	w.origin.Asked() // the pushes
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := imagecheck.NewPuller(w.registries(t, ""), 0)
+			defer p.Close()
+			pull(t, p, c.ref, nil)
+			pull(t, p, c.ref, nil) // asked again in the run: nothing more
+			assert.Equal(t, c.want, w.origin.Asked())
+		})
+	}
+}

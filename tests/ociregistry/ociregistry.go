@@ -13,10 +13,12 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/distribution/distribution/v3/configuration"
 	_ "github.com/distribution/distribution/v3/registry/auth/htpasswd" // htpasswd authentication
@@ -37,6 +39,9 @@ type Registry struct {
 	CAFile string
 	client *registry.Client
 	users  map[string]string
+
+	mu    sync.Mutex
+	asked map[string]int // "METHOD what" → count, what is ping, manifest or blob
 }
 
 // Options are how a registry runs.
@@ -65,10 +70,14 @@ func Start(ctx context.Context, dir string, opts ...Options) (*Registry, error) 
 		cfg.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "test-registry", "path": path}}
 	}
 	app := handlers.NewApp(ctx, cfg)
-	srv := httptest.NewUnstartedServer(app)
+	r := &Registry{asked: map[string]int{}}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.count(req)
+		app.ServeHTTP(w, req)
+	}))
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
-	r := &Registry{srv: srv, Host: strings.TrimPrefix(srv.URL, "https://"), CAFile: filepath.Join(dir, "registry-ca.pem")}
+	r.srv, r.Host, r.CAFile = srv, strings.TrimPrefix(srv.URL, "https://"), filepath.Join(dir, "registry-ca.pem")
 	pemData := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	if err := os.WriteFile(r.CAFile, pemData, 0o600); err != nil {
 		srv.Close()
@@ -87,6 +96,36 @@ func Start(ctx context.Context, dir string, opts ...Options) (*Registry, error) 
 
 // Close stops the registry.
 func (r *Registry) Close() { r.srv.Close() }
+
+// count notes a request by method and by what it asks: the ping
+// (/v2/), a manifest or a blob; anything else is not counted.
+func (r *Registry) count(req *http.Request) {
+	what := ""
+	switch p := req.URL.Path; {
+	case p == "/v2/" || p == "/v2":
+		what = "ping"
+	case strings.Contains(p, "/manifests/"):
+		what = "manifest"
+	case strings.Contains(p, "/blobs/") && !strings.Contains(p, "/blobs/uploads"):
+		what = "blob"
+	default:
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.asked[req.Method+" "+what]++
+}
+
+// Asked returns the requests counted since the last call ("GET
+// manifest" → 2, "HEAD manifest" → 1, "GET blob", "GET ping" …) and
+// starts counting again.
+func (r *Registry) Asked() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.asked
+	r.asked = map[string]int{}
+	return out
+}
 
 // Push pushes the chart archive (.tgz) at path as `helm push PATH
 // oci://HOST/REPO` does: REPO/<name>:<version>.
