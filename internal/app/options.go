@@ -61,10 +61,12 @@ type Options struct {
 	// RegistriesConfig is the node's registries.yaml the image check
 	// resolves pulls with ("": the node's under HostRoot, if any);
 	// SkipImageCheck checks no image; ImageTimeout bounds each registry
-	// endpoint's answer (0: imagecheck.DefaultTimeout).
+	// endpoint's answer (0: imagecheck.DefaultTimeout); ImageHeadsFirst
+	// asks each manifest with a HEAD (imagecheck.Puller.HeadsFirst).
 	RegistriesConfig string
 	SkipImageCheck   bool
 	ImageTimeout     time.Duration
+	ImageHeadsFirst  bool
 
 	// SecretsDir is where system-upgrade-controller mounts the Plan's
 	// secrets: without SpecFile and Target, the spec is found there.

@@ -74,6 +74,7 @@ func targetFlags() []ucli.Flag {
 		&ucli.StringFlag{TakesFile: true, Name: "ca-file", Usage: "extra CA certificates `FILE` for Helm repository URLs"},
 		&ucli.StringFlag{TakesFile: true, Name: "registries-config", Usage: "the nodes' k3s/RKE2 registries.yaml `FILE` the image check pulls as (default: <host-root>/etc/rancher/rke2/registries.yaml, else <host-root>/etc/rancher/k3s/registries.yaml, when one exists; none: each image from its own registry)"},
 		&ucli.BoolFlag{Name: "skip-image-check", Usage: "check no image before the apply (the report says the images were not checked)"},
+		&ucli.StringFlag{Name: "image-manifests", Value: imagecheck.ManifestsGet, Usage: "how the image check asks for each manifest: `HOW` " + imagecheck.ManifestsGet + " (its body: an index's platforms, a single-platform image's config, so every platform is judged as the node judges it) or " + imagecheck.ManifestsHead + " (a HEAD; an index's body only: a single-platform image's platform is not read, and a registry that counts manifest GETs as pulls, as Docker Hub does, counts none for it)"},
 		&ucli.DurationFlag{Name: "image-timeout", Value: imagecheck.DefaultTimeout, Usage: "how long one registry endpoint may take to answer the image check (`DURATION`); slower counts as not answering"},
 		&dirFlag{ucli.StringFlag{Name: "hooks-dir", Usage: "`DIR` of pre-<phase> and post-<phase> hooks (default: the directory of a spec found in the Plan's secret)"}},
 		&ucli.DurationFlag{Name: "hook-timeout", Value: host.DefaultHookTimeout, Usage: "how long one hook may run (`DURATION`)"},

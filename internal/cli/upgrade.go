@@ -7,6 +7,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/app"
+	"github.com/chart-upgrader/chart-upgrader/internal/imagecheck"
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
 )
 
@@ -38,6 +39,10 @@ func upgradeOptions(c *ucli.Context) (app.Options, error) {
 	if err != nil {
 		return app.Options{}, err
 	}
+	manifests := c.String("image-manifests")
+	if manifests != imagecheck.ManifestsGet && manifests != imagecheck.ManifestsHead {
+		return app.Options{}, outcome.BadInput(fmt.Errorf("%s: --image-manifests %q: want %s or %s", commandPath(c), manifests, imagecheck.ManifestsGet, imagecheck.ManifestsHead))
+	}
 	return app.Options{PodFailureGrace: grace, Settle: settle,
 		SpecFile: c.String("spec"), Target: c.String("target"), ChartSource: c.String("chart-source"),
 		ChartName: c.String("chart-name"), PolicyFile: c.String("policy"),
@@ -49,7 +54,8 @@ func upgradeOptions(c *ucli.Context) (app.Options, error) {
 		TerminationLog: l.TerminationLog, NodeName: c.String("node-name"),
 		LeaseDuration: c.Duration("lease-duration"), CAFile: c.String("ca-file"), SecretsDir: c.String("secrets-dir"),
 		RegistriesConfig: c.String("registries-config"), SkipImageCheck: c.Bool("skip-image-check"), ImageTimeout: c.Duration("image-timeout"),
-		HooksDir: c.String("hooks-dir"), HookTimeout: c.Duration("hook-timeout"),
+		ImageHeadsFirst: manifests == imagecheck.ManifestsHead,
+		HooksDir:        c.String("hooks-dir"), HookTimeout: c.Duration("hook-timeout"),
 		SUC: sucInfo(c), Log: l.Log, Out: l.Out,
 	}, nil
 }

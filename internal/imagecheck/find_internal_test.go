@@ -150,8 +150,17 @@ func TestJudgePlatforms(t *testing.T) {
 		require.Len(t, out.Refused, 1, c.name)
 		assert.Contains(t, out.Refused[0], c.want, c.name)
 	}
+	// an image manifest only HEAD asked for (--image-manifests=head): found,
+	// its platform not read, so not judged, and the report says so
+	headOnly := Answer{Found: true, PlatformNotRead: true}
+	out := judge([]*pull{{image: img, uses: []Use{{Where: "Deployment demo/app, container app", Image: img.Written, Pod: anywhere, Namespace: "demo"}},
+		pulled: Pulled{Tried: []Answer{headOnly}, Found: &headOnly}}}, nodes)
+	assert.Empty(t, out.Refused)
+	assert.Equal(t, "pullable; its platform not read (--image-manifests=head)", out.Images[0].Verdict)
+	assert.Empty(t, out.Images[0].Platforms)
+
 	// an image of the common shape found in the values: a warning
-	out := judge([]*pull{{image: img, uses: []Use{{Where: "values a.image", Image: img.Written, Found: true}},
+	out = judge([]*pull{{image: img, uses: []Use{{Where: "values a.image", Image: img.Written, Found: true}},
 		pulled: Pulled{Tried: []Answer{{Said: "MANIFEST_UNKNOWN: manifest unknown (HTTP 404)"}}}}}, nodes)
 	assert.Empty(t, out.Refused)
 	require.Len(t, out.Warnings, 1)

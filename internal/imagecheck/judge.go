@@ -39,10 +39,13 @@ func judge(pulls []*pull, nodes []corev1.Node) upgrade.ImageCheck {
 			r.Endpoints = append(r.Endpoints, upgrade.ImageEndpoint{URL: a.Endpoint.URL.String(), Repository: a.Endpoint.Repository, Answer: answer})
 		}
 		problem := ""
-		if f := pl.pulled.Found; f == nil {
+		switch f := pl.pulled.Found; {
+		case f == nil:
 			problem = fmt.Sprintf("image %s, run by %s, is served by no endpoint the nodes pull it from: %s%s",
 				pl.image.Written, uses(pl.uses), tried(pl.pulled.Tried), unauthorizedHint(pl.pulled.Tried))
-		} else {
+		case f.PlatformNotRead:
+			r.Verdict = "pullable; its platform not read (--image-manifests=head)"
+		default:
 			r.Platforms = f.Platforms
 			if missing := missingPlatforms(wanted, f.Platforms); len(missing) > 0 {
 				what := "the image is " + strings.Join(f.Platforms, ", ")
@@ -53,7 +56,9 @@ func judge(pulls []*pull, nodes []corev1.Node) upgrade.ImageCheck {
 					pl.image.Written, uses(pl.uses), strings.Join(missing, " nor "), nodesOf(missing, pl.uses, nodes), f.Endpoint.URL.String(), what)
 			}
 		}
-		r.Verdict = "pullable"
+		if r.Verdict == "" {
+			r.Verdict = "pullable"
+		}
 		if problem != "" {
 			r.Verdict = problem
 			if allFound(pl.uses) {

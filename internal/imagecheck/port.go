@@ -122,8 +122,21 @@ func (p *Port) Check(ctx context.Context, o *upgrade.Observed, c upgrade.Change)
 		len(pulls), len(uses), len(endpoints), from, p.Puller.Requests(), time.Since(start).Round(time.Millisecond))
 	if len(nodes.Items) == 0 {
 		out.Note += "; the cluster lists no node, so no platform was checked"
+	} else if n := platformsNotRead(pulls); n > 0 {
+		out.Note += fmt.Sprintf("; the platform of %d single-platform images not read (--image-manifests=head)", n)
 	}
 	return out, nil
+}
+
+// platformsNotRead counts the images found whose platform was not read.
+func platformsNotRead(pulls []*pull) int {
+	n := 0
+	for _, pl := range pulls {
+		if f := pl.pulled.Found; f != nil && f.PlatformNotRead {
+			n++
+		}
+	}
+	return n
 }
 
 // pull is one image asked for with one set of credentials, and its uses.

@@ -27,12 +27,20 @@ import (
 // them: each endpoint in order (registries.Resolve), the first that
 // serves the manifest wins, any error or 4xx/5xx goes on to the next. It
 // asks for the manifest (an index, or an image manifest and then its
-// config, which says its platform), never a layer, with
-// go-containerregistry, each endpoint's answer asked once per run.
+// config, which says its platform; with HeadsFirst, a HEAD, and the GET
+// of an index only), never a layer, with go-containerregistry, each
+// endpoint's answer asked once per run.
 
 // DefaultTimeout bounds one endpoint's answer: a registry slower than this
 // counts as not answering.
 const DefaultTimeout = 30 * time.Second
+
+// How --image-manifests asks for each manifest: its body (GET), or a
+// HEAD first (Puller.HeadsFirst).
+const (
+	ManifestsGet  = "get"
+	ManifestsHead = "head"
+)
 
 // DefaultJobs is how many images are asked for at once.
 const DefaultJobs = 16
@@ -40,6 +48,13 @@ const DefaultJobs = 16
 // Puller asks registries for images as the node would pull them. Its
 // zero value is not usable: NewPuller.
 type Puller struct {
+	// HeadsFirst, set before the first Pull, asks each manifest with a
+	// HEAD and GETs an index only (its platforms): a single-platform
+	// image's manifest is not read, so neither is its platform. A
+	// registry that counts manifest GETs as pulls (Docker Hub) then
+	// counts none for such an image.
+	HeadsFirst bool
+
 	registries *Registries
 	timeout    time.Duration
 
@@ -98,6 +113,9 @@ type Answer struct {
 	Index     bool
 	Platforms []string
 	Digest    string
+	// PlatformNotRead: an image manifest only HEAD asked for
+	// (Puller.HeadsFirst); Platforms is empty.
+	PlatformNotRead bool
 	// noAnswer: the endpoint gave no answer within the timeout.
 	noAnswer bool
 }
@@ -245,7 +263,28 @@ func (p *Puller) get(ctx context.Context, e registries.Endpoint, scheme string, 
 		manifest: e.Repository + "/manifests/" + img.Ref()}
 	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(rt), remote.WithAuth(auth),
 		remote.WithRetryBackoff(remote.Backoff{Steps: 1}), remote.WithUserAgent(httpclient.UserAgent)}
-	desc, err := remote.Get(ref, opts...)
+	rp, err := remote.NewPuller(opts...) // one ping and token for the HEAD and the GET
+	if err != nil {
+		out.Said = err.Error()
+		return out
+	}
+	if p.HeadsFirst {
+		head, err := rp.Head(ctx, ref)
+		var terr *transport.Error
+		switch {
+		case err == nil && !head.MediaType.IsIndex():
+			out.Found, out.Digest, out.PlatformNotRead = true, head.Digest.String(), true
+			return out
+		case err != nil && !errors.As(err, &terr):
+			// no HTTP answer (a dial error, the timeout): a GET would get none either
+			out.Said, out.Unauthorized = said(ctx, err, p.timeout)
+			out.noAnswer = ctx.Err() != nil
+			return out
+		}
+		// an index, whose platforms are needed; or an HTTP error, which the
+		// GET says in the registry's words (a HEAD's answer has no body)
+	}
+	desc, err := rp.Get(ctx, ref)
 	if err != nil {
 		out.Said, out.Unauthorized = said(ctx, err, p.timeout)
 		out.noAnswer = ctx.Err() != nil && !strings.Contains(out.Said, "(HTTP ")

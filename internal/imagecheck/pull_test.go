@@ -168,31 +168,46 @@ func TestPullSchemes(t *testing.T) {
 }
 
 // What one check of an image costs at the registry, counted there, by
-// method: a manifest GET (the body is needed: an index's platforms, or
-// an image manifest's config digest, whose blob says a single-platform
-// image's platform), never a HEAD and never a layer. On Docker Hub a
-// manifest GET counts as a pull and a HEAD does not: this is the pull
-// the check spends per image and run.
+// method, never a layer. By default a manifest GET (the body is needed:
+// an index's platforms, or an image manifest's config digest, whose blob
+// says a single-platform image's platform). With HeadsFirst
+// (--image-manifests=head) a HEAD, and a GET only of an index (or to
+// have a refusal in the registry's words): on Docker Hub a manifest GET
+// counts as a pull and a HEAD does not, so a single-platform tag costs
+// no pull, and its platform is not read.
 func TestWhatACheckAsksTheRegistry(t *testing.T) {
 	w := newWorld(t)
 	o := w.origin.Host
 	cases := []struct {
-		name, ref string
-		want      map[string]int
+		name, ref  string
+		headsFirst bool
+		want       map[string]int
+		answer     string
 	}{
-		{"an index", o + "/app:2.0.0", map[string]int{"GET ping": 1, "GET manifest": 1}},
-		{"an index by digest", o + "/app@" + w.digest, map[string]int{"GET ping": 1, "GET manifest": 1}},
-		{"a single-platform tag", o + "/arm-only:1.0", map[string]int{"GET ping": 1, "GET manifest": 1, "GET blob": 1}},
-		{"a tag missing", o + "/app:9.9.9", map[string]int{"GET ping": 1, "GET manifest": 1}},
+		{"an index", o + "/app:2.0.0", false, map[string]int{"GET ping": 1, "GET manifest": 1}, "found linux/amd64,linux/arm64"},
+		{"an index by digest", o + "/app@" + w.digest, false, map[string]int{"GET ping": 1, "GET manifest": 1}, "found linux/amd64,linux/arm64"},
+		{"a single-platform tag", o + "/arm-only:1.0", false, map[string]int{"GET ping": 1, "GET manifest": 1, "GET blob": 1}, "found linux/arm64"},
+		{"a tag missing", o + "/app:9.9.9", false, map[string]int{"GET ping": 1, "GET manifest": 1}, "MANIFEST_UNKNOWN: manifest unknown (HTTP 404)"},
+		{"heads first: a single-platform tag", o + "/arm-only:1.0", true, map[string]int{"GET ping": 1, "HEAD manifest": 1}, "found "},
+		{"heads first: an index", o + "/app:2.0.0", true, map[string]int{"GET ping": 1, "HEAD manifest": 1, "GET manifest": 1}, "found linux/amd64,linux/arm64"},
+		{"heads first: a tag missing", o + "/app:9.9.9", true, map[string]int{"GET ping": 1, "HEAD manifest": 1, "GET manifest": 1}, "MANIFEST_UNKNOWN: manifest unknown (HTTP 404)"},
 	}
 	w.origin.Asked() // the pushes
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := imagecheck.NewPuller(w.registries(t, ""), 0)
+			p.HeadsFirst = c.headsFirst
 			defer p.Close()
-			pull(t, p, c.ref, nil)
+			got := pull(t, p, c.ref, nil)
 			pull(t, p, c.ref, nil) // asked again in the run: nothing more
 			assert.Equal(t, c.want, w.origin.Asked())
+			repo := strings.TrimPrefix(c.ref, o+"/")
+			repo = repo[:strings.IndexAny(repo, ":@")]
+			assert.Equal(t, []string{o + " " + repo + ": " + c.answer}, answers(got))
+			if c.headsFirst && got.Found != nil && !got.Found.Index {
+				assert.True(t, got.Found.PlatformNotRead)
+				assert.NotEmpty(t, got.Found.Digest, "the HEAD's digest")
+			}
 		})
 	}
 }

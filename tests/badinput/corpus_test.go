@@ -382,6 +382,8 @@ func TestBadInputCorpus(t *testing.T) {
 			want: []string{`--settle "a while": want a positive duration such as 10s or 1m, or 0 (off)`}},
 		{name: "settle negative", args: upgrade("--settle", "-5s"), cluster: true, code: 2,
 			want: []string{`--settle "-5s": want a positive duration`}},
+		{name: "image-manifests an unknown word", args: preflight("--image-manifests", "HEAD"), cluster: true, code: 2,
+			want: []string{`--image-manifests "HEAD": want get or head`}},
 		{name: "image-timeout zero", args: preflight("--image-timeout", "0s"), cluster: true, code: 2,
 			want: []string{"--image-timeout 0s: must be a positive duration"}},
 		{name: "spec images.check not a bool", args: []string{"preflight", "--spec", "$DIR/spec.yaml", "--version", "2.0.0"}, cluster: true,

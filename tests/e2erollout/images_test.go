@@ -22,7 +22,7 @@ import (
 	"github.com/chart-upgrader/chart-upgrader/tests/testenv"
 )
 
-// The images world: four real registries on loopback (distribution's, TLS
+// The images world: five real registries on loopback (distribution's, TLS
 // with a CA of each one's own), the nodes' registries.yaml naming them,
 // and the test kubelet pulling the images of the pods held for it.
 var images struct {
@@ -30,8 +30,10 @@ var images struct {
 	// private is behind htpasswd, its credentials in registries.yaml;
 	// secret is behind htpasswd, its credentials only in a pull secret.
 	private, secret *ociregistry.Registry
-	digest          string // of origin's app:2.0.0, an index
-	registries      string // the registries.yaml
+	// counted serves one test alone, which counts what it is asked
+	counted    *ociregistry.Registry
+	digest     string // of origin's app:2.0.0, an index
+	registries string // the registries.yaml
 }
 
 // imagePassword is the password of both private registries' user.
@@ -63,6 +65,9 @@ func startImages(ctx context.Context, env *testenv.Env) error {
 	if images.secret, err = start("secret", users); err != nil {
 		return err
 	}
+	if images.counted, err = start("counted"); err != nil {
+		return err
+	}
 	pushes := []struct {
 		r         *ociregistry.Registry
 		repo, tag string
@@ -76,6 +81,7 @@ func startImages(ctx context.Context, env *testenv.Env) error {
 		{images.mirror, "mirrored/app", "2.0.0", []string{"linux/amd64"}},
 		{images.private, "secret-app", "1.0", []string{"linux/amd64"}},
 		{images.secret, "secret-app", "1.0", []string{"linux/amd64"}},
+		{images.counted, "solo", "1.0", []string{"linux/amd64"}},
 	}
 	for _, p := range pushes {
 		d, err := p.r.PushImage(p.repo, p.tag, p.platforms...)
@@ -90,7 +96,7 @@ func startImages(ctx context.Context, env *testenv.Env) error {
 	fmt.Fprintf(&b, "mirrors:\n  registry.example.invalid:\n    endpoint: [\"https://%s\"]\n  docker.io:\n    endpoint: [\"https://%s\"]\n"+
 		"  rewritten.example.invalid:\n    endpoint: [\"https://%s\"]\n    rewrite:\n      \"^(app)$\": \"mirrored/$1\"\nconfigs:\n",
 		images.mirror.Host, images.mirror.Host, images.mirror.Host)
-	for _, r := range []*ociregistry.Registry{images.origin, images.mirror, images.private, images.secret} {
+	for _, r := range []*ociregistry.Registry{images.origin, images.mirror, images.private, images.secret, images.counted} {
 		fmt.Fprintf(&b, "  %q:\n    tls:\n      ca_file: %s\n", r.Host, r.CAFile)
 		if r == images.private {
 			fmt.Fprintf(&b, "    auth:\n      username: puller\n      password: %s\n", imagePassword)
@@ -269,4 +275,30 @@ func TestImagesNotCheckedAreSaidSo(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, backOff, "the new revision's pod cannot pull its image")
+}
+
+// What the check asks a registry for a single-platform tag, counted at
+// the registry: by default the manifest (a GET, which Docker Hub counts
+// as a pull) and its config (the platform); with --image-manifests head
+// a HEAD alone, the platform not read and the report saying so.
+func TestImageManifestsHeadAsksNoManifestGET(t *testing.T) {
+	env := testenv.ForTest(t)
+	shared(t, env)
+	ns := env.Namespace(t)
+	chart, rel := name("i"), name("rel")
+	writeCharts(t, chart, map[string]any{"image": images.counted.Host + "/solo:1.0", "podAnnotations": pullHold})
+	run, _ := releaseKind(t, env, chart, ns, rel)
+	images.counted.Asked() // the push
+
+	r := run("preflight", "-o", "json")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, `"verdict": "pullable"`)
+	assert.Contains(t, r.Stdout, `"linux/amd64"`, "the platform read")
+	assert.Equal(t, map[string]int{"GET ping": 1, "GET manifest": 1, "GET blob": 1}, images.counted.Asked())
+
+	r = run("preflight", "-o", "json", "--image-manifests", "head")
+	r.RequireCode(t, 0)
+	assert.Contains(t, r.Stdout, `"verdict": "pullable; its platform not read (--image-manifests=head)"`)
+	assert.Contains(t, r.Stdout, "the platform of 1 single-platform images not read (--image-manifests=head)")
+	assert.Equal(t, map[string]int{"GET ping": 1, "HEAD manifest": 1}, images.counted.Asked(), "no manifest GET")
 }
