@@ -174,7 +174,7 @@ func (s Scope) nodesAndPods(ctx context.Context, res *Result) ([]corev1.Node, []
 		}
 		res.Requests++
 		pl, err := s.Checker.Reader.Dynamic.Resource(podsResource).List(ctx, metav1.ListOptions{
-			FieldSelector: "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"})
+			FieldSelector: placement.BoundPods})
 		if apierrors.IsForbidden(err) {
 			return read{unread: "this process may not list the pods bound to nodes (their requests use the nodes' resources): " + clusterListRule(podsResource)}
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/chart-upgrader/chart-upgrader/internal/outcome"
+	"github.com/chart-upgrader/chart-upgrader/internal/placement"
 )
 
 // World is what the rules judge: the node, the pods the drain evicts, and
@@ -117,8 +118,7 @@ func (w *World) Nodes(ctx context.Context) ([]corev1.Node, error) {
 func (w *World) Bound(ctx context.Context) ([]corev1.Pod, error) {
 	v, err := w.remember("bound", func() (any, error) {
 		w.requests.Add(1)
-		l, err := w.c.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-			FieldSelector: "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"})
+		l, err := w.c.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: placement.BoundPods})
 		if err != nil {
 			return nil, fmt.Errorf("listing the pods bound to nodes: %w", err)
 		}

@@ -23,6 +23,11 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
 )
 
+// BoundPods is the field selector of the pods whose requests use their
+// nodes' resources: bound to a node, not ended (the scheduler's NodeInfo
+// counts them).
+const BoundPods = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+
 // Filter is one of the scheduler's filter plugins.
 type Filter interface {
 	fwk.PreFilterPlugin
