@@ -139,7 +139,7 @@ func (j *jobRun) applyWatched(ctx context.Context, o *Observed, c Change, want W
 	}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pw, err := j.job.Pods.Watch(actx, o, want)
+	pw, err := j.podWatch(ctx, o, want)
 	if err != nil || pw == nil {
 		return j.job.Target.Apply(ctx, o, c) // the wait watches them, or says why it cannot
 	}

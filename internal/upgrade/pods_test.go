@@ -222,3 +222,49 @@ func TestWaitReadySettleCutShortByTheTimeout(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, r.Ready)
 }
+
+// podsPort counts its watches and keeps their contexts.
+type podsPort struct {
+	mu       sync.Mutex
+	versions []string
+	ctxs     []context.Context
+}
+
+func (p *podsPort) Watch(ctx context.Context, _ *Observed, want Want) (PodWatch, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.versions = append(p.versions, want.Version)
+	p.ctxs = append(p.ctxs, ctx)
+	return &fakePods{changed: make(chan struct{})}, nil
+}
+
+// The apply and the wait of one upgrade share one watch of the new
+// revision's pods (its informers list once), which the run stops at its
+// end; a retried Job's wait, with no apply before it, starts its own.
+func TestRunWatchesThePodsOnce(t *testing.T) {
+	e := newEnv(t)
+	port := &podsPort{}
+	e.job.Pods, e.job.PodFailureGrace = port, time.Hour
+	e.mustRun(GoalUpgrade)
+	require.Equal(t, []string{"2.0.0"}, port.versions, "one watch for the apply and the wait")
+	assert.Error(t, port.ctxs[0].Err(), "the watch ends with the run")
+
+	// the target applied and not yet ready, as a Job killed in its wait
+	// leaves it: the next run waits without applying
+	e.target.setReady(false)
+	again := e.again()
+	again.job.Pods = port
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = again.run(GoalUpgrade)
+	}()
+	require.Eventually(t, func() bool {
+		port.mu.Lock()
+		defer port.mu.Unlock()
+		return len(port.versions) == 2
+	}, testBound, time.Millisecond, "the wait starts a watch of its own")
+	e.target.setReady(true)
+	<-done
+	assert.Equal(t, 1, e.target.applyCalls, "no second apply")
+}

@@ -296,6 +296,9 @@ type jobRun struct {
 	entry        *Entry
 	watch        Watch
 	stopWatch    func()
+	pods         PodWatch // the new revision's, shared by the apply and the wait
+	podsVersion  string   // the version pods watches
+	stopPods     func()
 	lease        Lease
 	stopLease    func()
 	leaseLost    <-chan struct{}
@@ -328,10 +331,13 @@ func (j *jobRun) result(p progress) *Result {
 	return res
 }
 
-// close stops what the steps started: the watch and the Lease renewal.
+// close stops what the steps started: the watches and the Lease renewal.
 func (j *jobRun) close() {
 	if j.stopWatch != nil {
 		j.stopWatch()
+	}
+	if j.stopPods != nil {
+		j.stopPods()
 	}
 	if j.stopLease != nil {
 		j.stopLease()
@@ -354,6 +360,29 @@ func (j *jobRun) observe(ctx context.Context) (Watch, error) {
 	}
 	j.watch, j.stopWatch = w, cancel
 	return w, nil
+}
+
+// podWatch starts (once for a version) the watch of the pods of the
+// revision at want's version: the apply starts it (a hook's pods run
+// inside the apply) and the wait goes on with it, its informers listed
+// once; a wait with no apply before it (a retried Job) starts it. nil
+// where the pods are not seen from here.
+func (j *jobRun) podWatch(ctx context.Context, o *Observed, want Want) (PodWatch, error) {
+	if j.pods != nil && j.podsVersion == want.Version {
+		return j.pods, nil
+	}
+	if j.stopPods != nil {
+		j.stopPods()
+		j.pods, j.stopPods = nil, nil
+	}
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	pw, err := j.job.Pods.Watch(pctx, o, want)
+	if err != nil || pw == nil {
+		cancel()
+		return nil, err
+	}
+	j.pods, j.podsVersion, j.stopPods = pw, want.Version, cancel
+	return pw, nil
 }
 
 // hook runs a pre or post hook of step, unless the run is quiet (it

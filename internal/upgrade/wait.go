@@ -34,7 +34,7 @@ func (j *jobRun) wait(ctx context.Context, want Want) (*Readiness, error) {
 			j.note("waiting", "progress", r.Progress(), "elapsed", time.Since(start).Round(time.Second).String())
 		}}
 	if j.job.Pods != nil && j.job.PodFailureGrace > 0 {
-		if opts.Pods, err = j.job.Pods.Watch(wctx, w.Current(), want); err != nil {
+		if opts.Pods, err = j.podWatch(wctx, w.Current(), want); err != nil {
 			if timedOut(err) {
 				return nil, outcome.Timeout(fmt.Errorf("could not watch the pods of %s within %s: %w", j.ref, timeout, err))
 			}
