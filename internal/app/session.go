@@ -221,7 +221,9 @@ func openImages(opts Options) (*imagecheck.Puller, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("--registries-config: %w", err)
 	}
-	return imagecheck.NewPuller(r, opts.ImageTimeout), "", nil
+	p := imagecheck.NewPuller(r, opts.ImageTimeout)
+	p.HeadsFirst = opts.ImageHeadsFirst
+	return p, "", nil
 }
 
 // gates is the port to the objects of c's health gates on target t.
