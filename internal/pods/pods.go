@@ -147,6 +147,14 @@ type watch struct {
 
 func (w *watch) Changed() <-chan struct{} { return w.signal }
 
+// Podless: the revision at the version was seen, and none of its objects
+// or hooks makes pods.
+func (w *watch) Podless() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.workloads != nil && len(w.workloads) == 0
+}
+
 // changed takes a new revision at the version in, watching the pods of
 // the namespaces it makes pods in, and there the workloads (and a
 // Deployment's ReplicaSets) that say which pods are of their current

@@ -135,11 +135,29 @@ func TestFailing(t *testing.T) {
 		"at 1.0.0, no pod of the release at 2.0.0 counts")
 	assert.Empty(t, at1.Failing(), "at 1.0.0, a second later")
 	assert.Equal(t, got, lines(w.Failing()), "the first watch, listed long since, still says the same")
+	assert.False(t, w.Podless(), "its revision makes pods")
+	assert.False(t, at1.Podless(), "a revision never seen is not known to make no pod")
 	// a release elsewhere: no watch
 	elsewhere := &pods.Port{Kube: env.Kube(), Target: release{}, Releases: port.Releases}
 	nw, err := elsewhere.Watch(ctx, &upgrade.Observed{}, upgrade.Want{Version: "2.0.0"})
 	require.NoError(t, err)
 	assert.Nil(t, nw)
+}
+
+// A revision none of whose objects or hooks makes pods is podless once
+// seen: the wait has nothing to settle.
+func TestPodlessRevision(t *testing.T) {
+	env := testenv.ForTest(t)
+	ns := env.Namespace(t)
+	install(t, env, ns, map[string]string{"config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config}\ndata: {a: b}\n"})
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(env.Kube().Discovery()))
+	port := &pods.Port{Kube: env.Kube(), Target: release{ns, "app"},
+		Releases: &helmrelease.Client{Kube: env.Kube(), Dynamic: env.Dynamic(), RESTMapper: mapper}}
+	w, err := port.Watch(t.Context(), &upgrade.Observed{}, upgrade.Want{Version: "2.0.0"})
+	require.NoError(t, err)
+	require.NotNil(t, w)
+	require.Eventually(t, w.Podless, 30*time.Second, 20*time.Millisecond, "a ConfigMap makes no pod")
+	assert.Empty(t, w.Failing())
 }
 
 // lines are fs as the progress line says them, sorted.

@@ -15,7 +15,10 @@ type fakePods struct {
 	mu      sync.Mutex
 	failing []PodFailure
 	changed chan struct{}
+	podless bool
 }
+
+func (p *fakePods) Podless() bool { return p.podless }
 
 func (p *fakePods) Failing() []PodFailure {
 	p.mu.Lock()
@@ -221,6 +224,20 @@ func TestWaitReadySettleCutShortByTheTimeout(t *testing.T) {
 		WaitOptions{Pods: quiet, PodFailureGrace: time.Hour, Settle: time.Hour})
 	require.NoError(t, err)
 	assert.True(t, r.Ready)
+}
+
+// A revision that makes no pod has nothing to settle: the wait ends at
+// readiness, the settle not waited (an hour here, and the test bound is
+// 10 s).
+func TestWaitReadyPodlessDoesNotSettle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
+	defer cancel()
+	podless := &fakePods{changed: make(chan struct{}), podless: true}
+	r, err := WaitReady(ctx, staticWatch{Readiness{Ready: true}}, Want{Version: "2.0.0"},
+		WaitOptions{Pods: podless, PodFailureGrace: time.Hour, Settle: time.Hour})
+	require.NoError(t, err)
+	assert.True(t, r.Ready)
+	assert.NoError(t, ctx.Err(), "ended at readiness, not at the bound")
 }
 
 // podsPort counts its watches and keeps their contexts.

@@ -315,6 +315,10 @@ type PodWatch interface {
 	Failing() []PodFailure
 	// Changed receives a value after a pod changed.
 	Changed() <-chan struct{}
+	// Podless: the new revision is known to make no pod (none of its
+	// objects or hooks makes pods): no container of it can crash, so
+	// there is nothing to settle.
+	Podless() bool
 }
 
 // PodFailure is one container of a pod of the new revision that cannot

@@ -137,8 +137,8 @@ func WaitReady(ctx context.Context, w Watch, want Want, o WaitOptions) (Readines
 	settled := false
 	for {
 		r := w.Readiness(want)
-		if r.Ready && settle <= 0 {
-			return r, nil
+		if r.Ready && (settle <= 0 || o.Pods.Podless()) {
+			return r, nil // nothing to settle
 		}
 		if failed := pods.judge(&r); failed {
 			progress(r)
