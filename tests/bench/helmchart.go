@@ -92,6 +92,9 @@ func benchHelmChart(ctx context.Context, f upgradeFlags, log io.Writer) ([]hcSam
 		if to < from {
 			args = append(args, "--allow-downgrade")
 		}
+		if f.settle != "" {
+			args = append(args, "--settle", f.settle)
+		}
 		p, err := runProc(ctx, nil, f.chartUpgrader, args...)
 		if err != nil {
 			return nil, err

@@ -133,6 +133,9 @@ func benchRelease(ctx context.Context, f upgradeFlags, log io.Writer) ([]relSamp
 			if st.to == "1.0.0" {
 				args = append(args, "--allow-downgrade")
 			}
+			if f.settle != "" {
+				args = append(args, "--settle", f.settle)
+			}
 			p, err = runProc(ctx, nil, f.chartUpgrader, args...)
 		default:
 			p, err = runProc(ctx, helmEnv, helm[st.tool], "upgrade", relName, filepath.Join(charts, "demo-app-"+st.to),

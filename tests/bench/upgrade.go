@@ -48,6 +48,7 @@ type upgradeFlags struct {
 	delay                                     time.Duration
 	longDelays                                []time.Duration
 	poll                                      int
+	settle                                    string // chart-upgrader's --settle for a HelmChart and a release ("": its default)
 }
 
 func upgradeCommand(ctx context.Context, args []string, out, log io.Writer) error {
@@ -63,6 +64,7 @@ func upgradeCommand(ctx context.Context, args []string, out, log io.Writer) erro
 	fs.IntVar(&f.releaseRuns, "release-runs", 10, "then upgrades of a Helm release per tool, beside helm upgrade --reset-then-reuse-values --wait of Helm 3 (SDK) and 4 (CLI) (0: none)")
 	fs.DurationVar(&f.delay, "delay", 3*time.Second, "the simulator's readiness delay after each Helm upgrade")
 	fs.IntVar(&f.poll, "poll", 5, "the baseline's seconds between two looks")
+	fs.StringVar(&f.settle, "settle", "", "chart-upgrader's --settle for the HelmChart and release upgrades (empty: its default, 10s)")
 	var long string
 	fs.StringVar(&long, "long-delays", "", "after the runs, one upgrade per tool at each of these delays (comma-separated)")
 	fs.StringVar(&f.out, "out", "", "also write the table to this file")
