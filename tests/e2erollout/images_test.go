@@ -236,17 +236,26 @@ func TestPreflightChecksTheImages(t *testing.T) {
 	}
 }
 
+// heldRelease is a release at 1.0.0 whose 2.0.0 runs image in pods held
+// for the test kubelet, and the release kind's run as its Plan's
+// ServiceAccount, in a namespace of its own.
+func heldRelease(t *testing.T, env *testenv.Env, image string) (run func(string, ...string) noderun.Result, ns, chart, rel string) {
+	t.Helper()
+	shared(t, env)
+	ns = env.Namespace(t)
+	chart, rel = name("i"), name("rel")
+	writeCharts(t, chart, map[string]any{"image": image, "podAnnotations": pullHold})
+	run, _ = releaseKind(t, env, chart, ns, rel)
+	return run, ns, chart, rel
+}
+
 // Without the check (--skip-image-check, or the spec's images.check:
 // false) preflight says the images were not checked, passes an image no
 // registry serves, and the upgrade's wait meets the pods the kubelet
 // cannot start: ImagePullBackOff until the timeout (exit 4).
 func TestImagesNotCheckedAreSaidSo(t *testing.T) {
 	env := testenv.ForTest(t)
-	shared(t, env)
-	ns := env.Namespace(t)
-	chart, rel := name("i"), name("rel")
-	writeCharts(t, chart, map[string]any{"image": images.origin.Host + "/app:9.9.9", "podAnnotations": pullHold})
-	run, _ := releaseKind(t, env, chart, ns, rel)
+	run, ns, chart, rel := heldRelease(t, env, images.origin.Host+"/app:9.9.9")
 	r := run("preflight", "--skip-image-check", "-o", "json")
 	r.RequireCode(t, 0)
 	assert.Contains(t, r.Stdout, `"checked": false`)
@@ -282,12 +291,7 @@ func TestImagesNotCheckedAreSaidSo(t *testing.T) {
 // as a pull) and its config (the platform); with --image-manifests head
 // a HEAD alone, the platform not read and the report saying so.
 func TestImageManifestsHeadAsksNoManifestGET(t *testing.T) {
-	env := testenv.ForTest(t)
-	shared(t, env)
-	ns := env.Namespace(t)
-	chart, rel := name("i"), name("rel")
-	writeCharts(t, chart, map[string]any{"image": images.counted.Host + "/solo:1.0", "podAnnotations": pullHold})
-	run, _ := releaseKind(t, env, chart, ns, rel)
+	run, _, _, _ := heldRelease(t, testenv.ForTest(t), images.counted.Host+"/solo:1.0")
 	images.counted.Asked() // the push
 
 	r := run("preflight", "-o", "json")
