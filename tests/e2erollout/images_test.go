@@ -236,15 +236,16 @@ func TestPreflightChecksTheImages(t *testing.T) {
 	}
 }
 
-// heldRelease is a release at 1.0.0 whose 2.0.0 runs image in pods held
-// for the test kubelet, and the release kind's run as its Plan's
-// ServiceAccount, in a namespace of its own.
-func heldRelease(t *testing.T, env *testenv.Env, image string) (run func(string, ...string) noderun.Result, ns, chart, rel string) {
+// heldRelease is a release at 1.0.0 whose 2.0.0 runs image (of the
+// images world, which it starts first) in pods held for the test kubelet,
+// and the release kind's run as its Plan's ServiceAccount, in a namespace
+// of its own.
+func heldRelease(t *testing.T, env *testenv.Env, image func() string) (run func(string, ...string) noderun.Result, ns, chart, rel string) {
 	t.Helper()
 	shared(t, env)
 	ns = env.Namespace(t)
 	chart, rel = name("i"), name("rel")
-	writeCharts(t, chart, map[string]any{"image": image, "podAnnotations": pullHold})
+	writeCharts(t, chart, map[string]any{"image": image(), "podAnnotations": pullHold})
 	run, _ = releaseKind(t, env, chart, ns, rel)
 	return run, ns, chart, rel
 }
@@ -255,7 +256,7 @@ func heldRelease(t *testing.T, env *testenv.Env, image string) (run func(string,
 // cannot start: ImagePullBackOff until the timeout (exit 4).
 func TestImagesNotCheckedAreSaidSo(t *testing.T) {
 	env := testenv.ForTest(t)
-	run, ns, chart, rel := heldRelease(t, env, images.origin.Host+"/app:9.9.9")
+	run, ns, chart, rel := heldRelease(t, env, func() string { return images.origin.Host + "/app:9.9.9" })
 	r := run("preflight", "--skip-image-check", "-o", "json")
 	r.RequireCode(t, 0)
 	assert.Contains(t, r.Stdout, `"checked": false`)
@@ -291,7 +292,7 @@ func TestImagesNotCheckedAreSaidSo(t *testing.T) {
 // as a pull) and its config (the platform); with --image-manifests head
 // a HEAD alone, the platform not read and the report saying so.
 func TestImageManifestsHeadAsksNoManifestGET(t *testing.T) {
-	run, _, _, _ := heldRelease(t, testenv.ForTest(t), images.counted.Host+"/solo:1.0")
+	run, _, _, _ := heldRelease(t, testenv.ForTest(t), func() string { return images.counted.Host + "/solo:1.0" })
 	images.counted.Asked() // the push
 
 	r := run("preflight", "-o", "json")
