@@ -39,6 +39,7 @@ func judge(pulls []*pull, nodes []corev1.Node) upgrade.ImageCheck {
 			r.Endpoints = append(r.Endpoints, upgrade.ImageEndpoint{URL: a.Endpoint.URL.String(), Repository: a.Endpoint.Repository, Answer: answer})
 		}
 		problem := ""
+		r.Verdict = "pullable"
 		switch f := pl.pulled.Found; {
 		case f == nil:
 			problem = fmt.Sprintf("image %s, run by %s, is served by no endpoint the nodes pull it from: %s%s",
@@ -55,9 +56,6 @@ func judge(pulls []*pull, nodes []corev1.Node) upgrade.ImageCheck {
 				problem = fmt.Sprintf("image %s, run by %s, has no %s for the nodes its pods may run on (%s, at %s): %s",
 					pl.image.Written, uses(pl.uses), strings.Join(missing, " nor "), nodesOf(missing, pl.uses, nodes), f.Endpoint.URL.String(), what)
 			}
-		}
-		if r.Verdict == "" {
-			r.Verdict = "pullable"
 		}
 		if problem != "" {
 			r.Verdict = problem
